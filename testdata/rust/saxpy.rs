@@ -1,0 +1,28 @@
+//! saxpy: a kernel crate that depends on `vecmath` (Rust) and calls
+//! `cuda_softplus`, a device function written in CUDA C++ (`softplus.cu`),
+//! which itself calls libdevice's `expf` and `logf`. After the device link no
+//! call of either kind may remain in the PTX.
+#![feature(no_core, abi_ptx)]
+#![no_core]
+
+extern crate minicore;
+extern crate vecmath;
+use minicore::*;
+
+extern "C" {
+    fn cuda_softplus(x: f32) -> f32;
+}
+
+/// y[i] = a * x[i] + y[i]
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn saxpy(a: f32, x: *const f32, y: *mut f32) {
+    let i = gpu::global_index() as usize;
+    *offset(y, i) = vecmath::twice(a) * *offset(x, i) + *offset(y, i);
+}
+
+/// y[i] = softplus(x[i]) through CUDA C++
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn rust_softplus(x: *const f32, y: *mut f32) {
+    let i = gpu::global_index() as usize;
+    *offset(y, i) = cuda_softplus(*offset(x, i));
+}
