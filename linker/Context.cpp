@@ -1,0 +1,107 @@
+//===- linker/Context.cpp - Diagnostics and temporary files --------------===//
+//
+// The one error sink of every fatlink command, and the temporary-file
+// registry with its cleanup on exit and on signals.
+//
+//===----------------------------------------------------------------------===//
+
+#include "linker/Context.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/Signals.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace llvm;
+
+namespace fatlink {
+
+TempFiles::~TempFiles() {
+  if (saving())
+    return;
+  for (const std::string &F : Files) {
+    sys::fs::remove(F);
+    sys::DontRemoveFileOnSignal(F);
+  }
+  if (!Dir.empty())
+    sys::fs::remove(Dir);
+}
+
+Error TempFiles::saveIn(StringRef D) {
+  if (std::error_code EC = sys::fs::create_directories(D))
+    return createStringError(EC, "cannot create --save-temps directory %s: %s",
+                             D.str().c_str(), EC.message().c_str());
+  SaveDir = D.str();
+  return Error::success();
+}
+
+Expected<std::string> TempFiles::create(StringRef Name) {
+  std::lock_guard<std::mutex> Lock(Mu);
+  if (saving()) {
+    SmallString<256> Path(SaveDir);
+    sys::path::append(Path, Name);
+    return std::string(Path);
+  }
+  if (Dir.empty()) {
+    SmallString<256> Path;
+    if (std::error_code EC = sys::fs::createUniqueDirectory("fatlink", Path))
+      return createStringError(EC, "cannot create a temporary directory: %s",
+                               EC.message().c_str());
+    Dir = std::string(Path);
+  }
+  SmallString<256> Path(Dir);
+  sys::path::append(Path, Name);
+  Files.push_back(std::string(Path));
+  sys::RemoveFileOnSignal(Files.back());
+  return Files.back();
+}
+
+void Context::error(Error E) {
+  handleAllErrors(std::move(E), [&](const ErrorInfoBase &EI) {
+    error(EI.message());
+  });
+}
+
+void Context::error(const Twine &Msg) {
+  std::lock_guard<std::mutex> Lock(Mu);
+  ++ErrorCount;
+  WithColor::error(Err, "fatlink") << Msg << "\n";
+}
+
+void Context::warn(const Twine &Msg) {
+  std::lock_guard<std::mutex> Lock(Mu);
+  WithColor::warning(Err, "fatlink") << Msg << "\n";
+}
+
+void Context::verbose(const Twine &Msg) {
+  if (!Verbose)
+    return;
+  std::lock_guard<std::mutex> Lock(Mu);
+  Err << Msg << "\n";
+}
+
+void Context::verboseCommand(ArrayRef<StringRef> Argv) {
+  if (!Verbose)
+    return;
+  auto IsSafe = [](char C) {
+    return isAlnum(C) || StringRef("_./=,:+@%-").contains(C);
+  };
+  std::string Line;
+  for (StringRef Arg : Argv) {
+    if (!Line.empty())
+      Line += ' ';
+    if (!Arg.empty() && all_of(Arg, IsSafe)) {
+      Line += Arg;
+      continue;
+    }
+    Line += '\'';
+    for (char C : Arg)
+      Line += C == '\'' ? std::string("'\\''") : std::string(1, C);
+    Line += '\'';
+  }
+  verbose(Line);
+}
+
+} // namespace fatlink

@@ -1,0 +1,81 @@
+//===- linker/Context.h - State of one fatlink run -----------------------===//
+//
+// Internal to linker/. One Context per command run, passed by reference:
+// the output streams, the verbosity, the temporary files, and the error
+// sink. There are no globals: two runs in one process (as in the tests) do
+// not see each other.
+//
+// Temporary files live in a private directory under the system temp
+// directory and are removed on success, error and signal; `--save-temps`
+// puts them in a directory of the user's choice and keeps them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FATLINK_LINKER_CONTEXT_H
+#define FATLINK_LINKER_CONTEXT_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace fatlink {
+
+/// Temporary files of one run.
+class TempFiles {
+public:
+  ~TempFiles();
+
+  /// Keep every file in Dir (created if needed) instead of removing them;
+  /// files get stable names there.
+  llvm::Error saveIn(llvm::StringRef Dir);
+  bool saving() const { return !SaveDir.empty(); }
+  llvm::StringRef saveDir() const { return SaveDir; }
+
+  /// A new file path "<Name>" (saved) or "<tmp>/fatlink-XXXX/<Name>".
+  /// Thread-safe.
+  llvm::Expected<std::string> create(llvm::StringRef Name);
+
+private:
+  std::mutex Mu;
+  std::string SaveDir;
+  std::string Dir; // private directory, created on first use
+  std::vector<std::string> Files;
+};
+
+class Context {
+public:
+  Context(llvm::raw_ostream &Out, llvm::raw_ostream &Err) : Out(Out), Err(Err) {}
+
+  llvm::raw_ostream &Out;
+  llvm::raw_ostream &Err;
+  bool Verbose = false;
+  TempFiles Temps;
+
+  /// Prints every error in E as "fatlink: error: ..." and counts them.
+  void error(llvm::Error E);
+  void error(const llvm::Twine &Msg);
+  void warn(const llvm::Twine &Msg);
+  /// Prints Msg when -v is on. Thread-safe.
+  void verbose(const llvm::Twine &Msg);
+  /// Prints a command line when -v is on, quoted so that it can be pasted
+  /// into a shell.
+  void verboseCommand(llvm::ArrayRef<llvm::StringRef> Argv);
+
+  bool hasErrors() const { return ErrorCount != 0; }
+  /// The exit code of a run that reached its end.
+  int exitCode() const { return ErrorCount ? 1 : 0; }
+
+private:
+  std::mutex Mu;
+  unsigned ErrorCount = 0;
+};
+
+} // namespace fatlink
+
+#endif // FATLINK_LINKER_CONTEXT_H

@@ -1,0 +1,597 @@
+//===- linker/DeviceLink.cpp - The `fatlink device-link` command ---------===//
+//
+// The driver of a device link. It reads as its list of passes:
+//
+//   parse options      -> Config
+//   probe the tools    -> what LLVM and ptxas support (asked, not assumed)
+//   plan targets       -> refuse anything the tools cannot serve, up front
+//   read inputs        -> every device image, with its origin
+//   link and optimize  -> one optimized module per group of targets
+//   compile targets    -> per target, in parallel: PTX, then ptxas
+//   write outputs      -> all or nothing, each file renamed into place
+//
+// Output bytes do not depend on -j: each target is compiled independently
+// into its own slot, and slots are written in target order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "linker/Context.h"
+#include "linker/Linker.h"
+#include "linker/Options.h"
+#include "linker/Targets.h"
+#include "linker/Toolkit.h"
+#include "lto/LTO.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Option/Arg.h"
+#include "llvm/Option/ArgList.h"
+#include "llvm/Option/OptTable.h"
+#include "llvm/Option/Option.h"
+#include "llvm/Support/FileOutputBuffer.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
+#include "llvm/Support/TimeProfiler.h"
+
+using namespace llvm;
+
+namespace fatlink {
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+enum ID {
+  OPT_INVALID = 0,
+#define OPTION(...) LLVM_MAKE_OPT_ID(__VA_ARGS__),
+#include "linker/DeviceLinkOptions.inc"
+#undef OPTION
+};
+
+#define OPTTABLE_STR_TABLE_CODE
+#include "linker/DeviceLinkOptions.inc"
+#undef OPTTABLE_STR_TABLE_CODE
+
+#define OPTTABLE_PREFIXES_TABLE_CODE
+#include "linker/DeviceLinkOptions.inc"
+#undef OPTTABLE_PREFIXES_TABLE_CODE
+
+using namespace llvm::opt;
+constexpr opt::OptTable::Info InfoTable[] = {
+#define OPTION(...) LLVM_CONSTRUCT_OPT_INFO(__VA_ARGS__),
+#include "linker/DeviceLinkOptions.inc"
+#undef OPTION
+};
+
+class DeviceLinkOptTable : public opt::GenericOptTable {
+public:
+  DeviceLinkOptTable()
+      : GenericOptTable(OptionStrTable, OptionPrefixesTable, InfoTable) {}
+};
+
+enum class OutputKind { File, Directory };
+
+struct Config {
+  std::vector<std::string> Inputs;
+  std::string Output;
+  OutputKind OutKind = OutputKind::Directory;
+  std::vector<std::string> ArchLists;
+  std::optional<unsigned> PtxVersion;
+  lto::LinkOptions Link;
+  unsigned Jobs = 0; // 0: all cores
+  bool EmitPTX = false;
+  bool ListTargets = false;
+  std::string JsonPath;
+  std::string TimeTracePath;
+  ToolkitPaths Paths;
+  unsigned PtxasTimeout = 0;
+};
+
+} // namespace
+
+const char *versionString() {
+  return "fatlink 0.1.0 (LLVM " LLVM_VERSION_STRING ")";
+}
+
+static Expected<Config> parseConfig(Context &Ctx, const opt::InputArgList &Args) {
+  Config C;
+  Error Errors = Error::success();
+  auto Fail = [&](Error E) { Errors = joinErrors(std::move(Errors), std::move(E)); };
+
+  for (const opt::Arg *A : Args.filtered(OPT_INPUT))
+    C.Inputs.push_back(A->getValue());
+  C.Output = Args.getLastArgValue(OPT_output).str();
+  C.ArchLists = Args.getAllArgValues(OPT_arch_EQ);
+  C.Link.ExportSymbols = Args.getAllArgValues(OPT_export_symbol_EQ);
+  C.EmitPTX = Args.hasArg(OPT_emit_ptx);
+  C.ListTargets = Args.hasArg(OPT_list_targets);
+  C.JsonPath = Args.getLastArgValue(OPT_json_EQ).str();
+  C.TimeTracePath = Args.getLastArgValue(OPT_time_trace_EQ).str();
+  C.Link.FlushDenormals = Args.hasFlag(OPT_ftz, OPT_no_ftz, false);
+  C.Link.PreciseSqrt = Args.hasFlag(OPT_prec_sqrt, OPT_no_prec_sqrt, true);
+  C.Link.PreciseDiv = Args.hasFlag(OPT_prec_div, OPT_no_prec_div, true);
+  Ctx.Verbose = Args.hasArg(OPT_verbose);
+
+  if (const opt::Arg *A = Args.getLastArg(OPT_opt_level)) {
+    Expected<unsigned> L = parseUnsigned("-O", A->getValue(), 3);
+    if (L)
+      C.Link.OptLevel = *L;
+    else
+      Fail(L.takeError());
+  }
+  if (const opt::Arg *A = Args.getLastArg(OPT_jobs)) {
+    Expected<unsigned> J = parseUnsigned("-j", A->getValue(), 1024);
+    if (J && *J == 0)
+      Fail(createStringError(inconvertibleErrorCode(),
+                             "invalid value for -j: '0' (expected 1 or more)"));
+    else if (J)
+      C.Jobs = *J;
+    else
+      Fail(J.takeError());
+  }
+  if (const opt::Arg *A = Args.getLastArg(OPT_ptxas_timeout_EQ)) {
+    Expected<unsigned> T = parseUnsigned("--ptxas-timeout", A->getValue(), 86400);
+    if (T)
+      C.PtxasTimeout = *T;
+    else
+      Fail(T.takeError());
+  }
+  if (const opt::Arg *A = Args.getLastArg(OPT_ptx_version_EQ)) {
+    C.PtxVersion = parsePtxVersion(A->getValue());
+    if (!C.PtxVersion)
+      Fail(createStringError(inconvertibleErrorCode(),
+                             "invalid value for --ptx-version: '%s' (expected "
+                             "a PTX ISA version such as 7.8)",
+                             A->getValue()));
+  }
+  C.Paths = resolveToolkitPaths(Args.getLastArgValue(OPT_cuda_path_EQ),
+                                Args.getLastArgValue(OPT_ptxas_EQ),
+                                Args.getLastArgValue(OPT_libdevice_EQ));
+  C.Link.LibdevicePath = C.Paths.Libdevice;
+
+  if (!C.ListTargets) {
+    if (C.Output.empty())
+      Fail(createStringError(inconvertibleErrorCode(),
+                             "no output: pass -o <file.cubin|file.ptx|dir>"));
+    StringRef Ext = sys::path::extension(C.Output);
+    if (Ext == ".cubin" || Ext == ".ptx")
+      C.OutKind = OutputKind::File;
+  }
+
+  // --save-temps keeps intermediates beside the output (or in the given
+  // directory), named after the output.
+  if (const opt::Arg *A = Args.getLastArg(OPT_save_temps, OPT_save_temps_EQ)) {
+    std::string Dir;
+    if (A->getOption().matches(OPT_save_temps_EQ))
+      Dir = A->getValue();
+    else if (C.OutKind == OutputKind::Directory)
+      Dir = C.Output;
+    else
+      Dir = sys::path::parent_path(C.Output).str();
+    if (Dir.empty())
+      Dir = ".";
+    if (Error E = Ctx.Temps.saveIn(Dir))
+      Fail(std::move(E));
+    SmallString<256> Prefix(Ctx.Temps.saveDir());
+    sys::path::append(Prefix, C.OutKind == OutputKind::File
+                                  ? sys::path::stem(C.Output)
+                                  : StringRef("fatlink"));
+    C.Link.SaveTempsPrefix = std::string(Prefix);
+  }
+
+  if (Errors)
+    return std::move(Errors);
+  return C;
+}
+
+//===----------------------------------------------------------------------===//
+// Passes
+//===----------------------------------------------------------------------===//
+
+/// What LLVM and the installed ptxas support.
+static Expected<ToolFacts> probeTools(Context &Ctx, const Config &C) {
+  TimeTraceScope Scope("Probe tools");
+  ToolFacts F;
+  F.LLVMMajor = LLVM_VERSION_MAJOR;
+  Expected<std::vector<lto::ArchInfo>> Arches = lto::getLLVMArches();
+  if (!Arches)
+    return Arches.takeError();
+  F.LLVMArches = std::move(*Arches);
+  for (lto::ArchInfo &A : F.LLVMArches)
+    if (Error E = lto::fillMinPtxVersion(A))
+      return std::move(E);
+  Expected<unsigned> MaxPtx = lto::getLLVMMaxPtxVersion();
+  if (!MaxPtx)
+    return MaxPtx.takeError();
+  F.LLVMMaxPtx = *MaxPtx;
+
+  Expected<PtxasInfo> Ptxas = probePtxas(Ctx, C.Paths.Ptxas);
+  if (!Ptxas)
+    return Ptxas.takeError();
+  F.PtxasRelease = Ptxas->Release;
+  F.PtxasArches = std::move(Ptxas->Arches);
+  F.PtxasMaxPtx = std::min(Ptxas->MaxPtxVersion, F.LLVMMaxPtx);
+  return F;
+}
+
+static void printTargets(Context &Ctx, const ToolFacts &Facts) {
+  Ctx.Out << "# targets that LLVM " << Facts.LLVMMajor << " and ptxas (CUDA "
+          << Facts.PtxasRelease << ") both support\n";
+  Ctx.Out << "# target        output  PTX ISA\n";
+  for (const lto::Target &T : allTargets(Facts))
+    Ctx.Out << left_justify(T.Name, 15) << " " << left_justify(T.IsPTX ? "ptx" : "cubin", 7)
+            << " " << T.ptxVersionString() << "\n";
+}
+
+namespace {
+
+/// The code of one target.
+struct TargetOutput {
+  std::string PTX;
+  std::string Cubin; // empty for compute_XX targets
+};
+
+} // namespace
+
+/// Generates PTX for one target and assembles it (sm_XX) or checks it
+/// (compute_XX) with ptxas.
+static Expected<TargetOutput> compileTarget(Context &Ctx, const Config &C,
+                                            const lto::LinkedProgram &Program,
+                                            ArrayRef<lto::Target> Targets,
+                                            size_t I) {
+  const lto::Target &T = Targets[I];
+  TargetOutput Out;
+  Expected<std::string> PTX =
+      lto::generatePTX(Program, Targets, I, C.Link.OptLevel);
+  if (!PTX)
+    return PTX.takeError();
+  Out.PTX = std::move(*PTX);
+
+  TimeTraceScope Scope("ptxas", T.Name);
+  Expected<std::string> PTXPath = Ctx.Temps.create(T.Name + ".ptx");
+  if (!PTXPath)
+    return PTXPath.takeError();
+  {
+    std::error_code EC;
+    raw_fd_ostream OS(*PTXPath, EC);
+    if (EC)
+      return createStringError(EC, "cannot write %s: %s", PTXPath->c_str(),
+                               EC.message().c_str());
+    OS << Out.PTX;
+  }
+
+  std::string OptFlag = "-O" + std::to_string(C.Link.OptLevel);
+  std::string What = "ptxas for " + T.Name;
+  if (T.IsPTX) {
+    // A virtual arch makes ptxas parse and check the PTX without
+    // generating code: the driver will compile it on the user's GPU.
+    std::string Arch = "-arch=" + T.Name;
+    Expected<std::string> R =
+        runProgram(Ctx, C.Paths.Ptxas, {"ptxas", Arch, *PTXPath}, C.PtxasTimeout, What);
+    if (!R)
+      return R.takeError();
+    return Out;
+  }
+
+  Expected<std::string> CubinPath = Ctx.Temps.create(T.Name + ".cubin");
+  if (!CubinPath)
+    return CubinPath.takeError();
+  std::string Arch = "-arch=" + T.Cpu;
+  Expected<std::string> R =
+      runProgram(Ctx, C.Paths.Ptxas,
+                 {"ptxas", Arch, OptFlag, *PTXPath, "-o", *CubinPath},
+                 C.PtxasTimeout, What);
+  if (!R)
+    return R.takeError();
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Cubin = MemoryBuffer::getFile(*CubinPath);
+  if (!Cubin)
+    return createStringError(Cubin.getError(), "%s wrote no cubin to %s",
+                             What.c_str(), CubinPath->c_str());
+  Out.Cubin = (*Cubin)->getBuffer().str();
+  return Out;
+}
+
+/// Compiles every target, in parallel, into its own slot.
+static Expected<std::vector<TargetOutput>>
+compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
+               ArrayRef<lto::Target> Targets) {
+  TimeTraceScope Scope("Compile targets");
+  std::vector<TargetOutput> Outputs(Targets.size());
+  std::vector<std::string> Errors(Targets.size());
+  bool Tracing = timeTraceProfilerEnabled();
+  {
+    DefaultThreadPool Pool(hardware_concurrency(C.Jobs));
+    for (size_t I = 0; I != Targets.size(); ++I)
+      Pool.async([&, I] {
+        if (Tracing)
+          timeTraceProfilerInitialize(500, "fatlink");
+        Expected<TargetOutput> Out = compileTarget(Ctx, C, Program, Targets, I);
+        if (Out)
+          Outputs[I] = std::move(*Out);
+        else
+          Errors[I] = toString(Out.takeError());
+        if (Tracing)
+          timeTraceProfilerFinishThread();
+      });
+    Pool.wait();
+  }
+  Error All = Error::success();
+  for (const std::string &E : Errors)
+    if (!E.empty())
+      All = joinErrors(std::move(All),
+                       createStringError(inconvertibleErrorCode(), E));
+  if (All)
+    return std::move(All);
+  return Outputs;
+}
+
+namespace {
+
+/// One file to write: its path and bytes.
+struct OutputFile {
+  std::string Path;
+  StringRef Data;
+};
+
+} // namespace
+
+static Expected<std::vector<OutputFile>>
+planOutputs(const Config &C, ArrayRef<lto::Target> Targets,
+            ArrayRef<TargetOutput> Outputs) {
+  std::vector<OutputFile> Files;
+  if (C.OutKind == OutputKind::File) {
+    if (Targets.size() != 1)
+      return createStringError(
+          inconvertibleErrorCode(),
+          "-o %s names one file, but there are %zu targets: give a directory "
+          "(-o %s) to get one file per target",
+          C.Output.c_str(), Targets.size(),
+          sys::path::parent_path(C.Output).empty()
+              ? "out/"
+              : (sys::path::parent_path(C.Output) + "/").str().c_str());
+    bool WantCubin = sys::path::extension(C.Output) == ".cubin";
+    if (WantCubin && Targets[0].IsPTX)
+      return createStringError(inconvertibleErrorCode(),
+                               "-o %s asks for a cubin, but %s is a PTX-only "
+                               "target: use sm_%s or write a .ptx file",
+                               C.Output.c_str(), Targets[0].Name.c_str(),
+                               Targets[0].Cpu.substr(3).c_str());
+    Files.push_back({C.Output, WantCubin ? StringRef(Outputs[0].Cubin)
+                                         : StringRef(Outputs[0].PTX)});
+    return Files;
+  }
+  for (auto [T, Out] : zip(Targets, Outputs)) {
+    SmallString<256> Path(C.Output);
+    if (T.IsPTX || C.EmitPTX) {
+      sys::path::append(Path, T.Name + ".ptx");
+      Files.push_back({std::string(Path), Out.PTX});
+      Path = C.Output;
+    }
+    if (!T.IsPTX) {
+      sys::path::append(Path, T.Name + ".cubin");
+      Files.push_back({std::string(Path), Out.Cubin});
+    }
+  }
+  return Files;
+}
+
+/// Writes every file or none: each goes to a temporary beside its
+/// destination and is renamed into place only when all were written.
+static Error writeOutputs(const Config &C, ArrayRef<OutputFile> Files) {
+  TimeTraceScope Scope("Write outputs");
+  if (C.OutKind == OutputKind::Directory) {
+    if (sys::fs::exists(C.Output) && !sys::fs::is_directory(C.Output))
+      return createStringError(inconvertibleErrorCode(),
+                               "-o %s: exists and is not a directory; name a "
+                               ".cubin or .ptx file for one target, or a "
+                               "directory for several",
+                               C.Output.c_str());
+    if (std::error_code EC = sys::fs::create_directories(C.Output))
+      return createStringError(EC, "cannot create output directory %s: %s",
+                               C.Output.c_str(), EC.message().c_str());
+  } else if (sys::fs::is_directory(C.Output)) {
+    return createStringError(inconvertibleErrorCode(),
+                             "-o %s is a directory, not a file",
+                             C.Output.c_str());
+  }
+
+  std::vector<std::unique_ptr<FileOutputBuffer>> Buffers;
+  for (const OutputFile &F : Files) {
+    Expected<std::unique_ptr<FileOutputBuffer>> BufOrErr =
+        FileOutputBuffer::create(F.Path, F.Data.size());
+    if (!BufOrErr)
+      return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
+                               F.Path.c_str(),
+                               toString(BufOrErr.takeError()).c_str());
+    llvm::copy(F.Data, (*BufOrErr)->getBufferStart());
+    Buffers.push_back(std::move(*BufOrErr));
+  }
+  for (auto [F, Buf] : zip(Files, Buffers))
+    if (Error E = Buf->commit())
+      return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
+                               F.Path.c_str(), toString(std::move(E)).c_str());
+  return Error::success();
+}
+
+static Error writeJSON(Context &Ctx, const Config &C,
+                       ArrayRef<lto::Target> Targets,
+                       ArrayRef<TargetOutput> Outputs,
+                       ArrayRef<OutputFile> Files,
+                       const lto::LinkedProgram &Program) {
+  std::string Text;
+  raw_string_ostream OS(Text);
+  json::OStream J(OS, 2);
+  J.object([&] {
+    J.attributeArray("targets", [&] {
+      for (auto [T, Out] : zip(Targets, Outputs))
+        J.object([&] {
+          J.attribute("target", T.Name);
+          J.attribute("kind", T.IsPTX ? "ptx" : "cubin");
+          J.attribute("ptx_version", T.ptxVersionString());
+          J.attribute("ptx_size", int64_t(Out.PTX.size()));
+          if (!T.IsPTX)
+            J.attribute("cubin_size", int64_t(Out.Cubin.size()));
+          J.attributeArray("files", [&] {
+            for (const OutputFile &F : Files)
+              if (F.Data.data() == Out.PTX.data() ||
+                  F.Data.data() == Out.Cubin.data())
+                J.value(F.Path);
+          });
+        });
+    });
+    J.attributeArray("kernels", [&] {
+      for (const lto::KernelInfo &K : Program.Kernels)
+        J.object([&] {
+          J.attribute("name", K.Name);
+          J.attributeArray("param_sizes", [&] {
+            for (unsigned S : K.ParamSizes)
+              J.value(int64_t(S));
+          });
+        });
+    });
+    J.attributeArray("globals", [&] {
+      for (const std::string &G : Program.Globals)
+        J.value(G);
+    });
+    J.attributeArray("libdevice", [&] {
+      for (const std::string &F : Program.LibdeviceFunctions)
+        J.value(F);
+    });
+  });
+  OS << "\n";
+
+  if (C.JsonPath == "-") {
+    Ctx.Out << Text;
+    return Error::success();
+  }
+  Expected<std::unique_ptr<FileOutputBuffer>> BufOrErr =
+      FileOutputBuffer::create(C.JsonPath, Text.size());
+  if (!BufOrErr)
+    return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
+                             C.JsonPath.c_str(),
+                             toString(BufOrErr.takeError()).c_str());
+  llvm::copy(Text, (*BufOrErr)->getBufferStart());
+  return (*BufOrErr)->commit();
+}
+
+//===----------------------------------------------------------------------===//
+// The command
+//===----------------------------------------------------------------------===//
+
+static Error deviceLink(Context &Ctx, const Config &C) {
+  // The tools decide what can be built; ask them before reading anything.
+  Expected<ToolFacts> Facts = probeTools(Ctx, C);
+  if (!Facts)
+    return Facts.takeError();
+  if (C.ListTargets) {
+    printTargets(Ctx, *Facts);
+    return Error::success();
+  }
+
+  // Refuse targets the tools cannot serve before any expensive work.
+  Expected<std::vector<lto::Target>> Targets =
+      planTargets(C.ArchLists, *Facts, C.PtxVersion);
+  if (!Targets)
+    return Targets.takeError();
+  for (const lto::Target &T : *Targets)
+    Ctx.verbose("target " + T.Name + ": " + (T.IsPTX ? "PTX" : "cubin") +
+                ", PTX ISA " + T.ptxVersionString());
+
+  Expected<lto::InputSet> Inputs = lto::readInputs(C.Inputs);
+  if (!Inputs)
+    return Inputs.takeError();
+  for (const lto::DeviceImage &Image : Inputs->Images)
+    Ctx.verbose("input " + Image.Origin +
+                (Image.Arch.empty() ? "" : " [" + Image.Arch + "]"));
+  for (const std::string &Note : Inputs->Skipped)
+    Ctx.verbose("skipped " + Note);
+
+  // From here on, the set of device images is fixed.
+  Expected<lto::LinkedProgram> Program =
+      lto::linkAndOptimize(*Inputs, *Targets, C.Link);
+  if (!Program)
+    return Program.takeError();
+  if (Program->Kernels.empty())
+    Ctx.warn("the linked program has no kernels: nothing can be launched");
+  for (const lto::KernelInfo &K : Program->Kernels)
+    Ctx.verbose("kernel " + K.Name);
+  if (!Program->LibdeviceFunctions.empty())
+    Ctx.verbose("libdevice: " + join(Program->LibdeviceFunctions, " "));
+  for (const lto::OptimizedModule &M : Program->Modules) {
+    std::vector<std::string> Names;
+    for (size_t I : M.TargetIndices)
+      Names.push_back((*Targets)[I].Name);
+    Ctx.verbose("optimized module for " + join(Names, ", ") + ": " +
+                Twine(M.Bitcode.size()) + " bytes of bitcode");
+  }
+
+  Expected<std::vector<TargetOutput>> Outputs =
+      compileTargets(Ctx, C, *Program, *Targets);
+  if (!Outputs)
+    return Outputs.takeError();
+
+  Expected<std::vector<OutputFile>> Files =
+      planOutputs(C, *Targets, *Outputs);
+  if (!Files)
+    return Files.takeError();
+  if (Error E = writeOutputs(C, *Files))
+    return E;
+  if (!C.JsonPath.empty())
+    return writeJSON(Ctx, C, *Targets, *Outputs, *Files, *Program);
+  return Error::success();
+}
+
+int deviceLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,
+                   raw_ostream &Err) {
+  Context Ctx(Out, Err);
+  DeviceLinkOptTable Table;
+  BumpPtrAllocator Alloc;
+  StringSaver Saver(Alloc);
+  Expected<opt::InputArgList> ArgsOrErr =
+      parseArgs(Table, Args, Saver, OPT_UNKNOWN);
+  if (!ArgsOrErr) {
+    Ctx.error(ArgsOrErr.takeError());
+    return 1;
+  }
+  if (ArgsOrErr->hasArg(OPT_help)) {
+    Table.printHelp(Out, "fatlink device-link [options] <inputs...>",
+                    "fatlink device-link: whole-program link of GPU bitcode "
+                    "(Rust and CUDA C++) into cubins and PTX");
+    return 0;
+  }
+  if (ArgsOrErr->hasArg(OPT_version)) {
+    Out << versionString() << "\n";
+    return 0;
+  }
+
+  Expected<Config> C = parseConfig(Ctx, *ArgsOrErr);
+  if (!C) {
+    Ctx.error(C.takeError());
+    return 1;
+  }
+  if (!C->TimeTracePath.empty())
+    timeTraceProfilerInitialize(500, "fatlink");
+
+  Error E = [&] {
+    TimeTraceScope Scope("device-link");
+    return deviceLink(Ctx, *C);
+  }();
+  if (E)
+    Ctx.error(std::move(E));
+
+  if (timeTraceProfilerEnabled()) {
+    if (Error TE = timeTraceProfilerWrite(C->TimeTracePath, C->Output))
+      Ctx.error(std::move(TE));
+    timeTraceProfilerCleanup();
+  }
+  return Ctx.exitCode();
+}
+
+} // namespace fatlink

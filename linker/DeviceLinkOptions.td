@@ -1,0 +1,87 @@
+// Options of `fatlink device-link`. Every option has help text; `--help`
+// prints them grouped as below.
+include "llvm/Option/OptParser.td"
+
+class F<string name, string help> : Flag<["--"], name>, HelpText<help>;
+class J<string name, string meta, string help>
+    : Joined<["--"], name # "=">, MetaVarName<meta>, HelpText<help>;
+// `--name=value` and `--name value`.
+multiclass JS<string name, string meta, string help> {
+  def NAME # _EQ : J<name, meta, help>;
+  def : Separate<["--"], name>, Alias<!cast<Joined>(NAME # "_EQ")>;
+}
+
+def grp_targets : OptionGroup<"targets">, HelpText<"TARGETS">;
+def grp_output : OptionGroup<"output">, HelpText<"OUTPUT">;
+def grp_tools : OptionGroup<"tools">, HelpText<"TOOLS">;
+def grp_diag : OptionGroup<"diag">, HelpText<"DIAGNOSTICS">;
+
+def output : Separate<["-"], "o">, MetaVarName<"<path>">, Group<grp_output>,
+  HelpText<"Write output to <path>: a .cubin or .ptx file for one target, "
+           "else a directory that receives <target>.cubin / <target>.ptx">;
+def output_EQ : Joined<["--"], "output=">, Alias<output>;
+
+defm arch : JS<"arch", "<list>",
+  "Targets, comma-separated and repeatable: sm_XX[a|f] (cubin), "
+  "compute_XX[a|f] (PTX for JIT), or a preset: all-major, all">,
+  Group<grp_targets>;
+def list_targets : F<"list-targets",
+  "Print every target the installed LLVM and ptxas can serve, then exit">,
+  Group<grp_targets>;
+defm ptx_version : JS<"ptx-version", "<X.Y>",
+  "PTX ISA version for every target (default: the oldest each arch allows, "
+  "for the widest driver support)">, Group<grp_targets>;
+def opt_level : Joined<["-"], "O">, MetaVarName<"<0-3>">, Group<grp_targets>,
+  HelpText<"Optimization level (default 3)">;
+defm export_symbol : JS<"export-symbol", "<name>",
+  "Keep <name> visible (besides kernels and host-visible globals)">,
+  Group<grp_targets>;
+def ftz : F<"ftz", "Flush denormals to zero in libdevice (__CUDA_FTZ=1)">,
+  Group<grp_targets>;
+def no_ftz : F<"no-ftz", "Keep denormals (default)">, Group<grp_targets>;
+def prec_sqrt : F<"prec-sqrt", "IEEE-rounded sqrtf (default, as nvcc)">,
+  Group<grp_targets>;
+def no_prec_sqrt : F<"no-prec-sqrt", "Approximate sqrtf (__CUDA_PREC_SQRT=0)">,
+  Group<grp_targets>;
+def prec_div : F<"prec-div", "IEEE-rounded division (default, as nvcc)">,
+  Group<grp_targets>;
+def no_prec_div : F<"no-prec-div", "Approximate division (__CUDA_PREC_DIV=0)">,
+  Group<grp_targets>;
+
+def emit_ptx : F<"emit-ptx",
+  "Also write <target>.ptx for sm_XX targets in directory output">,
+  Group<grp_output>;
+defm json : JS<"json", "<file>",
+  "Write a JSON summary of each target's kernels and sizes ('-' for stdout)">,
+  Group<grp_output>;
+
+defm cuda_path : JS<"cuda-path", "<dir>",
+  "CUDA toolkit (ptxas, libdevice); default $CUDA_PATH, else /usr/local/cuda">,
+  Group<grp_tools>;
+defm ptxas : JS<"ptxas", "<path>", "The ptxas to run (default <cuda-path>/bin/ptxas)">,
+  Group<grp_tools>;
+defm ptxas_timeout : JS<"ptxas-timeout", "<seconds>",
+  "Stop a ptxas that runs longer than this (default: no limit)">,
+  Group<grp_tools>;
+defm libdevice : JS<"libdevice", "<file>",
+  "libdevice bitcode (default <cuda-path>/nvvm/libdevice/libdevice.10.bc)">,
+  Group<grp_tools>;
+def jobs : Separate<["-"], "j">, MetaVarName<"<N>">, Group<grp_tools>,
+  HelpText<"Compile up to <N> targets at once (default: all cores); output "
+           "does not depend on it">;
+def jobs_joined : Joined<["-"], "j">, Alias<jobs>;
+def jobs_EQ : Joined<["--"], "jobs=">, Alias<jobs>;
+
+def verbose : Flag<["-"], "v">, Group<grp_diag>,
+  HelpText<"Print every subcommand run and what each input contributed">;
+def verbose_long : Flag<["--"], "verbose">, Alias<verbose>;
+def save_temps : F<"save-temps",
+  "Keep intermediate files (bitcode, PTX) in the output's directory">,
+  Group<grp_diag>;
+def save_temps_EQ : J<"save-temps", "<dir>", "Keep intermediate files in <dir>">,
+  Group<grp_diag>;
+defm time_trace : JS<"time-trace", "<file>",
+  "Write a Chrome trace of where the time goes to <file>">, Group<grp_diag>;
+def help : F<"help", "Print this help">;
+def help_short : Flag<["-"], "h">, Alias<help>;
+def version : F<"version", "Print the version">;

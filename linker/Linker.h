@@ -1,0 +1,27 @@
+//===- linker/Linker.h - fatlink's commands as library entry points ------===//
+//
+// Each fatlink subcommand is a function from its arguments to an exit code,
+// so that the `fatlink` executable is a thin dispatcher and tests can run a
+// command in-process. Arguments exclude the program and subcommand names;
+// `@file` response files are expanded here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FATLINK_LINKER_LINKER_H
+#define FATLINK_LINKER_LINKER_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace fatlink {
+
+/// The version line printed by --version.
+const char *versionString();
+
+/// `fatlink device-link`: device bitcode in, cubins and PTX out.
+int deviceLinkMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
+                   llvm::raw_ostream &Err);
+
+} // namespace fatlink
+
+#endif // FATLINK_LINKER_LINKER_H

@@ -1,0 +1,65 @@
+//===- linker/Options.cpp - Command-line parsing shared by the commands --===//
+//
+// See Options.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "linker/Options.h"
+
+#include "llvm/Support/CommandLine.h"
+
+using namespace llvm;
+
+namespace fatlink {
+
+Error expandResponseFiles(SmallVectorImpl<const char *> &Argv,
+                          StringSaver &Saver) {
+  cl::ExpansionContext ECtx(Saver.getAllocator(), cl::TokenizeGNUCommandLine);
+  if (Error E = ECtx.expandResponseFiles(Argv))
+    return createStringError(inconvertibleErrorCode(),
+                             "cannot expand response file: %s",
+                             toString(std::move(E)).c_str());
+  return Error::success();
+}
+
+Expected<opt::InputArgList> parseArgs(const opt::OptTable &Table,
+                                      ArrayRef<const char *> Args,
+                                      StringSaver &Saver, unsigned UnknownID) {
+  SmallVector<const char *, 64> Argv(Args.begin(), Args.end());
+  if (Error E = expandResponseFiles(Argv, Saver))
+    return std::move(E);
+
+  unsigned MissingIndex, MissingCount;
+  opt::InputArgList List = Table.ParseArgs(Argv, MissingIndex, MissingCount);
+  Error Errors = Error::success();
+  if (MissingCount)
+    Errors = createStringError(inconvertibleErrorCode(),
+                               "option %s needs a value",
+                               List.getArgString(MissingIndex));
+  for (const opt::Arg *A : List.filtered(UnknownID)) {
+    std::string Spelling = A->getAsString(List);
+    std::string Nearest;
+    std::string Msg = "unknown option '" + Spelling + "'";
+    if (Table.findNearest(Spelling, Nearest) <= 2)
+      Msg += ": did you mean '" + Nearest + "'?";
+    else
+      Msg += ": see --help";
+    Errors = joinErrors(std::move(Errors),
+                        createStringError(inconvertibleErrorCode(), Msg));
+  }
+  if (Errors)
+    return std::move(Errors);
+  return std::move(List);
+}
+
+Expected<unsigned> parseUnsigned(StringRef Name, StringRef Value,
+                                 unsigned Max) {
+  unsigned N;
+  if (Value.getAsInteger(10, N) || N > Max)
+    return createStringError(inconvertibleErrorCode(),
+                             "invalid value for %s: '%s' (expected 0 to %u)",
+                             Name.str().c_str(), Value.str().c_str(), Max);
+  return N;
+}
+
+} // namespace fatlink

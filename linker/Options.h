@@ -1,0 +1,40 @@
+//===- linker/Options.h - Command-line parsing shared by the commands ----===//
+//
+// Internal to linker/. Expands response files (GNU quoting; a file that
+// includes itself is an error, not a hang) and parses with an OptTable,
+// turning unknown options and missing values into errors with a
+// "did you mean" suggestion.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FATLINK_LINKER_OPTIONS_H
+#define FATLINK_LINKER_OPTIONS_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Option/ArgList.h"
+#include "llvm/Option/OptTable.h"
+#include "llvm/Support/Allocator.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/StringSaver.h"
+
+#include <optional>
+
+namespace fatlink {
+
+/// Expands `@file` arguments in place.
+llvm::Error expandResponseFiles(llvm::SmallVectorImpl<const char *> &Argv,
+                                llvm::StringSaver &Saver);
+
+/// Expands response files and parses Args with Table. UnknownID is the
+/// table's OPT_UNKNOWN. Every bad option is reported.
+llvm::Expected<llvm::opt::InputArgList>
+parseArgs(const llvm::opt::OptTable &Table, llvm::ArrayRef<const char *> Args,
+          llvm::StringSaver &Saver, unsigned UnknownID);
+
+/// Reads an unsigned option value; Name is used in the message.
+llvm::Expected<unsigned> parseUnsigned(llvm::StringRef Name,
+                                       llvm::StringRef Value, unsigned Max);
+
+} // namespace fatlink
+
+#endif // FATLINK_LINKER_OPTIONS_H

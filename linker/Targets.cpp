@@ -1,0 +1,234 @@
+//===- linker/Targets.cpp - From --arch to code generation targets -------===//
+//
+// See Targets.h for the rules. Messages name the target and the tool that
+// cannot serve it, and say what would.
+//
+//===----------------------------------------------------------------------===//
+
+#include "linker/Targets.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace llvm;
+
+namespace fatlink {
+
+static Error makeError(const Twine &Msg) {
+  return createStringError(inconvertibleErrorCode(), Msg);
+}
+
+static std::string ptxString(unsigned V) {
+  return (Twine(V / 10) + "." + Twine(V % 10)).str();
+}
+
+std::optional<unsigned> parsePtxVersion(StringRef S) {
+  unsigned Major, Minor;
+  if (S.consumeInteger(10, Major) || !S.consume_front(".") ||
+      S.consumeInteger(10, Minor) || !S.empty() || Minor > 9)
+    return std::nullopt;
+  return Major * 10 + Minor;
+}
+
+namespace {
+
+struct Spec {
+  std::string Name; // as written
+  std::string Cpu;  // sm_XX[a|f]
+  bool IsPTX;
+};
+
+} // namespace
+
+/// "compute_90a" -> {compute_90a, sm_90a, PTX}; "sm_80" -> {sm_80, sm_80}.
+static std::optional<Spec> parseSpec(StringRef Name) {
+  StringRef Rest = Name;
+  bool IsPTX = Rest.consume_front("compute_");
+  if (!IsPTX && !Rest.consume_front("sm_"))
+    return std::nullopt;
+  return Spec{Name.str(), ("sm_" + Rest).str(), IsPTX};
+}
+
+static const lto::ArchInfo *findLLVMArch(const ToolFacts &Facts,
+                                         StringRef Cpu) {
+  for (const lto::ArchInfo &A : Facts.LLVMArches)
+    if (A.Cpu == Cpu)
+      return &A;
+  return nullptr;
+}
+
+static bool ptxasSupports(const ToolFacts &Facts, StringRef Name) {
+  return is_contained(Facts.PtxasArches, Name);
+}
+
+/// The closest known target name, for "did you mean".
+static std::string nearestTarget(const ToolFacts &Facts, StringRef Name) {
+  std::string Best;
+  unsigned BestDistance = ~0u;
+  for (const lto::Target &T : allTargets(Facts)) {
+    unsigned D = StringRef(T.Name).edit_distance(Name);
+    if (D < BestDistance) {
+      BestDistance = D;
+      Best = T.Name;
+    }
+  }
+  return BestDistance <= 3 ? Best : "";
+}
+
+static std::string supportedRange(const ToolFacts &Facts) {
+  std::vector<lto::Target> All = allTargets(Facts);
+  std::string First, Last;
+  for (const lto::Target &T : All)
+    if (!T.IsPTX) {
+      if (First.empty())
+        First = T.Name;
+      Last = T.Name;
+    }
+  return First.empty() ? "none" : First + " to " + Last;
+}
+
+/// Checks one spec against both tools and picks its PTX version.
+static Expected<lto::Target> makeTarget(const Spec &S, const ToolFacts &Facts,
+                                        std::optional<unsigned> PtxVersion) {
+  const lto::ArchInfo *A = findLLVMArch(Facts, S.Cpu);
+  if (!A) {
+    std::string Msg = "unknown GPU target '" + S.Name + "'";
+    std::string Near = nearestTarget(Facts, S.Name);
+    if (!Near.empty())
+      Msg += ": did you mean '" + Near + "'?";
+    else
+      Msg += ": LLVM " + std::to_string(Facts.LLVMMajor) +
+             " knows sm_XX targets from " + supportedRange(Facts) +
+             " (fatlink --list-targets lists them)";
+    return makeError(Msg);
+  }
+  std::string PtxasName = S.Name;
+  if (!ptxasSupports(Facts, PtxasName))
+    return makeError(
+        "target " + S.Name + " is not supported by ptxas from CUDA " +
+        Facts.PtxasRelease + " (it supports " + supportedRange(Facts) +
+        "): use a CUDA toolkit that supports it (--cuda-path), or drop " +
+        S.Name + " (fatlink --list-targets lists what this machine can build)");
+
+  lto::Target T;
+  T.Name = S.Name;
+  T.Cpu = S.Cpu;
+  T.Sm = A->Sm;
+  T.IsPTX = S.IsPTX;
+  unsigned Min = A->MinPtxVersion;
+  if (Min > Facts.PtxasMaxPtx)
+    return makeError("target " + S.Name + " needs PTX ISA " + ptxString(Min) +
+                     ", but ptxas from CUDA " + Facts.PtxasRelease +
+                     " accepts at most " + ptxString(Facts.PtxasMaxPtx) +
+                     ": use a newer CUDA toolkit (--cuda-path) or drop " +
+                     S.Name);
+  T.PtxVersion = Min;
+  if (PtxVersion) {
+    if (*PtxVersion < Min)
+      return makeError("--ptx-version=" + ptxString(*PtxVersion) +
+                       " is too old for " + S.Name + ", which needs PTX ISA " +
+                       ptxString(Min) + " or newer");
+    T.PtxVersion = *PtxVersion;
+  }
+  return T;
+}
+
+std::vector<lto::Target> allTargets(const ToolFacts &Facts) {
+  std::vector<lto::Target> Result;
+  for (bool IsPTX : {false, true})
+    for (const lto::ArchInfo &A : Facts.LLVMArches) {
+      Spec S{(IsPTX ? "compute_" : "") + (IsPTX ? A.Cpu.substr(3) : A.Cpu),
+             A.Cpu, IsPTX};
+      if (!ptxasSupports(Facts, S.Name) || A.MinPtxVersion > Facts.PtxasMaxPtx)
+        continue;
+      if (Expected<lto::Target> T = makeTarget(S, Facts, std::nullopt))
+        Result.push_back(std::move(*T));
+      else
+        consumeError(T.takeError());
+    }
+  return Result;
+}
+
+/// Expands a preset to target names; none if Name is not a preset.
+static std::optional<std::vector<std::string>>
+expandPreset(StringRef Name, const ToolFacts &Facts) {
+  if (Name != "all" && Name != "all-major")
+    return std::nullopt;
+  std::vector<std::string> Names;
+  unsigned LastMajor = 0, NewestSm = 0;
+  std::string Newest;
+  for (const lto::Target &T : allTargets(Facts)) {
+    if (T.IsPTX || T.Cpu.find_first_of("af", 3) != std::string::npos)
+      continue; // plain sm_XX only
+    unsigned Major = T.Sm / 10;
+    if (Name == "all" || Major != LastMajor)
+      Names.push_back(T.Name);
+    LastMajor = Major;
+    if (T.Sm > NewestSm) {
+      NewestSm = T.Sm;
+      Newest = "compute_" + std::to_string(T.Sm);
+    }
+  }
+  if (!Newest.empty())
+    Names.push_back(Newest);
+  return Names;
+}
+
+Expected<std::vector<lto::Target>>
+planTargets(ArrayRef<std::string> Lists, const ToolFacts &Facts,
+            std::optional<unsigned> PtxVersion) {
+  if (PtxVersion && *PtxVersion > Facts.PtxasMaxPtx)
+    return makeError("--ptx-version=" + ptxString(*PtxVersion) +
+                     " is newer than ptxas from CUDA " + Facts.PtxasRelease +
+                     " accepts (" + ptxString(Facts.PtxasMaxPtx) + ")");
+  if (PtxVersion && *PtxVersion > Facts.LLVMMaxPtx)
+    return makeError("--ptx-version=" + ptxString(*PtxVersion) +
+                     " is newer than LLVM " + std::to_string(Facts.LLVMMajor) +
+                     " can emit (" + ptxString(Facts.LLVMMaxPtx) + ")");
+
+  std::vector<std::string> Names;
+  for (const std::string &List : Lists) {
+    SmallVector<StringRef, 8> Parts;
+    StringRef(List).split(Parts, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef P : Parts) {
+      P = P.trim();
+      if (std::optional<std::vector<std::string>> Preset =
+              expandPreset(P, Facts))
+        append_range(Names, *Preset);
+      else
+        Names.push_back(P.str());
+    }
+  }
+  if (Names.empty())
+    return makeError("no targets: pass --arch, for example "
+                     "--arch=sm_80,sm_90,compute_90 or --arch=all-major");
+
+  std::vector<lto::Target> Targets;
+  StringSet<> Seen;
+  Error Errors = Error::success();
+  for (const std::string &Name : Names) {
+    if (!Seen.insert(Name).second)
+      continue;
+    std::optional<Spec> S = parseSpec(Name);
+    if (!S) {
+      std::string Msg = "unknown GPU target '" + Name + "'";
+      std::string Near = nearestTarget(Facts, Name);
+      Msg += Near.empty() ? ": targets are sm_XX, compute_XX, all-major or all"
+                          : ": did you mean '" + Near + "'?";
+      Errors = joinErrors(std::move(Errors), makeError(Msg));
+      continue;
+    }
+    Expected<lto::Target> T = makeTarget(*S, Facts, PtxVersion);
+    if (!T) {
+      Errors = joinErrors(std::move(Errors), T.takeError());
+      continue;
+    }
+    Targets.push_back(std::move(*T));
+  }
+  if (Errors)
+    return std::move(Errors);
+  return Targets;
+}
+
+} // namespace fatlink

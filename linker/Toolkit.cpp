@@ -1,0 +1,193 @@
+//===- linker/Toolkit.cpp - The CUDA toolkit and external programs -------===//
+//
+// ptxas is the one external program of a device link. Its supported arches
+// come from its own `--help` ("Allowed values for this option: 'compute_100',
+// ...") and its PTX ISA limit from its release (`--version`), so a newer or
+// older toolkit is described correctly without a change here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "linker/Toolkit.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TimeProfiler.h"
+
+#include <algorithm>
+
+using namespace llvm;
+
+namespace fatlink {
+
+ToolkitPaths resolveToolkitPaths(StringRef CudaPath, StringRef Ptxas,
+                                 StringRef Libdevice) {
+  ToolkitPaths P;
+  if (!CudaPath.empty())
+    P.CudaPath = CudaPath.str();
+  else if (std::optional<std::string> Env = sys::Process::GetEnv("CUDA_PATH"))
+    P.CudaPath = *Env;
+  else
+    P.CudaPath = "/usr/local/cuda";
+
+  SmallString<256> Path(P.CudaPath);
+  sys::path::append(Path, "bin", "ptxas");
+  P.Ptxas = Ptxas.empty() ? std::string(Path) : Ptxas.str();
+
+  Path = P.CudaPath;
+  sys::path::append(Path, "nvvm", "libdevice", "libdevice.10.bc");
+  P.Libdevice = Libdevice.empty() ? std::string(Path) : Libdevice.str();
+  return P;
+}
+
+unsigned maxPtxVersionForCudaRelease(unsigned Major, unsigned Minor) {
+  // CUDA release -> newest PTX ISA (PTX ISA documentation, "Release Notes").
+  static constexpr struct {
+    unsigned Major, Minor, Ptx;
+  } Table[] = {
+      {11, 0, 70}, {11, 1, 71}, {11, 2, 72}, {11, 3, 73}, {11, 4, 74},
+      {11, 5, 75}, {11, 6, 76}, {11, 7, 77}, {11, 8, 78}, {12, 0, 80},
+      {12, 1, 81}, {12, 2, 82}, {12, 3, 83}, {12, 4, 84}, {12, 5, 85},
+      {12, 6, 85}, {12, 7, 86}, {12, 8, 87}, {12, 9, 88}, {13, 0, 90},
+  };
+  unsigned Ptx = 0;
+  for (const auto &Row : Table)
+    if (std::tie(Row.Major, Row.Minor) <= std::tie(Major, Minor))
+      Ptx = Row.Ptx;
+  return Ptx;
+}
+
+Expected<PtxasInfo> parsePtxasInfo(StringRef Path, StringRef VersionOutput,
+                                   StringRef HelpOutput) {
+  PtxasInfo Info;
+  Info.Path = Path.str();
+
+  // "Cuda compilation tools, release 13.0, V13.0.88"
+  size_t Pos = VersionOutput.find("release ");
+  unsigned Major = 0, Minor = 0;
+  if (Pos != StringRef::npos) {
+    StringRef Rest = VersionOutput.drop_front(Pos + strlen("release "));
+    if (!Rest.consumeInteger(10, Major) && Rest.consume_front("."))
+      (void)Rest.consumeInteger(10, Minor);
+  }
+  if (Major == 0)
+    return createStringError(inconvertibleErrorCode(),
+                             "%s: cannot read the CUDA release from "
+                             "`ptxas --version`: is this NVIDIA's ptxas?",
+                             Path.str().c_str());
+  Info.Release = (Twine(Major) + "." + Twine(Minor)).str();
+  Info.MaxPtxVersion = maxPtxVersionForCudaRelease(Major, Minor);
+
+  // "Allowed values for this option:  'compute_100','compute_100a',..."
+  // directly after --gpu-name.
+  size_t Gpu = HelpOutput.find("--gpu-name");
+  size_t Allowed = HelpOutput.find("Allowed values for this option:", Gpu);
+  if (Gpu == StringRef::npos || Allowed == StringRef::npos)
+    return createStringError(inconvertibleErrorCode(),
+                             "%s: cannot read the supported arches from "
+                             "`ptxas --help`",
+                             Path.str().c_str());
+  StringRef List = HelpOutput.drop_front(Allowed);
+  List = List.drop_front(List.find(':') + 1);
+  // The list ends at the first line that does not continue it.
+  while (!List.empty()) {
+    List = List.ltrim(" \t\r\n,");
+    if (!List.consume_front("'"))
+      break;
+    size_t End = List.find('\'');
+    if (End == StringRef::npos)
+      break;
+    Info.Arches.push_back(List.take_front(End).str());
+    List = List.drop_front(End + 1);
+  }
+  if (Info.Arches.empty())
+    return createStringError(inconvertibleErrorCode(),
+                             "%s: `ptxas --help` lists no GPU arches",
+                             Path.str().c_str());
+  return Info;
+}
+
+Expected<PtxasInfo> probePtxas(Context &Ctx, StringRef Ptxas) {
+  TimeTraceScope Scope("Probe ptxas");
+  Expected<std::string> Version =
+      runProgram(Ctx, Ptxas, {"ptxas", "--version"}, 60, "ptxas --version");
+  if (!Version)
+    return Version.takeError();
+  Expected<std::string> Help =
+      runProgram(Ctx, Ptxas, {"ptxas", "--help"}, 60, "ptxas --help");
+  if (!Help)
+    return Help.takeError();
+  return parsePtxasInfo(Ptxas, *Version, *Help);
+}
+
+Expected<std::string> runProgram(Context &Ctx, StringRef Program,
+                                 ArrayRef<StringRef> Args,
+                                 unsigned TimeoutSeconds, StringRef What) {
+  if (!sys::fs::exists(Program))
+    return createStringError(
+        inconvertibleErrorCode(),
+        "%s not found at %s: install the CUDA toolkit, or pass --cuda-path "
+        "or set CUDA_PATH to one",
+        What.str().c_str(), Program.str().c_str());
+  if (!sys::fs::can_execute(Program))
+    return createStringError(inconvertibleErrorCode(),
+                             "%s at %s is not executable: check its "
+                             "permissions (chmod +x)",
+                             What.str().c_str(), Program.str().c_str());
+
+  // "ptxas for sm_80" -> "ptxas-for-sm_80.log": stable under --save-temps.
+  std::string LogName;
+  for (char C : What)
+    LogName += isAlnum(C) || C == '_' || C == '.' ? C : '-';
+  Expected<std::string> LogOrErr = Ctx.Temps.create(LogName + ".log");
+  if (!LogOrErr)
+    return LogOrErr.takeError();
+  std::optional<StringRef> Redirects[] = {StringRef(""), StringRef(*LogOrErr),
+                                          StringRef(*LogOrErr)};
+  Ctx.verboseCommand([&] {
+    std::vector<StringRef> Argv(Args.begin(), Args.end());
+    Argv[0] = Program;
+    return Argv;
+  }());
+
+  std::string ErrMsg;
+  bool ExecutionFailed = false;
+  int RC = sys::ExecuteAndWait(Program, Args, /*Env=*/std::nullopt, Redirects,
+                               TimeoutSeconds, /*MemoryLimit=*/0, &ErrMsg,
+                               &ExecutionFailed);
+  std::string Output;
+  if (ErrorOr<std::unique_ptr<MemoryBuffer>> MB =
+          MemoryBuffer::getFile(*LogOrErr))
+    Output = (*MB)->getBuffer().str();
+  if (!Ctx.Temps.saving())
+    sys::fs::remove(*LogOrErr);
+
+  if (ExecutionFailed)
+    return createStringError(inconvertibleErrorCode(), "cannot run %s (%s): %s",
+                             What.str().c_str(), Program.str().c_str(),
+                             ErrMsg.c_str());
+  if (RC == -2) {
+    if (TimeoutSeconds && StringRef(ErrMsg).contains("timed out"))
+      return createStringError(
+          inconvertibleErrorCode(),
+          "%s timed out after %u s and was stopped: raise --ptxas-timeout, "
+          "or lower -O for this target",
+          What.str().c_str(), TimeoutSeconds);
+    return createStringError(inconvertibleErrorCode(), "%s crashed: %s%s%s",
+                             What.str().c_str(), ErrMsg.c_str(),
+                             Output.empty() ? "" : "\n",
+                             StringRef(Output).rtrim().str().c_str());
+  }
+  if (RC != 0)
+    return createStringError(inconvertibleErrorCode(),
+                             "%s failed with exit code %d:\n%s",
+                             What.str().c_str(), RC,
+                             StringRef(Output).rtrim().str().c_str());
+  return Output;
+}
+
+} // namespace fatlink

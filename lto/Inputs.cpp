@@ -1,0 +1,261 @@
+//===- lto/Inputs.cpp - Find every device image in the inputs ------------===//
+//
+// Input intake: files are mapped once and every unit of device bitcode in
+// them is recorded with its origin, so that later diagnostics can say
+// "libfoo.rlib(foo.rcgu.o)" rather than "module 3".
+//
+// Accepted containers:
+//   - raw LLVM bitcode (.bc; rustc's nvptx `.rcgu.o` files are bitcode),
+//   - ar archives (rlibs, static libraries): bitcode members are device
+//     images, ELF members are searched for OffloadBinaries, and everything
+//     else (`lib.rmeta`, `lib.rmeta-link`) is skipped,
+//   - ELF objects with a SHT_LLVM_OFFLOADING section (clang
+//     `--offload-new-driver -fgpu-rdc -foffload-lto`, `fatlink embed`).
+//
+// Each image is checked before LLVM's reader sees it: the bitcode's triple
+// must be nvptx64, and bitcode from a newer LLVM than ours is refused with
+// both versions named (LLVM reads only its own and older bitcode).
+//
+//===----------------------------------------------------------------------===//
+
+#include "lto/LTO.h"
+#include "lto/Support.h"
+
+#include "llvm/BinaryFormat/Magic.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Object/Archive.h"
+#include "llvm/Object/OffloadBinary.h"
+#include "llvm/Support/TimeProfiler.h"
+#include "llvm/TargetParser/Triple.h"
+
+using namespace llvm;
+
+namespace fatlink::lto {
+
+/// Major version of an LLVM producer string such as "LLVM22.1.2" or
+/// "LLVM22.1.2-rust-1.95.0-stable"; none when the string has another form.
+static std::optional<unsigned> producerMajor(StringRef Producer) {
+  if (!Producer.consume_front("LLVM"))
+    return std::nullopt;
+  unsigned Major;
+  if (Producer.consumeInteger(10, Major))
+    return std::nullopt;
+  return Major;
+}
+
+Error checkBitcode(MemoryBufferRef MB, StringRef Origin) {
+  Expected<std::string> ProducerOrErr = getBitcodeProducerString(MB);
+  std::string Producer;
+  if (ProducerOrErr)
+    Producer = std::move(*ProducerOrErr);
+  else
+    consumeError(ProducerOrErr.takeError());
+
+  std::optional<unsigned> Major = producerMajor(Producer);
+  if (Major && *Major > LLVM_VERSION_MAJOR)
+    return makeError(
+        "%s: bitcode was produced by %s, this fatlink reads LLVM <= %d: "
+        "rebuild fatlink against LLVM %u, or compile with a toolchain "
+        "built on LLVM %d (for Rust, a rustc whose `rustc -vV` reports "
+        "LLVM version %d)",
+        Origin.str().c_str(), Producer.c_str(), LLVM_VERSION_MAJOR, *Major,
+        LLVM_VERSION_MAJOR, LLVM_VERSION_MAJOR);
+
+  Expected<std::string> TripleOrErr = getBitcodeTargetTriple(MB);
+  if (!TripleOrErr)
+    return makeError("%s: corrupt bitcode: %s", Origin.str().c_str(),
+                     toString(TripleOrErr.takeError()).c_str());
+  Triple T(*TripleOrErr);
+  if (T.getArch() != Triple::nvptx64)
+    return makeError(
+        "%s: bitcode is for target '%s', not nvptx64-nvidia-cuda: device "
+        "code must be compiled for the GPU (rustc --target "
+        "nvptx64-nvidia-cuda, clang -x cuda --cuda-device-only or "
+        "--offload-new-driver -foffload-lto)",
+        Origin.str().c_str(),
+        TripleOrErr->empty() ? "(none)" : TripleOrErr->c_str());
+  return Error::success();
+}
+
+namespace {
+
+/// Collects device images and the errors met on the way, so that one run
+/// reports every bad input.
+class InputReader {
+public:
+  InputSet Set;
+  ErrorList Errors;
+  /// Source number of the next container (file, member or object).
+  unsigned NextSource = 0;
+
+  void readFile(const std::string &Path);
+
+private:
+  void addBitcode(MemoryBufferRef MB, std::string Origin, std::string Arch,
+                  size_t &Found);
+  void readArchive(MemoryBufferRef MB, StringRef Path, size_t &Found);
+  void readOffloadObject(MemoryBufferRef MB, StringRef Origin, size_t &Found);
+};
+
+} // namespace
+
+void InputReader::addBitcode(MemoryBufferRef MB, std::string Origin,
+                             std::string Arch, size_t &Found) {
+  if (Error E = checkBitcode(MB, Origin)) {
+    Errors.add(std::move(E));
+    return;
+  }
+  Set.Images.push_back({std::move(Origin), MB, std::move(Arch), NextSource});
+  ++Found;
+}
+
+void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
+                                    size_t &Found) {
+  SmallVector<object::OffloadFile> Binaries;
+  if (Error E = object::extractOffloadBinaries(MB, Binaries)) {
+    Errors.add(makeError("%s: cannot read its .llvm.offloading section: %s",
+                         Origin.str().c_str(),
+                         toString(std::move(E)).c_str()));
+    return;
+  }
+  for (auto [I, OF] : enumerate(Binaries)) {
+    const object::OffloadBinary &OB = *OF.getBinary();
+    std::string ImageOrigin =
+        (Origin + "(.llvm.offloading[" + Twine(I) + "])").str();
+    Triple T(OB.getTriple());
+    if (T.getArch() != Triple::nvptx64) {
+      Set.Skipped.push_back(ImageOrigin + ": image for " + OB.getTriple().str() +
+                            ", not an NVIDIA GPU");
+      continue;
+    }
+    if (OB.getImageKind() != object::IMG_Bitcode) {
+      Errors.add(makeError(
+          "%s: the %s image is %s, not LLVM bitcode: fatlink links device "
+          "code as bitcode; compile it with -foffload-lto (clang) or embed "
+          "bitcode (fatlink embed)",
+          ImageOrigin.c_str(), OB.getArch().str().c_str(),
+          object::getImageKindName(OB.getImageKind()).str().c_str()));
+      continue;
+    }
+    // The OffloadFile owns its bytes; keep a copy that lives as long as the
+    // set does.
+    std::unique_ptr<MemoryBuffer> Copy =
+        MemoryBuffer::getMemBufferCopy(OB.getImage(), ImageOrigin);
+    MemoryBufferRef Ref = Copy->getMemBufferRef();
+    Set.addBuffer(std::move(Copy));
+    addBitcode(Ref, ImageOrigin, OB.getArch().str(), Found);
+  }
+  ++NextSource;
+}
+
+void InputReader::readArchive(MemoryBufferRef MB, StringRef Path,
+                              size_t &Found) {
+  Expected<std::unique_ptr<object::Archive>> ArchiveOrErr =
+      object::Archive::create(MB);
+  if (!ArchiveOrErr) {
+    Errors.add(makeError("%s: corrupt archive: %s", Path.str().c_str(),
+                         toString(ArchiveOrErr.takeError()).c_str()));
+    return;
+  }
+  Error Err = Error::success();
+  size_t Members = 0;
+  for (const object::Archive::Child &C : (*ArchiveOrErr)->children(Err)) {
+    ++Members;
+    Expected<StringRef> NameOrErr = C.getName();
+    if (!NameOrErr) {
+      Errors.add(makeError("%s: corrupt archive member %zu: %s",
+                           Path.str().c_str(), Members,
+                           toString(NameOrErr.takeError()).c_str()));
+      break;
+    }
+    Expected<MemoryBufferRef> BufOrErr = C.getMemoryBufferRef();
+    if (!BufOrErr) {
+      Errors.add(makeError("%s(%s): corrupt archive member: %s",
+                           Path.str().c_str(), NameOrErr->str().c_str(),
+                           toString(BufOrErr.takeError()).c_str()));
+      break;
+    }
+    std::string Origin = (Path + "(" + *NameOrErr + ")").str();
+    switch (identify_magic(BufOrErr->getBuffer())) {
+    case file_magic::bitcode:
+      addBitcode(*BufOrErr, Origin, "", Found);
+      ++NextSource;
+      break;
+    case file_magic::elf_relocatable:
+      readOffloadObject(*BufOrErr, Origin, Found);
+      break;
+    default:
+      Set.Skipped.push_back(Origin + ": not device code");
+      break;
+    }
+  }
+  if (Err) {
+    Errors.add(makeError("%s: corrupt archive: %s", Path.str().c_str(),
+                         toString(std::move(Err)).c_str()));
+    return;
+  }
+  if (Members == 0)
+    Set.Skipped.push_back(Path.str() + ": empty archive");
+}
+
+void InputReader::readFile(const std::string &Path) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> MBOrErr =
+      MemoryBuffer::getFile(Path, /*IsText=*/false,
+                            /*RequiresNullTerminator=*/false);
+  if (!MBOrErr) {
+    Errors.add(makeError("cannot open %s: %s", Path.c_str(),
+                         MBOrErr.getError().message().c_str()));
+    return;
+  }
+  MemoryBufferRef MB = (*MBOrErr)->getMemBufferRef();
+  Set.addBuffer(std::move(*MBOrErr));
+  Set.Files.push_back(Path);
+
+  size_t Found = 0;
+  file_magic Magic = identify_magic(MB.getBuffer());
+  switch (Magic) {
+  case file_magic::bitcode:
+    addBitcode(MB, Path, "", Found);
+    ++NextSource;
+    return;
+  case file_magic::archive:
+    readArchive(MB, Path, Found);
+    if (Found == 0 && !Errors.hasErrors())
+      Errors.add(makeError(
+          "%s: archive contains no device bitcode: build the crate or "
+          "library for the GPU (rustc --target nvptx64-nvidia-cuda, or "
+          "objects from clang --offload-new-driver -fgpu-rdc -foffload-lto)",
+          Path.c_str()));
+    return;
+  case file_magic::elf_relocatable:
+  case file_magic::elf_executable:
+  case file_magic::elf_shared_object:
+    readOffloadObject(MB, Path, Found);
+    if (Found == 0 && !Errors.hasErrors())
+      Errors.add(makeError(
+          "%s: object carries no device bitcode (no .llvm.offloading "
+          "section with nvptx64 bitcode)",
+          Path.c_str()));
+    return;
+  default:
+    Errors.add(makeError("%s: unknown file type: expected LLVM bitcode, an "
+                         "archive or an ELF object with device code",
+                         Path.c_str()));
+    return;
+  }
+}
+
+Expected<InputSet> readInputs(ArrayRef<std::string> Paths) {
+  TimeTraceScope Scope("Read inputs");
+  if (Paths.empty())
+    return makeError("no input files");
+  InputReader R;
+  for (const std::string &Path : Paths)
+    R.readFile(Path);
+  if (Error E = R.Errors.take())
+    return std::move(E);
+  return std::move(R.Set);
+}
+
+} // namespace fatlink::lto

@@ -1,0 +1,183 @@
+//===- lto/LTO.h - Whole-program device link: the public interface -------===//
+//
+// The device LTO engine. It takes every piece of GPU bitcode of a program
+// (rustc's nvptx objects and rlibs, clang's CUDA bitcode, bitcode carried in
+// host objects as LLVM OffloadBinaries), links it into one module, keeps
+// only what the outside world can reach (kernels, exported symbols,
+// host-visible device globals), optimizes it as a whole and generates PTX for
+// each NVIDIA target.
+//
+// The stages, each a function from one plain value to the next:
+//
+//   readInputs       files -> InputSet (every device image, with its origin)
+//   planTargets      arch names + tool limits -> Targets (done by the driver)
+//   linkAndOptimize  InputSet + Targets -> LinkedProgram (one optimized
+//                    module per group of targets that can share it)
+//   generatePTX      LinkedProgram + one Target -> PTX text (thread-safe)
+//
+// Nothing here prints, exits or runs external programs: assembling PTX with
+// ptxas, writing files and packaging are the driver's business (linker/).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FATLINK_LTO_LTO_H
+#define FATLINK_LTO_LTO_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fatlink::lto {
+
+//===----------------------------------------------------------------------===//
+// Targets
+//===----------------------------------------------------------------------===//
+
+/// One code generation target: `sm_90a` (a cubin, through ptxas) or
+/// `compute_120` (PTX kept for the driver to JIT on newer GPUs).
+struct Target {
+  std::string Name;     ///< As the user wrote it: "sm_90a", "compute_120".
+  std::string Cpu;      ///< The LLVM/ptxas processor name: "sm_90a".
+  unsigned Sm = 0;      ///< 90 for sm_90a.
+  bool IsPTX = false;   ///< compute_XX: keep PTX, do not assemble.
+  unsigned PtxVersion = 0; ///< PTX ISA version times ten: 78 for 7.8.
+
+  std::string ptxVersionString() const;
+};
+
+/// What the linked LLVM's NVPTX backend knows about one processor.
+struct ArchInfo {
+  std::string Cpu;         ///< "sm_90a"
+  unsigned Sm = 0;         ///< 90
+  unsigned MinPtxVersion = 0; ///< the PTX ISA the processor requires, x10
+};
+
+/// Every sm_XX processor the NVPTX backend of this LLVM supports, oldest
+/// first, read from the backend's own tables, so a newer LLVM brings its new
+/// arches along. MinPtxVersion is left 0: fillMinPtxVersion computes it.
+llvm::Expected<std::vector<ArchInfo>> getLLVMArches();
+
+/// Sets Arch.MinPtxVersion to the PTX ISA version the backend requires for
+/// it (about a millisecond: it asks the backend).
+llvm::Error fillMinPtxVersion(ArchInfo &Arch);
+
+/// The highest PTX ISA version (x10) this LLVM can emit.
+llvm::Expected<unsigned> getLLVMMaxPtxVersion();
+
+//===----------------------------------------------------------------------===//
+// Inputs
+//===----------------------------------------------------------------------===//
+
+/// One unit of device bitcode, and where it came from.
+struct DeviceImage {
+  /// For diagnostics: "a.bc", "libfoo.rlib(foo.rcgu.o)",
+  /// "kern.o(.llvm.offloading[1])".
+  std::string Origin;
+  /// The bitcode bytes; owned by the InputSet.
+  llvm::MemoryBufferRef Bitcode;
+  /// The arch an OffloadBinary says the image was compiled for ("sm_80"),
+  /// empty for plain bitcode files, which are arch-neutral.
+  std::string Arch;
+  /// Images of the same translation unit compiled for several arches (clang
+  /// `--offload-arch=sm_80,sm_90`) share a Source and are alternatives: each
+  /// target links the one that fits it best.
+  unsigned Source = 0;
+};
+
+/// Everything read from the command line's inputs. Owns the file contents.
+class InputSet {
+public:
+  std::vector<DeviceImage> Images;
+  /// Paths of the files read, in command-line order (for the cache key and
+  /// for `-v`).
+  std::vector<std::string> Files;
+  /// Notes about inputs that were skipped (non-bitcode archive members,
+  /// objects without device code), one line each, for `-v`.
+  std::vector<std::string> Skipped;
+
+  void addBuffer(std::unique_ptr<llvm::MemoryBuffer> MB) {
+    Buffers.push_back(std::move(MB));
+  }
+
+private:
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> Buffers;
+};
+
+/// Reads device code from files: bitcode (.bc, rustc's .rcgu.o), ar archives
+/// (rlibs, static libraries: every bitcode member; `lib.rmeta` and other
+/// non-bitcode members skipped) and ELF objects carrying LLVM OffloadBinary
+/// images (`.llvm.offloading`). Every image is checked before LLVM parses it:
+/// it must be bitcode of an LLVM no newer than this one, for an nvptx64
+/// triple. Reports every bad input, not just the first.
+llvm::Expected<InputSet> readInputs(llvm::ArrayRef<std::string> Paths);
+
+//===----------------------------------------------------------------------===//
+// Link and optimize
+//===----------------------------------------------------------------------===//
+
+struct LinkOptions {
+  unsigned OptLevel = 3; ///< 0..3
+  /// Symbols that must stay visible, besides kernels and host-visible
+  /// globals (rustc's `--export-symbol`).
+  std::vector<std::string> ExportSymbols;
+  /// libdevice.10.bc; linked lazily when the program calls `__nv_*`.
+  std::string LibdevicePath;
+  /// Answers to `__nvvm_reflect` queries besides `__CUDA_ARCH`.
+  bool FlushDenormals = false; ///< __CUDA_FTZ
+  bool PreciseSqrt = true;     ///< __CUDA_PREC_SQRT
+  bool PreciseDiv = true;      ///< __CUDA_PREC_DIV
+  /// When set, intermediate modules are written here as `<stage>.bc`.
+  std::string SaveTempsPrefix;
+};
+
+/// One optimized module shared by a group of targets. Held as bitcode so that
+/// every code generation thread can load a private copy into its own
+/// LLVMContext.
+struct OptimizedModule {
+  std::vector<size_t> TargetIndices; ///< Indices into the target list.
+  std::string Bitcode;
+};
+
+/// A kernel that survived the link, as the runtime sees it.
+struct KernelInfo {
+  std::string Name;
+  /// Size in bytes of each parameter, in order (pointers are 8).
+  std::vector<unsigned> ParamSizes;
+};
+
+struct LinkedProgram {
+  std::vector<OptimizedModule> Modules;
+  /// Kernels of the program, sorted by name.
+  std::vector<KernelInfo> Kernels;
+  /// Host-visible device globals, sorted by name.
+  std::vector<std::string> Globals;
+  /// Libdevice functions that were linked in, sorted (for `-v`).
+  std::vector<std::string> LibdeviceFunctions;
+};
+
+/// Links every image, resolves symbols as a linker would (strong, weak,
+/// linkonce and comdat definitions; duplicates and undefined references
+/// reported with the inputs that define or use them), links libdevice
+/// lazily, internalizes all but the program's interface and optimizes.
+/// Targets that can share one optimized module (same inputs, same answers to
+/// `__nvvm_reflect`) share it.
+llvm::Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
+                                              llvm::ArrayRef<Target> Targets,
+                                              const LinkOptions &Opts);
+
+/// Generates PTX for Targets[Index] from its optimized module. Thread-safe:
+/// each call works in its own LLVMContext.
+llvm::Expected<std::string> generatePTX(const LinkedProgram &Program,
+                                        llvm::ArrayRef<Target> Targets,
+                                        size_t Index, unsigned OptLevel);
+
+} // namespace fatlink::lto
+
+#endif // FATLINK_LTO_LTO_H

@@ -1,0 +1,663 @@
+//===- lto/Link.cpp - Whole-program device link and optimization ---------===//
+//
+// The idea: a GPU program is closed. Nothing outside it calls a device
+// function except the driver, which launches kernels and reads the globals
+// the host registered. So after linking every module into one, everything
+// but kernels, `--export-symbol` names and host-visible globals becomes
+// internal, and one O3 pipeline inlines across crate and language
+// boundaries and deletes the rest.
+//
+// Order of work, per group of targets that link the same images:
+//   1. parse the images into one LLVMContext,
+//   2. resolve symbols ourselves first, so duplicate definitions are
+//      reported with both inputs (llvm::Linker only knows the symbol),
+//   3. link (IRMover; ThinLTO summaries in rustc's bitcode are ignored, as
+//      they should be for a full link),
+//   4. link libdevice with LinkOnlyNeeded if anything calls `__nv_*`,
+//   5. internalize and drop dead globals, then report undefined symbols that
+//      are still referenced, each with every input that references it,
+//   6. fold `__nvvm_reflect`: FTZ/precise-sqrt/precise-div answers are the
+//      same for every target; `__CUDA_ARCH` is folded per target, and
+//      targets whose comparisons all come out the same share one module,
+//   7. give every function the same target-cpu/target-features (the inliner
+//      refuses to inline across differing attributes, and rustc and clang
+//      write different ones), then run the O3 pipeline once per module.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lto/LTO.h"
+#include "lto/Support.h"
+#include "lto/Target.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Analysis/ValueTracking.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/Demangle/Demangle.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/DiagnosticPrinter.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Linker/Linker.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/TimeProfiler.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/IPO/AlwaysInliner.h"
+#include "llvm/Transforms/IPO/GlobalDCE.h"
+#include "llvm/Transforms/IPO/Internalize.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+
+#include <map>
+
+using namespace llvm;
+
+namespace fatlink::lto {
+
+//===----------------------------------------------------------------------===//
+// Diagnostics from LLVM
+//===----------------------------------------------------------------------===//
+
+void DiagnosticCollector::handle(const DiagnosticInfo &DI) {
+  if (DI.getSeverity() != DS_Error)
+    return;
+  std::string Msg;
+  raw_string_ostream OS(Msg);
+  DiagnosticPrinterRawOStream DP(OS);
+  DI.print(DP);
+  Errors.push_back(std::move(Msg));
+}
+
+void DiagnosticCollector::install(LLVMContext &Ctx) {
+  Ctx.setDiagnosticHandlerCallBack(
+      [](const DiagnosticInfo *DI, void *Self) {
+        static_cast<DiagnosticCollector *>(Self)->handle(*DI);
+      },
+      this);
+}
+
+Error DiagnosticCollector::takeError(const Twine &Context) {
+  if (Errors.empty())
+    return Error::success();
+  std::string Msg = Context.str() + ": " + join(Errors, "; ");
+  Errors.clear();
+  return makeError(Msg);
+}
+
+//===----------------------------------------------------------------------===//
+// Symbol resolution
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Who defines and who uses each external symbol, by input.
+struct SymbolTable {
+  struct Entry {
+    std::vector<StringRef> StrongDefs;
+    std::vector<StringRef> WeakDefs;
+    std::vector<StringRef> Refs;
+  };
+  std::map<std::string, Entry> Symbols; // ordered: deterministic reports
+
+  void add(const Module &M, StringRef Origin) {
+    for (const GlobalValue &GV : M.global_values()) {
+      if (GV.hasLocalLinkage() || !GV.hasName() ||
+          GV.getName().starts_with("llvm."))
+        continue;
+      Entry &E = Symbols[GV.getName().str()];
+      if (GV.isDeclarationForLinker())
+        E.Refs.push_back(Origin);
+      else if (GV.hasExternalLinkage())
+        E.StrongDefs.push_back(Origin);
+      else
+        E.WeakDefs.push_back(Origin);
+    }
+  }
+};
+
+} // namespace
+
+/// "name" or "name (demangled)" for messages.
+static std::string describeSymbol(StringRef Name) {
+  std::string Demangled = demangle(Name);
+  if (Demangled == Name)
+    return Name.str();
+  return (Name + " (" + Demangled + ")").str();
+}
+
+static Error checkDuplicates(const SymbolTable &Symtab) {
+  ErrorList Errors;
+  for (const auto &[Name, E] : Symtab.Symbols) {
+    if (E.StrongDefs.size() < 2)
+      continue;
+    std::string Msg = "duplicate device symbol: " + describeSymbol(Name);
+    for (StringRef Origin : E.StrongDefs)
+      Msg += "\n>>> defined in " + Origin.str();
+    Errors.add(makeError(Msg));
+  }
+  return Errors.take();
+}
+
+/// Functions the PTX toolchain itself provides to every program.
+static bool isProvidedByPTX(StringRef Name) {
+  return Name == "vprintf" || Name == "malloc" || Name == "free" ||
+         Name == "__assertfail";
+}
+
+static Error checkUndefined(const Module &M, const SymbolTable &Symtab) {
+  ErrorList Errors;
+  for (const GlobalValue &GV : M.global_values()) {
+    if (!GV.isDeclaration() || GV.getName().starts_with("llvm.") ||
+        isProvidedByPTX(GV.getName()) || GV.use_empty())
+      continue;
+    std::string Msg = "undefined device symbol: " + describeSymbol(GV.getName());
+    auto It = Symtab.Symbols.find(GV.getName().str());
+    if (It != Symtab.Symbols.end())
+      for (StringRef Origin : It->second.Refs)
+        Msg += "\n>>> referenced by " + Origin.str();
+    if (GV.getName().starts_with("__nv_"))
+      Msg += "\n>>> (not in libdevice either: check the function name)";
+    Errors.add(makeError(Msg));
+  }
+  return Errors.take();
+}
+
+//===----------------------------------------------------------------------===//
+// __nvvm_reflect
+//===----------------------------------------------------------------------===//
+
+/// Calls of `__nvvm_reflect("KEY")` and `llvm.nvvm.reflect`, with their key.
+static std::vector<std::pair<CallInst *, std::string>>
+findReflectCalls(Module &M) {
+  std::vector<std::pair<CallInst *, std::string>> Calls;
+  for (StringRef FnName : {"__nvvm_reflect", "llvm.nvvm.reflect"}) {
+    Function *F = M.getFunction(FnName);
+    if (!F)
+      continue;
+    for (User *U : F->users()) {
+      auto *CI = dyn_cast<CallInst>(U);
+      if (!CI || CI->getCalledFunction() != F || CI->arg_size() != 1)
+        continue;
+      StringRef Key;
+      if (!getConstantStringInfo(CI->getArgOperand(0)->stripPointerCasts(),
+                                 Key))
+        continue;
+      Calls.push_back({CI, Key.rtrim('\0').str()});
+    }
+  }
+  return Calls;
+}
+
+/// Replaces reflect calls whose key Answer knows by the answer.
+static void foldReflect(Module &M,
+                        function_ref<std::optional<int>(StringRef)> Answer) {
+  for (auto &[CI, Key] : findReflectCalls(M)) {
+    std::optional<int> Value = Answer(Key);
+    if (!Value)
+      continue;
+    CI->replaceAllUsesWith(ConstantInt::get(CI->getType(), *Value));
+    CI->eraseFromParent();
+  }
+}
+
+static int archReflectValue(const Target &T) { return int(T.Sm) * 10; }
+
+/// What a program can observe of `__CUDA_ARCH` for a target: the outcome of
+/// each comparison against a constant, or the raw value where it is used
+/// otherwise. Targets with equal signatures optimize to the same module.
+static std::vector<int> archSignature(Module &M, const Target &T) {
+  std::vector<int> Sig;
+  int Value = archReflectValue(T);
+  for (auto &[CI, Key] : findReflectCalls(M)) {
+    if (Key != "__CUDA_ARCH")
+      continue;
+    for (User *U : CI->users()) {
+      auto *Cmp = dyn_cast<ICmpInst>(U);
+      auto *RHS = Cmp ? dyn_cast<ConstantInt>(Cmp->getOperand(1)) : nullptr;
+      if (Cmp && RHS && Cmp->getOperand(0) == CI)
+        Sig.push_back(ICmpInst::compare(
+            APInt(RHS->getBitWidth(), Value, /*isSigned=*/true),
+            RHS->getValue(), Cmp->getPredicate()));
+      else
+        Sig.push_back(Value);
+    }
+  }
+  return Sig;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimization
+//===----------------------------------------------------------------------===//
+
+/// Gives every function the target's cpu and PTX version, so that the
+/// inliner sees compatible attributes and codegen the right subtarget.
+void setTargetAttributes(Module &M, const Target &T) {
+  std::string Features = "+ptx" + std::to_string(T.PtxVersion);
+  for (Function &F : M) {
+    if (F.isDeclaration())
+      continue;
+    F.addFnAttr("target-cpu", T.Cpu);
+    F.addFnAttr("target-features", Features);
+  }
+}
+
+static Error optimize(Module &M, const Target &T, unsigned OptLevel) {
+  TimeTraceScope Scope("Optimize", T.Name);
+  Expected<std::unique_ptr<TargetMachine>> TMOrErr =
+      createTargetMachine(T, OptLevel);
+  if (!TMOrErr)
+    return TMOrErr.takeError();
+
+  LoopAnalysisManager LAM;
+  FunctionAnalysisManager FAM;
+  CGSCCAnalysisManager CGAM;
+  ModuleAnalysisManager MAM;
+  PassBuilder PB(TMOrErr->get());
+  PB.registerModuleAnalyses(MAM);
+  PB.registerCGSCCAnalyses(CGAM);
+  PB.registerFunctionAnalyses(FAM);
+  PB.registerLoopAnalyses(LAM);
+  PB.crossRegisterProxies(LAM, FAM, CGAM, MAM);
+
+  ModulePassManager MPM;
+  if (OptLevel == 0) {
+    MPM.addPass(AlwaysInlinerPass());
+    MPM.addPass(GlobalDCEPass());
+  } else {
+    OptimizationLevel Levels[] = {OptimizationLevel::O1, OptimizationLevel::O2,
+                                  OptimizationLevel::O3};
+    MPM = PB.buildPerModuleDefaultPipeline(Levels[OptLevel - 1]);
+  }
+  MPM.run(M, MAM);
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// The link
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// One link: the images chosen for a set of targets.
+struct LinkGroup {
+  std::vector<size_t> Images;  // indices into InputSet::Images
+  std::vector<size_t> Targets; // indices into the target list
+};
+
+class DeviceLinker {
+public:
+  DeviceLinker(const InputSet &Inputs, ArrayRef<Target> Targets,
+               const LinkOptions &Opts)
+      : Inputs(Inputs), Targets(Targets), Opts(Opts) {}
+
+  Expected<std::vector<LinkGroup>> planGroups();
+  Error linkGroup(const LinkGroup &G, LinkedProgram &Out, bool First);
+
+private:
+  Expected<std::unique_ptr<Module>> parse(LLVMContext &Ctx,
+                                          const DeviceImage &Image);
+  Error checkCompiledFor(const Module &M, const DeviceImage &Image,
+                         const LinkGroup &G);
+  Error linkLibdevice(Module &M, Linker &L, LinkedProgram &Out);
+  void internalize(Module &M);
+  Error saveTemp(const Module &M, StringRef Stage);
+
+  const InputSet &Inputs;
+  ArrayRef<Target> Targets;
+  const LinkOptions &Opts;
+  DiagnosticCollector Diags;
+};
+
+} // namespace
+
+/// Chooses, for each target, one image per source: plain bitcode always;
+/// of a source's per-arch alternatives, the exact arch, else the newest one
+/// not newer than the target (never an arch-specific `a`/`f` build of another
+/// arch). Targets that choose the same images form one group.
+Expected<std::vector<LinkGroup>> DeviceLinker::planGroups() {
+  std::map<unsigned, std::vector<size_t>> BySource;
+  for (auto [I, Image] : enumerate(Inputs.Images))
+    BySource[Image.Source].push_back(I);
+
+  ErrorList Errors;
+  std::map<std::vector<size_t>, std::vector<size_t>> Groups;
+  for (auto [TI, T] : enumerate(Targets)) {
+    std::vector<size_t> Chosen;
+    for (const auto &[Source, Alternatives] : BySource) {
+      const DeviceImage &First = Inputs.Images[Alternatives.front()];
+      if (First.Arch.empty()) {
+        append_range(Chosen, Alternatives);
+        continue;
+      }
+      std::optional<size_t> Best;
+      unsigned BestSm = 0;
+      for (size_t I : Alternatives) {
+        const DeviceImage &Image = Inputs.Images[I];
+        if (Image.Arch == T.Cpu) {
+          Best = I;
+          break;
+        }
+        std::optional<ArchName> A = parseArchName(Image.Arch);
+        if (!A || !A->Suffix.empty() || A->Sm > T.Sm || A->Sm < BestSm)
+          continue;
+        Best = I;
+        BestSm = A->Sm;
+      }
+      if (!Best) {
+        std::vector<std::string> Arches;
+        for (size_t I : Alternatives)
+          Arches.push_back(Inputs.Images[I].Arch);
+        std::string Origin = First.Origin;
+        Origin = Origin.substr(0, Origin.rfind("(.llvm.offloading"));
+        Errors.add(makeError(
+            "%s: device code was compiled for %s only, which cannot run on "
+            "target %s: recompile it with --offload-arch=%s as well, or drop "
+            "%s from the targets",
+            Origin.c_str(), join(Arches, ", ").c_str(), T.Name.c_str(),
+            T.Cpu.c_str(), T.Name.c_str()));
+        continue;
+      }
+      Chosen.push_back(*Best);
+    }
+    Groups[Chosen].push_back(TI);
+  }
+  if (Error E = Errors.take())
+    return std::move(E);
+
+  std::vector<LinkGroup> Result;
+  for (auto &[Images, TargetIndices] : Groups)
+    Result.push_back({Images, TargetIndices});
+  // Deterministic and natural: the group of the first target first.
+  llvm::sort(Result, [](const LinkGroup &A, const LinkGroup &B) {
+    return A.Targets.front() < B.Targets.front();
+  });
+  return Result;
+}
+
+Expected<std::unique_ptr<Module>> DeviceLinker::parse(LLVMContext &Ctx,
+                                                      const DeviceImage &Image) {
+  Expected<std::unique_ptr<Module>> MOrErr = parseBitcodeFile(Image.Bitcode, Ctx);
+  if (!MOrErr)
+    return makeError("%s: corrupt bitcode: %s", Image.Origin.c_str(),
+                     toString(MOrErr.takeError()).c_str());
+  if (Error E = Diags.takeError(Image.Origin))
+    return std::move(E);
+  if (verifyModule(**MOrErr, nullptr))
+    return makeError("%s: invalid LLVM module (the verifier rejects it)",
+                     Image.Origin.c_str());
+  return MOrErr;
+}
+
+/// Plain bitcode carries the processor it was compiled for in each
+/// function's "target-cpu". Code built for a newer GPU than a target may use
+/// instructions that GPU lacks, so that is an error, as with nvcc.
+Error DeviceLinker::checkCompiledFor(const Module &M, const DeviceImage &Image,
+                                     const LinkGroup &G) {
+  if (!Image.Arch.empty())
+    return Error::success(); // chosen by planGroups
+  unsigned MaxSm = 0;
+  std::string MaxCpu;
+  for (const Function &F : M) {
+    if (F.isDeclaration())
+      continue;
+    std::optional<ArchName> A =
+        parseArchName(F.getFnAttribute("target-cpu").getValueAsString());
+    if (A && A->Sm > MaxSm) {
+      MaxSm = A->Sm;
+      MaxCpu = A->Cpu;
+    }
+  }
+  for (size_t TI : G.Targets)
+    if (MaxSm > Targets[TI].Sm)
+      return makeError(
+          "%s: compiled for %s, which is newer than target %s: compile it "
+          "for the oldest target (rustc -C target-cpu=%s, clang "
+          "--offload-arch=%s) or drop %s from the targets",
+          Image.Origin.c_str(), MaxCpu.c_str(), Targets[TI].Name.c_str(),
+          Targets[TI].Cpu.c_str(), Targets[TI].Cpu.c_str(),
+          Targets[TI].Name.c_str());
+  return Error::success();
+}
+
+Error DeviceLinker::linkLibdevice(Module &M, Linker &L, LinkedProgram &Out) {
+  std::vector<std::string> Wanted;
+  for (const Function &F : M)
+    if (F.isDeclaration() && F.getName().starts_with("__nv_"))
+      Wanted.push_back(F.getName().str());
+  if (Wanted.empty())
+    return Error::success();
+
+  TimeTraceScope Scope("Link libdevice");
+  if (Opts.LibdevicePath.empty())
+    return makeError("the program calls %s, a libdevice function, but no "
+                     "libdevice was given: pass --cuda-path or set CUDA_PATH",
+                     Wanted.front().c_str());
+  ErrorOr<std::unique_ptr<MemoryBuffer>> MBOrErr =
+      MemoryBuffer::getFile(Opts.LibdevicePath);
+  if (!MBOrErr)
+    return makeError("cannot open libdevice %s: %s: pass --cuda-path or set "
+                     "CUDA_PATH to a CUDA toolkit",
+                     Opts.LibdevicePath.c_str(),
+                     MBOrErr.getError().message().c_str());
+  Expected<std::unique_ptr<Module>> LDOrErr =
+      parseBitcodeFile((*MBOrErr)->getMemBufferRef(), M.getContext());
+  if (!LDOrErr)
+    return makeError("%s: corrupt libdevice: %s", Opts.LibdevicePath.c_str(),
+                     toString(LDOrErr.takeError()).c_str());
+  // libdevice says nvptx64-nvidia-gpulibs; make it agree with the program.
+  (*LDOrErr)->setTargetTriple(M.getTargetTriple());
+  (*LDOrErr)->setDataLayout(M.getDataLayout());
+  if (L.linkInModule(std::move(*LDOrErr), Linker::LinkOnlyNeeded))
+    return Diags.takeError(Opts.LibdevicePath);
+
+  for (const std::string &Name : Wanted) {
+    const Function *F = M.getFunction(Name);
+    if (F && !F->isDeclaration())
+      Out.LibdeviceFunctions.push_back(Name);
+  }
+  return Error::success();
+}
+
+/// Keeps what the outside world reaches: kernels, exported symbols,
+/// host-visible device globals (clang marks `__device__`/`__constant__`
+/// variables externally_initialized) and anything in llvm.used.
+void DeviceLinker::internalize(Module &M) {
+  TimeTraceScope Scope("Internalize");
+  StringSet<> Exports;
+  for (const std::string &Name : Opts.ExportSymbols)
+    Exports.insert(Name);
+  SmallVector<GlobalValue *, 8> Used;
+  collectUsedGlobalVariables(M, Used, /*CompilerUsed=*/false);
+  for (GlobalValue *GV : Used)
+    Exports.insert(GV->getName());
+
+  internalizeModule(M, [&](const GlobalValue &GV) {
+    if (Exports.contains(GV.getName()))
+      return true;
+    if (const auto *F = dyn_cast<Function>(&GV))
+      return F->getCallingConv() == CallingConv::PTX_Kernel;
+    if (const auto *V = dyn_cast<GlobalVariable>(&GV))
+      return V->isExternallyInitialized();
+    return false;
+  });
+
+  // Drop what is now unreachable, so that unused code cannot produce
+  // undefined-symbol errors.
+  ModuleAnalysisManager MAM;
+  PassBuilder PB;
+  PB.registerModuleAnalyses(MAM);
+  GlobalDCEPass().run(M, MAM);
+}
+
+Error DeviceLinker::saveTemp(const Module &M, StringRef Stage) {
+  if (Opts.SaveTempsPrefix.empty())
+    return Error::success();
+  std::string Path = Opts.SaveTempsPrefix + "." + Stage.str() + ".bc";
+  std::error_code EC;
+  raw_fd_ostream OS(Path, EC, sys::fs::OF_None);
+  if (EC)
+    return makeError("cannot write %s: %s", Path.c_str(), EC.message().c_str());
+  WriteBitcodeToFile(M, OS);
+  return Error::success();
+}
+
+static void collectInterface(const Module &M, LinkedProgram &Out) {
+  const DataLayout &DL = M.getDataLayout();
+  for (const Function &F : M) {
+    if (F.isDeclaration() || F.getCallingConv() != CallingConv::PTX_Kernel)
+      continue;
+    KernelInfo K;
+    K.Name = F.getName().str();
+    for (const Argument &A : F.args()) {
+      Type *Ty = A.hasByValAttr() ? A.getParamByValType() : A.getType();
+      K.ParamSizes.push_back(unsigned(DL.getTypeAllocSize(Ty)));
+    }
+    Out.Kernels.push_back(std::move(K));
+  }
+  for (const GlobalVariable &V : M.globals())
+    if (!V.isDeclaration() && !V.hasLocalLinkage() && V.isExternallyInitialized())
+      Out.Globals.push_back(V.getName().str());
+}
+
+Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
+                              bool First) {
+  LLVMContext Ctx;
+  Diags.install(Ctx);
+
+  // Parse every image, recording who defines and uses what.
+  std::vector<std::unique_ptr<Module>> Modules;
+  SymbolTable Symtab;
+  ErrorList Errors;
+  {
+    TimeTraceScope Scope("Parse bitcode");
+    for (size_t I : G.Images) {
+      const DeviceImage &Image = Inputs.Images[I];
+      Expected<std::unique_ptr<Module>> MOrErr = parse(Ctx, Image);
+      if (!MOrErr) {
+        Errors.add(MOrErr.takeError());
+        continue;
+      }
+      Errors.add(checkCompiledFor(**MOrErr, Image, G));
+      Symtab.add(**MOrErr, Image.Origin);
+      Modules.push_back(std::move(*MOrErr));
+    }
+  }
+  if (Error E = Errors.take())
+    return E;
+  if (Error E = checkDuplicates(Symtab))
+    return E;
+
+  // From here on the set of device modules is fixed: link them.
+  auto Composite = std::make_unique<Module>("fatlink", Ctx);
+  Composite->setTargetTriple(Modules.front()->getTargetTriple());
+  Composite->setDataLayout(Modules.front()->getDataLayout());
+  Linker L(*Composite);
+  {
+    TimeTraceScope Scope("Link modules");
+    for (auto [I, M] : zip(G.Images, Modules))
+      if (L.linkInModule(std::move(M)))
+        return Diags.takeError("cannot link " + Inputs.Images[I].Origin);
+  }
+  if (Error E = linkLibdevice(*Composite, L, Out))
+    return E;
+  if (Error E = saveTemp(*Composite, "linked"))
+    return E;
+
+  internalize(*Composite);
+  if (Error E = checkUndefined(*Composite, Symtab))
+    return E;
+  if (First)
+    collectInterface(*Composite, Out);
+
+  // Fold what does not depend on the target, then split the group by what
+  // the program can observe of __CUDA_ARCH.
+  foldReflect(*Composite, [&](StringRef Key) -> std::optional<int> {
+    if (Key == "__CUDA_FTZ")
+      return Opts.FlushDenormals;
+    if (Key == "__CUDA_PREC_SQRT")
+      return Opts.PreciseSqrt;
+    if (Key == "__CUDA_PREC_DIV")
+      return Opts.PreciseDiv;
+    if (Key == "__CUDA_ARCH")
+      return std::nullopt;
+    return 0; // unknown keys read as 0, as in NVVMReflect
+  });
+  std::map<std::vector<int>, std::vector<size_t>> BySignature;
+  for (size_t TI : G.Targets)
+    BySignature[archSignature(*Composite, Targets[TI])].push_back(TI);
+  std::vector<std::vector<size_t>> Subgroups;
+  for (auto &[Sig, TIs] : BySignature)
+    Subgroups.push_back(TIs);
+  llvm::sort(Subgroups, [](const std::vector<size_t> &A,
+                           const std::vector<size_t> &B) {
+    return A.front() < B.front();
+  });
+
+  for (auto [SI, TIs] : enumerate(Subgroups)) {
+    // The last subgroup takes the module itself; the others a copy.
+    std::unique_ptr<Module> Owned;
+    Module *M = Composite.get();
+    if (SI + 1 != Subgroups.size()) {
+      Owned = CloneModule(*Composite);
+      M = Owned.get();
+    }
+    // The representative: the oldest target of the subgroup.
+    const Target &Rep = Targets[*llvm::min_element(
+        TIs, [&](size_t A, size_t B) { return Targets[A].Sm < Targets[B].Sm; })];
+    foldReflect(*M, [&](StringRef Key) -> std::optional<int> {
+      if (Key == "__CUDA_ARCH")
+        return archReflectValue(Rep);
+      return std::nullopt;
+    });
+    setTargetAttributes(*M, Rep);
+    if (Error E = optimize(*M, Rep, Opts.OptLevel))
+      return E;
+    if (Error E = Diags.takeError("optimization for " + Rep.Name))
+      return E;
+    if (Error E = saveTemp(*M, "opt." + Rep.Name))
+      return E;
+
+    OptimizedModule OM;
+    OM.TargetIndices = TIs;
+    raw_string_ostream OS(OM.Bitcode);
+    WriteBitcodeToFile(*M, OS);
+    Out.Modules.push_back(std::move(OM));
+  }
+  return Error::success();
+}
+
+Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
+                                        ArrayRef<Target> Targets,
+                                        const LinkOptions &Opts) {
+  TimeTraceScope Scope("Link and optimize");
+  if (Inputs.Images.empty())
+    return makeError("no device code in the inputs");
+  if (Targets.empty())
+    return makeError("no targets: pass --arch");
+
+  DeviceLinker DL(Inputs, Targets, Opts);
+  Expected<std::vector<LinkGroup>> GroupsOrErr = DL.planGroups();
+  if (!GroupsOrErr)
+    return GroupsOrErr.takeError();
+
+  LinkedProgram Out;
+  for (auto [I, G] : enumerate(*GroupsOrErr))
+    if (Error E = DL.linkGroup(G, Out, I == 0))
+      return std::move(E);
+  llvm::sort(Out.Kernels, [](const KernelInfo &A, const KernelInfo &B) {
+    return A.Name < B.Name;
+  });
+  llvm::sort(Out.Globals);
+  llvm::sort(Out.LibdeviceFunctions);
+  Out.LibdeviceFunctions.erase(llvm::unique(Out.LibdeviceFunctions),
+                               Out.LibdeviceFunctions.end());
+  return std::move(Out);
+}
+
+} // namespace fatlink::lto

@@ -1,0 +1,65 @@
+//===- lto/Support.h - Error helpers shared by the lto library -----------===//
+//
+// Internal to lto/. Errors are llvm::Error values with lower-case messages
+// that name the file, symbol and value. ErrorList gathers the errors of one
+// phase so that a run reports every problem up to a cap (as lld does) rather
+// than stopping at the first.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FATLINK_LTO_SUPPORT_H
+#define FATLINK_LTO_SUPPORT_H
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBufferRef.h"
+
+namespace fatlink::lto {
+
+template <typename... Ts>
+llvm::Error makeError(const char *Fmt, const Ts &...Vals) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), Fmt, Vals...);
+}
+
+inline llvm::Error makeError(const llvm::Twine &Msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), Msg);
+}
+
+/// Errors of one phase, at most Limit of them.
+class ErrorList {
+public:
+  static constexpr unsigned Limit = 20;
+
+  void add(llvm::Error E) {
+    if (!E)
+      return;
+    if (++Count > Limit) {
+      llvm::consumeError(std::move(E));
+      return;
+    }
+    All = llvm::joinErrors(std::move(All), std::move(E));
+  }
+  bool hasErrors() const { return Count != 0; }
+
+  /// The joined errors (success if none), with a note when some were left
+  /// out.
+  llvm::Error take() {
+    if (Count > Limit)
+      All = llvm::joinErrors(
+          std::move(All),
+          makeError("too many errors (%u), the first %u shown", Count, Limit));
+    Count = 0;
+    return std::move(All);
+  }
+
+private:
+  llvm::Error All = llvm::Error::success();
+  unsigned Count = 0;
+};
+
+/// Checks that a buffer is bitcode fatlink can read: nvptx64 and produced by
+/// an LLVM no newer than this one.
+llvm::Error checkBitcode(llvm::MemoryBufferRef MB, llvm::StringRef Origin);
+
+} // namespace fatlink::lto
+
+#endif // FATLINK_LTO_SUPPORT_H
