@@ -90,6 +90,7 @@ struct Config {
   bool ListTargets = false;
   std::string JsonPath;
   std::string TimeTracePath;
+  unsigned TimeTraceGranularity = 500;
   ToolkitPaths Paths;
   unsigned PtxasTimeout = 0;
 };
@@ -142,6 +143,14 @@ static Expected<Config> parseConfig(Context &Ctx, const opt::InputArgList &Args)
       C.PtxasTimeout = *T;
     else
       Fail(T.takeError());
+  }
+  if (const opt::Arg *A = Args.getLastArg(OPT_time_trace_granularity_EQ)) {
+    Expected<unsigned> G =
+        parseUnsigned("--time-trace-granularity", A->getValue(), 10000000);
+    if (G)
+      C.TimeTraceGranularity = *G;
+    else
+      Fail(G.takeError());
   }
   if (const opt::Arg *A = Args.getLastArg(OPT_ptx_version_EQ)) {
     C.PtxVersion = parsePtxVersion(A->getValue());
@@ -311,7 +320,7 @@ compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
     for (size_t I = 0; I != Targets.size(); ++I)
       Pool.async([&, I] {
         if (Tracing)
-          timeTraceProfilerInitialize(500, "fatlink");
+          timeTraceProfilerInitialize(C.TimeTraceGranularity, "fatlink");
         Expected<TargetOutput> Out = compileTarget(Ctx, C, Program, Targets, I);
         if (Out)
           Outputs[I] = std::move(*Out);
@@ -577,7 +586,7 @@ int deviceLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,
     return 1;
   }
   if (!C->TimeTracePath.empty())
-    timeTraceProfilerInitialize(500, "fatlink");
+    timeTraceProfilerInitialize(C->TimeTraceGranularity, "fatlink");
 
   Error E = [&] {
     TimeTraceScope Scope("device-link");

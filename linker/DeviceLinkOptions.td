@@ -82,6 +82,9 @@ def save_temps_EQ : J<"save-temps", "<dir>", "Keep intermediate files in <dir>">
   Group<grp_diag>;
 defm time_trace : JS<"time-trace", "<file>",
   "Write a Chrome trace of where the time goes to <file>">, Group<grp_diag>;
+defm time_trace_granularity : JS<"time-trace-granularity", "<us>",
+  "Leave out of the trace what took less than <us> microseconds (default 500)">,
+  Group<grp_diag>;
 def help : F<"help", "Print this help">;
 def help_short : Flag<["-"], "h">, Alias<help>;
 def version : F<"version", "Print the version">;

@@ -19,6 +19,10 @@
 #include "llvm/Support/TimeProfiler.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include <signal.h>
 
 using namespace llvm;
 
@@ -114,11 +118,11 @@ Expected<PtxasInfo> parsePtxasInfo(StringRef Path, StringRef VersionOutput,
 Expected<PtxasInfo> probePtxas(Context &Ctx, StringRef Ptxas) {
   TimeTraceScope Scope("Probe ptxas");
   Expected<std::string> Version =
-      runProgram(Ctx, Ptxas, {"ptxas", "--version"}, 60, "ptxas --version");
+      runProgram(Ctx, Ptxas, {"ptxas", "--version"}, 60, "ptxas");
   if (!Version)
     return Version.takeError();
   Expected<std::string> Help =
-      runProgram(Ctx, Ptxas, {"ptxas", "--help"}, 60, "ptxas --help");
+      runProgram(Ctx, Ptxas, {"ptxas", "--help"}, 60, "ptxas");
   if (!Help)
     return Help.takeError();
   return parsePtxasInfo(Ptxas, *Version, *Help);
@@ -156,9 +160,38 @@ Expected<std::string> runProgram(Context &Ctx, StringRef Program,
 
   std::string ErrMsg;
   bool ExecutionFailed = false;
-  int RC = sys::ExecuteAndWait(Program, Args, /*Env=*/std::nullopt, Redirects,
-                               TimeoutSeconds, /*MemoryLimit=*/0, &ErrMsg,
-                               &ExecutionFailed);
+  sys::ProcessInfo PI =
+      sys::ExecuteNoWait(Program, Args, /*Env=*/std::nullopt, Redirects,
+                         /*MemoryLimit=*/0, &ErrMsg, &ExecutionFailed);
+  bool TimedOut = false;
+  int RC = -1;
+  if (!ExecutionFailed) {
+    // LLVM's own time limit relies on SIGALRM, which in a multi-threaded
+    // process may reach another thread; poll instead.
+    if (TimeoutSeconds) {
+      auto Deadline = std::chrono::steady_clock::now() +
+                      std::chrono::seconds(TimeoutSeconds);
+      auto Pause = std::chrono::microseconds(200);
+      for (;;) {
+        sys::ProcessInfo R = sys::Wait(PI, /*SecondsToWait=*/0, &ErrMsg);
+        if (R.Pid != 0) {
+          PI = R;
+          break;
+        }
+        if (std::chrono::steady_clock::now() >= Deadline) {
+          ::kill(PI.Pid, SIGKILL);
+          PI = sys::Wait(PI, std::nullopt, &ErrMsg);
+          TimedOut = true;
+          break;
+        }
+        std::this_thread::sleep_for(Pause);
+        Pause = std::min(Pause * 2, decltype(Pause)(20000));
+      }
+    } else {
+      PI = sys::Wait(PI, std::nullopt, &ErrMsg);
+    }
+    RC = PI.ReturnCode;
+  }
   std::string Output;
   if (ErrorOr<std::unique_ptr<MemoryBuffer>> MB =
           MemoryBuffer::getFile(*LogOrErr))
@@ -170,18 +203,17 @@ Expected<std::string> runProgram(Context &Ctx, StringRef Program,
     return createStringError(inconvertibleErrorCode(), "cannot run %s (%s): %s",
                              What.str().c_str(), Program.str().c_str(),
                              ErrMsg.c_str());
-  if (RC == -2) {
-    if (TimeoutSeconds && StringRef(ErrMsg).contains("timed out"))
-      return createStringError(
+  if (TimedOut)
+    return createStringError(
           inconvertibleErrorCode(),
           "%s timed out after %u s and was stopped: raise --ptxas-timeout, "
           "or lower -O for this target",
           What.str().c_str(), TimeoutSeconds);
+  if (RC == -2)
     return createStringError(inconvertibleErrorCode(), "%s crashed: %s%s%s",
                              What.str().c_str(), ErrMsg.c_str(),
                              Output.empty() ? "" : "\n",
                              StringRef(Output).rtrim().str().c_str());
-  }
   if (RC != 0)
     return createStringError(inconvertibleErrorCode(),
                              "%s failed with exit code %d:\n%s",

@@ -144,10 +144,11 @@ static Error checkDuplicates(const SymbolTable &Symtab) {
   return Errors.take();
 }
 
-/// Functions the PTX toolchain itself provides to every program.
+/// Functions the PTX toolchain itself provides to every program, and the
+/// reflection query that is folded away before code generation.
 static bool isProvidedByPTX(StringRef Name) {
   return Name == "vprintf" || Name == "malloc" || Name == "free" ||
-         Name == "__assertfail";
+         Name == "__assertfail" || Name == "__nvvm_reflect";
 }
 
 static Error checkUndefined(const Module &M, const SymbolTable &Symtab) {

@@ -26,6 +26,7 @@ impl Copy for i32 {}
 impl Copy for u64 {}
 impl Copy for usize {}
 impl Copy for f32 {}
+impl Copy for f64 {}
 impl<T: ?Sized> Copy for *const T {}
 impl<T: ?Sized> Copy for *mut T {}
 
@@ -52,6 +53,13 @@ impl Mul for f32 {
     type Output = f32;
     fn mul(self, rhs: f32) -> f32 {
         self * rhs
+    }
+}
+
+impl Add for f64 {
+    type Output = f64;
+    fn add(self, rhs: f64) -> f64 {
+        self + rhs
     }
 }
 

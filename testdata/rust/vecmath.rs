@@ -18,6 +18,20 @@ pub fn vecmath_unused_helper(x: f32) -> f32 {
     x * 3.0 + 1.0
 }
 
+extern "C" {
+    // libdevice, linked lazily by the device link: only these two (and what
+    // they call) may end up in the program.
+    fn __nv_sqrtf(x: f32) -> f32;
+    fn __nv_sin(x: f64) -> f64;
+}
+
+/// out[i] = sqrt(a[i]) + sin(b[i]) through libdevice
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vec_sqrt_sin(a: *const f32, b: *const f64, out: *mut f64) {
+    let i = gpu::global_index() as usize;
+    *offset(out, i) = __nv_sqrtf(*offset(a, i)) as f64 + __nv_sin(*offset(b, i));
+}
+
 /// out[i] = a[i] + b[i]
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vec_add(a: *const f32, b: *const f32, out: *mut f32) {

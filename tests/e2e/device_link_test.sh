@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# device_link_test.sh: `fatlink device-link` on the bundled Rust + CUDA C++
+# example, built at test time: every target is compiled and accepted by
+# ptxas, the cross-language call is inlined, dead code is gone, libdevice is
+# linked lazily, and the outputs do not depend on -j.
+source "$(dirname "$0")/testlib.sh"
+build_testdata
+D="$WORK/dev"
+ARCHS=sm_75,sm_80,sm_90,sm_100,sm_120,compute_120
+TARGETS="sm_75 sm_80 sm_90 sm_100 sm_120"
+
+# The main job: Rust crates + CUDA C++ bitcode -> five cubins and JIT PTX.
+"$FATLINK" device-link --arch=$ARCHS $RLIBS "$D/softplus.bc" -o out \
+  --emit-ptx --json=out.json 2>err.txt
+check "device-link exits 0" test $? -eq 0
+check "no diagnostics on success" test ! -s err.txt
+for t in $TARGETS; do
+  # ptxas accepted the target: a cubin (ELF) for it exists.
+  check "$t cubin is ELF" bash -c "head -c4 out/$t.cubin | grep -q ELF"
+  check "$t PTX targets $t" grep -q "^\.target $t\$" out/$t.ptx
+done
+check "compute_120 PTX exists" grep -q '^\.target sm_120$' out/compute_120.ptx
+check "no cubin for compute_120" test ! -e out/compute_120.cubin
+check "PTX ISA is the arch minimum (sm_75: 6.3)" grep -q '^\.version 6\.3$' out/sm_75.ptx
+check "PTX ISA is the arch minimum (sm_120: 8.7)" grep -q '^\.version 8\.7$' out/sm_120.ptx
+
+for t in $TARGETS compute_120; do
+  for k in vec_add vec_sqrt_sin saxpy rust_softplus cuda_scale; do
+    check "$t has kernel $k from its crate or .cu" grep -q "\.entry $k(" out/$t.ptx
+  done
+  # Rust -> CUDA C++ -> libdevice expf/logf, all inlined: no call is left.
+  check "$t rust_softplus has no call" kernel_has_no_call out/$t.ptx rust_softplus
+  check "$t saxpy inlined vecmath::twice" kernel_has_no_call out/$t.ptx saxpy
+  check "$t cuda_scale inlined cuda_softplus" kernel_has_no_call out/$t.ptx cuda_scale
+  for dead in vecmath_unused_helper never_called cuda_softplus twice; do
+    check "$t dropped unused $dead" bash -c "! grep -q '$dead' out/$t.ptx"
+  done
+  check "$t keeps the host-visible global" grep -q 'scale_factor' out/$t.ptx
+  check "$t has no libdevice symbol left" bash -c "! grep -q '__nv_' out/$t.ptx"
+done
+
+# libdevice is linked lazily: exactly what the Rust crate called.
+check "json lists libdevice functions used" \
+  python3 -c "import json,sys; d=json.load(open('out.json')); sys.exit(d['libdevice'] != ['__nv_sin','__nv_sqrtf'])"
+check "json lists every kernel with parameter sizes" \
+  python3 -c "import json,sys; d=json.load(open('out.json')); k={x['name']:x['param_sizes'] for x in d['kernels']}; sys.exit(k != {'cuda_scale':[8,4],'rust_softplus':[8,8],'saxpy':[4,8,8],'vec_add':[8,8,8],'vec_sqrt_sin':[8,8,8]})"
+check "json has a cubin size per sm target" \
+  python3 -c "import json,sys; d=json.load(open('out.json')); sys.exit(not all(t['cubin_size']>0 for t in d['targets'] if t['kind']=='cubin'))"
+check "no temporary files left" test -z "$(ls -A "$TMPDIR")"
+
+# Determinism: -j1 and -j2 give the same bytes; so does a second run.
+"$FATLINK" device-link --arch=$ARCHS $RLIBS "$D/softplus.bc" -o j1 -j1 --emit-ptx
+"$FATLINK" device-link --arch=$ARCHS $RLIBS "$D/softplus.bc" -o j2 -j 2 --emit-ptx
+"$FATLINK" device-link --arch=$ARCHS $RLIBS "$D/softplus.bc" -o j8 --jobs=8 --emit-ptx
+check "-j1 and -j2 outputs are identical" diff -r j1 j2
+check "-j1 and -j8 outputs are identical" diff -r j1 j8
+check "-j2 output equals the default run" diff -r j2 out
+
+# Inputs in a response file, and an rlib given through @file with options.
+printf '%s\n' --arch=sm_80 -o rsp.cubin $RLIBS "$D/softplus.bc" > link.rsp
+"$FATLINK" device-link @link.rsp
+check "response file: cubin written" test -s rsp.cubin
+check "response file: same cubin as the directory run" cmp rsp.cubin out/sm_80.cubin
+
+# Single-file outputs.
+"$FATLINK" device-link --arch=compute_90 -o one.ptx $RLIBS "$D/softplus.bc"
+check "-o file.ptx for compute_90" grep -q '^\.target sm_90$' one.ptx
+
+# Device code carried in a host object (clang --offload-new-driver
+# -foffload-lto, sm_75 and sm_90 images): each target takes its best image.
+"$FATLINK" device-link -v --arch=sm_75,sm_80,sm_90,sm_100 $RLIBS "$D/softplus.o" \
+  -o offload 2>offload.log
+check "offload object: link succeeds" test -s offload/sm_100.cubin
+check "offload object: both images found" grep -q 'softplus.o(.llvm.offloading\[1\]) \[sm_90\]' offload.log
+check "offload object: sm_75/sm_80 share the sm_75 image, sm_90/sm_100 the sm_90 one" \
+  bash -c "grep -q 'optimized module for sm_75, sm_80:' offload.log && grep -q 'optimized module for sm_90, sm_100:' offload.log"
+
+# -v prints every subcommand, runnable as printed.
+check "-v prints the ptxas command of each target" \
+  bash -c "[ \$(grep -c 'ptxas -arch=sm_[0-9]* -O3 .*\\.ptx -o .*\\.cubin' offload.log) -eq 4 ]"
+
+# --save-temps keeps the linked and optimized bitcode and the PTX.
+"$FATLINK" device-link --arch=sm_80 $RLIBS "$D/softplus.bc" -o temps/k.cubin --save-temps
+check "--save-temps keeps linked bitcode" test -s temps/k.linked.bc
+check "--save-temps keeps optimized bitcode" test -s temps/k.opt.sm_80.bc
+check "--save-temps keeps PTX" grep -q '\.entry saxpy' temps/sm_80.ptx
+
+# --time-trace writes a Chrome trace with the stages.
+"$FATLINK" device-link --arch=sm_80,sm_90 $RLIBS "$D/softplus.bc" -o tt --time-trace=trace.json --time-trace-granularity=0
+for stage in "Read inputs" "Link modules" "Optimize" "Codegen" "ptxas" "Write outputs"; do
+  check "time trace has '$stage'" \
+    python3 -c "import json,sys; d=json.load(open('trace.json')); sys.exit(not any(e.get('name')=='$stage' for e in d['traceEvents']))"
+done
+
+# -O0 keeps calls (nothing is inlined but always_inline), -O3 does not.
+"$FATLINK" device-link --arch=sm_80 -O0 $RLIBS "$D/softplus.bc" -o o0.ptx
+check "-O0 PTX still calls cuda_softplus" grep -q 'call.*cuda_softplus' o0.ptx
+
+# --export-symbol keeps a function that would otherwise be dropped.
+"$FATLINK" device-link --arch=sm_80 --export-symbol vecmath_unused_helper $RLIBS "$D/softplus.bc" -o export.ptx
+check "--export-symbol keeps vecmath_unused_helper" grep -q '\.func .*vecmath_unused_helper' export.ptx
+
+# Presets and the target table.
+"$FATLINK" device-link --list-targets > targets.txt
+check "--list-targets lists sm_90a with PTX 8.0" grep -Eq '^sm_90a +cubin +8\.0$' targets.txt
+check "--list-targets lists compute_120" grep -Eq '^compute_120 +ptx +8\.7$' targets.txt
+"$FATLINK" device-link --arch=all-major $RLIBS "$D/softplus.bc" -o major
+check "all-major: one cubin per generation" \
+  bash -c "[ \"\$(ls major | tr '\n' ' ')\" = 'compute_121.ptx sm_100.cubin sm_110.cubin sm_120.cubin sm_75.cubin sm_80.cubin sm_90.cubin ' ]"
+"$FATLINK" device-link --arch=sm_90a $RLIBS "$D/softplus.bc" -o a.ptx
+check "sm_90a target uses PTX 8.0" grep -q '^\.version 8\.0$' a.ptx
+"$FATLINK" device-link --arch=sm_80 --ptx-version=8.0 $RLIBS "$D/softplus.bc" -o v80.ptx
+check "--ptx-version overrides the PTX ISA" grep -q '^\.version 8\.0$' v80.ptx
+
+finish
