@@ -46,7 +46,6 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Endian.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>

@@ -13,7 +13,6 @@
 #include "packager/tests/TestUtil.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/Format.h"
 
 using namespace llvm;
 using namespace fatlink::packager;
