@@ -1,0 +1,104 @@
+/*===- packager/Descriptor.h - Module descriptors in fatlink objects -----===*\
+ *
+ * The layout a runtime uses to find every device module that fatlink
+ * embedded in a program. It is plain C with no dependencies so that the
+ * runtime library (which must not depend on LLVM) and the packager, which
+ * writes these bytes, share one definition.
+ *
+ * Every host object fatlink writes holds one `struct fatlink_module` in the
+ * section named FATLINK_MODULES_SECTION. The static linker concatenates those
+ * sections and defines `__start_fatlink_modules` / `__stop_fatlink_modules`
+ * around them, so a runtime iterates all modules of a program with
+ *
+ *   extern const struct fatlink_module __start_fatlink_modules[];
+ *   extern const struct fatlink_module __stop_fatlink_modules[];
+ *   for (const struct fatlink_module *M = __start_fatlink_modules;
+ *        M != __stop_fatlink_modules; ++M) ...
+ *
+ * (declare them weak if a program may hold no module). The stride is fixed:
+ * each struct is 48 bytes and 8-byte aligned, so concatenation leaves no
+ * gaps. A runtime checks `magic` and `version` before using a record and
+ * skips a record whose `size` it does not know (newer fields are appended).
+ *
+ * The layout is defined for LP64 hosts (x86-64 and AArch64 Linux); the
+ * offsets are given in comments and checked below.
+\*===----------------------------------------------------------------------===*/
+
+#ifndef FATLINK_PACKAGER_DESCRIPTOR_H
+#define FATLINK_PACKAGER_DESCRIPTOR_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Section names. FATLINK_MODULES_SECTION is a C identifier on purpose: only
+ * such sections get __start_/__stop_ symbols from the static linker. */
+#define FATLINK_MODULES_SECTION "fatlink_modules"
+#define FATLINK_KERNELS_SECTION ".rodata.fatlink_kernels"
+#define FATLINK_FATBIN_SECTION ".nv_fatbin"
+#define FATLINK_WRAPPER_SECTION ".nvFatBinSegment"
+
+#define FATLINK_MODULE_MAGIC 0x4b4e4c46u /* "FLNK" in little-endian memory */
+#define FATLINK_MODULE_VERSION 1u
+
+/* CUDA's __fatBinC_Wrapper_t (fatbinary_section.h), the argument of
+ * __cudaRegisterFatBinary. */
+#define FATLINK_FATBINC_MAGIC 0x466243b1u
+#define FATLINK_FATBINC_VERSION 1u
+
+/* Magic of the fatbin container the wrapper points to. */
+#define FATLINK_FATBIN_MAGIC 0xba55ed50u
+
+struct fatlink_fatbin_wrapper {
+  uint32_t magic;            /*  0: FATLINK_FATBINC_MAGIC */
+  uint32_t version;          /*  4: FATLINK_FATBINC_VERSION */
+  const void *data;          /*  8: the fatbin container in .nv_fatbin */
+  const void *filename_or_fatbins; /* 16: always NULL */
+};                           /* 24 bytes */
+
+/* One kernel of a module: what a runtime needs to check a launch. */
+struct fatlink_kernel {
+  const char *name;            /*  0: mangled kernel name, NUL-terminated */
+  const uint32_t *param_sizes; /*  8: size in bytes of each parameter, in
+                                *     order; NULL when num_params is 0 */
+  uint32_t num_params;         /* 16 */
+  uint32_t reserved;           /* 20: 0 */
+};                             /* 24 bytes; sorted by name (strcmp order) */
+
+/* One embedded device module (one fatbin). */
+struct fatlink_module {
+  uint32_t magic;    /*  0: FATLINK_MODULE_MAGIC */
+  uint16_t version;  /*  4: FATLINK_MODULE_VERSION */
+  uint16_t size;     /*  6: sizeof(struct fatlink_module) = 48 */
+  const struct fatlink_fatbin_wrapper *wrapper; /* 8: for __cudaRegisterFatBinary */
+  const void *fatbin;     /* 16: the container, for cuModuleLoadData */
+  uint64_t fatbin_size;   /* 24: bytes of the container */
+  const struct fatlink_kernel *kernels; /* 32: num_kernels records */
+  uint32_t num_kernels;   /* 40 */
+  uint32_t flags;         /* 44: 0; reserved */
+};                        /* 48 bytes */
+
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define FATLINK_STATIC_ASSERT(C, M) static_assert(C, M)
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define FATLINK_STATIC_ASSERT(C, M) _Static_assert(C, M)
+#else
+#define FATLINK_STATIC_ASSERT(C, M)
+#endif
+
+#if UINTPTR_MAX == 0xffffffffffffffffu
+FATLINK_STATIC_ASSERT(sizeof(struct fatlink_fatbin_wrapper) == 24,
+                      "wrapper layout is fixed");
+FATLINK_STATIC_ASSERT(sizeof(struct fatlink_kernel) == 24,
+                      "kernel record layout is fixed");
+FATLINK_STATIC_ASSERT(sizeof(struct fatlink_module) == 48,
+                      "module record layout is fixed");
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FATLINK_PACKAGER_DESCRIPTOR_H */

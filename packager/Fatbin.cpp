@@ -1,0 +1,496 @@
+//===- packager/Fatbin.cpp - CUDA fatbin container reader and writer ------===//
+//
+// The fatbin container is the format CUDA's `fatbinary` writes and the
+// driver's cuModuleLoadData / __cudaRegisterFatBinary read. NVIDIA does not
+// publish it; the layout below is what CUDA 13.0's fatbinary writes, checked
+// field by field against its output (packager/tests/FatbinaryCompareTest).
+// All fields are little-endian.
+//
+//   Container header, 16 bytes:
+//     0  u32 magic 0xBA55ED50
+//     4  u16 version 1
+//     6  u16 header size, 16
+//     8  u64 size of all entries that follow the header
+//
+//   Entry header, 64 bytes plus optional trailing strings:
+//     0  u16 kind: 1 PTX, 2 cubin (ELF), 8 NVVM IR (nvcc -dlto)
+//     2  u16 0x0101
+//     4  u32 header size (64 cubin, 80 PTX, more with strings)
+//     8  u64 payload size, padded to 8
+//    16  u32 compressed size, unpadded (0 when not compressed)
+//    20  u32 offset of the (offset, length) pair of the ptxas options in
+//            this header (0: none; 64 in a plain PTX entry)
+//    24  u16 minor, u16 major: PTX ISA version; a cubin has 1.<ELF ABI>
+//    28  u32 SM (80, 90, 100, ...)
+//    32  u32 offset, u32 length of the identifier string (fatbinary --ident)
+//    40  u64 flags: 0x1 64-bit, 0x2 debug, 0x10 Linux host, 0x2000 LZ4,
+//            0x8000 zstd, 0x100000 "a" arch, 0x200000 "f" family
+//    48  u64 0
+//    56  u64 uncompressed size (0 when not compressed)
+//    64  optional strings, each NUL-terminated and padded to 8, addressed
+//        by the offsets above (a plain PTX entry carries an empty options
+//        string: the pair (72, 0) at 64 and 8 zero bytes at 72)
+//
+// The payload follows its header and is padded with zeros to 8 bytes, so
+// every header stays 8-aligned. A PTX payload is the (minified) text plus a
+// NUL. A compressed payload is one zstd frame (or an LZ4 block) of exactly
+// the uncompressed bytes; its header records both sizes.
+//
+// The reader trusts nothing: every size and offset is checked in a form
+// that cannot overflow (`Len > Size - Off`) before it is used.
+//
+//===----------------------------------------------------------------------===//
+
+#include "packager/Packager.h"
+#include "packager/Descriptor.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+#include <tuple>
+#include <zstd.h>
+
+using namespace llvm;
+using namespace fatlink;
+using namespace fatlink::packager;
+
+namespace {
+
+constexpr uint64_t ContainerHeaderSize = 16;
+constexpr uint64_t EntryHeaderSize = 64;
+constexpr uint16_t EntryLayout = 0x0101;
+constexpr uint64_t BaseFlags = FlagAddress64 | FlagHostLinux;
+// No image the driver loads comes near this; it bounds what a malformed
+// header can make the reader allocate.
+constexpr uint64_t MaxUncompressedSize = uint64_t(1) << 32;
+
+std::string hex(uint64_t V) { return "0x" + utohexstr(V, /*LowerCase=*/true); }
+
+Error makeError(const Twine &Msg) {
+  return createStringError(inconvertibleErrorCode(), Msg);
+}
+
+//===----------------------------------------------------------------------===//
+// Writer
+//===----------------------------------------------------------------------===//
+
+struct ParsedArch {
+  unsigned SM = 0;
+  uint64_t Flags = 0;
+};
+
+Expected<ParsedArch> parseArch(StringRef Arch) {
+  StringRef Rest = Arch;
+  ParsedArch P;
+  if (!Rest.consume_front("sm_"))
+    return makeError("arch '" + Arch + "' does not start with sm_");
+  if (Rest.consume_back("a"))
+    P.Flags = FlagArchSpecific;
+  else if (Rest.consume_back("f"))
+    P.Flags = FlagFamilySpecific;
+  if (Rest.getAsInteger(10, P.SM) || P.SM == 0)
+    return makeError("arch '" + Arch + "' has no SM number");
+  return P;
+}
+
+void appendU16(std::string &Out, uint16_t V) {
+  char B[2];
+  support::endian::write16le(B, V);
+  Out.append(B, 2);
+}
+void appendU32(std::string &Out, uint32_t V) {
+  char B[4];
+  support::endian::write32le(B, V);
+  Out.append(B, 4);
+}
+void appendU64(std::string &Out, uint64_t V) {
+  char B[8];
+  support::endian::write64le(B, V);
+  Out.append(B, 8);
+}
+void padTo8(std::string &Out) { Out.resize(alignTo(Out.size(), 8), '\0'); }
+
+Expected<std::string> zstdCompress(StringRef In, int Level) {
+  std::string Out(ZSTD_compressBound(In.size()), '\0');
+  size_t N = ZSTD_compress(Out.data(), Out.size(), In.data(), In.size(), Level);
+  if (ZSTD_isError(N))
+    return makeError(Twine("zstd compression failed: ") +
+                     ZSTD_getErrorName(N));
+  Out.resize(N);
+  return Out;
+}
+
+// One entry, ready to be laid out.
+struct PendingEntry {
+  const FatbinImage *Image;
+  ParsedArch Arch;
+};
+
+Error appendEntry(std::string &Out, const PendingEntry &E,
+                  const FatbinOptions &Opts) {
+  const FatbinImage &Img = *E.Image;
+  bool IsPtx = Img.Kind == ImageKind::PTX;
+  std::string Raw = IsPtx && Opts.MinifyPtx ? minifyPtx(Img.Data) : Img.Data;
+  if (IsPtx)
+    Raw.push_back('\0');
+
+  uint64_t Flags = BaseFlags | E.Arch.Flags;
+  std::string Stored;
+  uint64_t CompressedSize = 0, UncompressedSize = 0;
+  if (Opts.Compress == Compression::Zstd) {
+    Expected<std::string> Z = zstdCompress(Raw, Opts.ZstdLevel);
+    if (!Z)
+      return Z.takeError();
+    // Keep the compressed form only when it saves space once padded.
+    if (alignTo(Z->size(), 8) < alignTo(Raw.size(), 8)) {
+      CompressedSize = Z->size();
+      UncompressedSize = Raw.size();
+      Flags |= FlagZstd;
+      Stored = std::move(*Z);
+    }
+  }
+  if (!(Flags & FlagZstd))
+    Stored = std::move(Raw);
+  if (Stored.size() > UINT32_MAX)
+    return makeError(Img.Arch + " image of " + Twine(Stored.size()) +
+                     " bytes does not fit a fatbin entry");
+
+  uint64_t HeaderSize = IsPtx ? EntryHeaderSize + 16 : EntryHeaderSize;
+  appendU16(Out, uint16_t(Img.Kind));
+  appendU16(Out, EntryLayout);
+  appendU32(Out, HeaderSize);
+  appendU64(Out, alignTo(Stored.size(), 8));
+  appendU32(Out, CompressedSize);
+  appendU32(Out, IsPtx ? EntryHeaderSize : 0);
+  appendU16(Out, Img.Minor);
+  appendU16(Out, Img.Major);
+  appendU32(Out, E.Arch.SM);
+  appendU32(Out, 0); // identifier offset
+  appendU32(Out, 0); // identifier length
+  appendU64(Out, Flags);
+  appendU64(Out, 0);
+  appendU64(Out, UncompressedSize);
+  if (IsPtx) {
+    // The empty options string: its (offset, length) pair, then the string.
+    appendU32(Out, EntryHeaderSize + 8);
+    appendU32(Out, 0);
+    appendU64(Out, 0);
+  }
+  Out += Stored;
+  padTo8(Out);
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reader
+//===----------------------------------------------------------------------===//
+
+/// Decodes one LZ4 block (the format fatbinary --compress-mode=speed
+/// writes) of exactly \p OutSize bytes. Every length is checked against
+/// what remains of the input and the output.
+Expected<std::string> lz4Decompress(StringRef In, uint64_t OutSize,
+                                    uint64_t EntryOff) {
+  auto Bad = [&](const Twine &What) {
+    return makeError("malformed LZ4 payload in fatbin entry at offset " +
+                     hex(EntryOff) + ": " + What);
+  };
+  std::string Out;
+  Out.reserve(OutSize);
+  size_t I = 0;
+  auto ReadLength = [&](uint64_t &Len) -> bool {
+    if (Len != 15)
+      return true;
+    while (true) {
+      if (I >= In.size())
+        return false;
+      uint8_t B = In[I++];
+      Len += B;
+      if (Len > OutSize)
+        return false;
+      if (B != 255)
+        return true;
+    }
+  };
+  while (I < In.size()) {
+    uint8_t Token = In[I++];
+    uint64_t Lit = Token >> 4;
+    if (!ReadLength(Lit))
+      return Bad("literal length runs past the end");
+    if (Lit > In.size() - I || Lit > OutSize - Out.size())
+      return Bad("literal run of " + Twine(Lit) + " bytes past the end");
+    Out.append(In.data() + I, Lit);
+    I += Lit;
+    if (I == In.size())
+      break; // the last sequence has literals only
+    if (In.size() - I < 2)
+      return Bad("truncated match offset");
+    uint64_t MatchOff = uint8_t(In[I]) | (uint64_t(uint8_t(In[I + 1])) << 8);
+    I += 2;
+    uint64_t MatchLen = Token & 15;
+    if (!ReadLength(MatchLen))
+      return Bad("match length runs past the end");
+    MatchLen += 4;
+    if (MatchOff == 0 || MatchOff > Out.size())
+      return Bad("match offset " + Twine(MatchOff) + " before the start");
+    if (MatchLen > OutSize - Out.size())
+      return Bad("match of " + Twine(MatchLen) + " bytes past the end");
+    size_t From = Out.size() - MatchOff;
+    for (uint64_t K = 0; K < MatchLen; ++K) // may overlap its own output
+      Out.push_back(Out[From + K]);
+  }
+  if (Out.size() != OutSize)
+    return Bad("decodes to " + Twine(Out.size()) + " bytes, header says " +
+               Twine(OutSize));
+  return Out;
+}
+
+Expected<std::string> zstdDecompress(StringRef In, uint64_t OutSize,
+                                     uint64_t EntryOff) {
+  unsigned long long Declared = ZSTD_getFrameContentSize(In.data(), In.size());
+  if (Declared == ZSTD_CONTENTSIZE_ERROR)
+    return makeError("fatbin entry at offset " + hex(EntryOff) +
+                     " is marked zstd but its payload is not a zstd frame");
+  if (Declared != ZSTD_CONTENTSIZE_UNKNOWN && Declared != OutSize)
+    return makeError("zstd frame in fatbin entry at offset " + hex(EntryOff) +
+                     " holds " + Twine(Declared) + " bytes, header says " +
+                     Twine(OutSize));
+  std::string Out(OutSize, '\0');
+  size_t N = ZSTD_decompress(Out.data(), Out.size(), In.data(), In.size());
+  if (ZSTD_isError(N))
+    return makeError("cannot decompress fatbin entry at offset " +
+                     hex(EntryOff) + ": " + ZSTD_getErrorName(N));
+  if (N != OutSize)
+    return makeError("zstd frame in fatbin entry at offset " + hex(EntryOff) +
+                     " holds " + Twine(N) + " bytes, header says " +
+                     Twine(OutSize));
+  return Out;
+}
+
+/// Reads the string that the (offset, length) pair at \p PairOff of an
+/// entry header points to. An empty pair (0, 0) is no string.
+Expected<std::string> readHeaderString(StringRef Header, uint64_t PairOff,
+                                       uint64_t EntryOff, const char *What) {
+  if (PairOff > Header.size() || 8 > Header.size() - PairOff)
+    return makeError(Twine(What) + " pair at header offset " + Twine(PairOff) +
+                     " lies outside the " + Twine(Header.size()) +
+                     "-byte header of the fatbin entry at offset " +
+                     hex(EntryOff));
+  uint32_t Off = support::endian::read32le(Header.data() + PairOff);
+  uint32_t Len = support::endian::read32le(Header.data() + PairOff + 4);
+  if (Off == 0 && Len == 0)
+    return std::string();
+  if (Off < EntryHeaderSize || Off > Header.size() ||
+      Len > Header.size() - Off)
+    return makeError(Twine(What) + " string (" + Twine(Off) + ", " +
+                     Twine(Len) + ") overlaps the fixed fields or the payload "
+                     "of the fatbin entry at offset " + hex(EntryOff));
+  return Header.substr(Off, Len).str();
+}
+
+std::string archName(unsigned SM, uint64_t Flags) {
+  std::string S = "sm_" + std::to_string(SM);
+  if (Flags & FlagArchSpecific)
+    S += 'a';
+  else if (Flags & FlagFamilySpecific)
+    S += 'f';
+  return S;
+}
+
+/// Reads the entry at \p Off, which must end by \p End. Returns the offset
+/// just past it.
+Expected<uint64_t> readEntry(StringRef Data, uint64_t Off, uint64_t End,
+                             std::vector<FatbinEntry> &Entries) {
+  using namespace support::endian;
+  if (EntryHeaderSize > End - Off)
+    return makeError("truncated fatbin entry header at offset " + hex(Off) +
+                     ": need 64 bytes, " + Twine(End - Off) +
+                     " left in the container");
+  const char *P = Data.data() + Off;
+  FatbinEntry E;
+  E.Offset = Off;
+  uint16_t Kind = read16le(P);
+  uint16_t Layout = read16le(P + 2);
+  E.HeaderSize = read32le(P + 4);
+  E.StoredSize = read64le(P + 8);
+  uint32_t CompressedSize = read32le(P + 16);
+  uint32_t OptionsPair = read32le(P + 20);
+  E.Minor = read16le(P + 24);
+  E.Major = read16le(P + 26);
+  E.SM = read32le(P + 28);
+  E.Flags = read64le(P + 40);
+  E.UncompressedSize = read64le(P + 56);
+
+  if (Kind != uint16_t(ImageKind::PTX) && Kind != uint16_t(ImageKind::Cubin) &&
+      Kind != uint16_t(ImageKind::NvvmIR))
+    return makeError("unknown fatbin entry kind " + Twine(Kind) +
+                     " at offset " + hex(Off));
+  E.Kind = ImageKind(Kind);
+  if (Layout != EntryLayout)
+    return makeError("unknown fatbin entry layout " + hex(Layout) +
+                     " at offset " + hex(Off) + " (expected 0x101)");
+  if (E.HeaderSize < EntryHeaderSize)
+    return makeError("fatbin entry at offset " + hex(Off) +
+                     " declares a header of " + Twine(E.HeaderSize) +
+                     " bytes, less than the 64 its fields take");
+  if (E.HeaderSize > End - Off)
+    return makeError("fatbin entry at offset " + hex(Off) +
+                     " declares a header of " + Twine(E.HeaderSize) +
+                     " bytes but only " + Twine(End - Off) +
+                     " are left in the container");
+  uint64_t PayloadOff = Off + E.HeaderSize;
+  if (E.StoredSize > End - PayloadOff)
+    return makeError("fatbin entry at offset " + hex(Off) +
+                     " declares a payload of " + Twine(E.StoredSize) +
+                     " bytes but only " + Twine(End - PayloadOff) +
+                     " are left in the container");
+
+  StringRef Header = Data.substr(Off, E.HeaderSize);
+  Expected<std::string> Ident = readHeaderString(Header, 32, Off, "identifier");
+  if (!Ident)
+    return Ident.takeError();
+  E.Identifier = std::move(*Ident);
+  if (OptionsPair != 0) {
+    Expected<std::string> Opts =
+        readHeaderString(Header, OptionsPair, Off, "options");
+    if (!Opts)
+      return Opts.takeError();
+    E.Options = std::move(*Opts);
+  }
+  E.Arch = archName(E.SM, E.Flags);
+
+  StringRef Payload = Data.substr(PayloadOff, E.StoredSize);
+  bool Zstd = E.Flags & FlagZstd, LZ4 = E.Flags & FlagLZ4;
+  if (Zstd && LZ4)
+    return makeError("fatbin entry at offset " + hex(Off) +
+                     " is marked both zstd and LZ4 (flags " + hex(E.Flags) +
+                     ")");
+  if (Zstd || LZ4) {
+    if (CompressedSize > E.StoredSize)
+      return makeError("fatbin entry at offset " + hex(Off) +
+                       " declares " + Twine(CompressedSize) +
+                       " compressed bytes in a payload of " +
+                       Twine(E.StoredSize));
+    if (E.UncompressedSize > MaxUncompressedSize)
+      return makeError("fatbin entry at offset " + hex(Off) +
+                       " declares an uncompressed size of " +
+                       Twine(E.UncompressedSize) + " bytes, over the 4 GiB "
+                       "limit");
+    Payload = Payload.take_front(CompressedSize);
+    Expected<std::string> Out =
+        Zstd ? zstdDecompress(Payload, E.UncompressedSize, Off)
+             : lz4Decompress(Payload, E.UncompressedSize, Off);
+    if (!Out)
+      return Out.takeError();
+    E.Payload = std::move(*Out);
+  } else {
+    E.Payload = Payload.str();
+  }
+  uint64_t Next = PayloadOff + E.StoredSize;
+  Entries.push_back(std::move(E));
+  return Next;
+}
+
+/// Reads the container at \p Off. Returns the offset just past it.
+Expected<uint64_t> readContainer(StringRef Data, uint64_t Off,
+                                 std::vector<FatbinEntry> &Entries) {
+  using namespace support::endian;
+  uint64_t Size = Data.size();
+  if (ContainerHeaderSize > Size - Off)
+    return makeError("truncated fatbin header at offset " + hex(Off) +
+                     ": need 16 bytes, have " + Twine(Size - Off));
+  const char *P = Data.data() + Off;
+  uint32_t Magic = read32le(P);
+  uint16_t Version = read16le(P + 4);
+  uint16_t HeaderSize = read16le(P + 6);
+  uint64_t EntriesSize = read64le(P + 8);
+  if (Magic != FATLINK_FATBIN_MAGIC)
+    return makeError("bad fatbin magic " + hex(Magic) + " at offset " +
+                     hex(Off) + " (expected 0xba55ed50)");
+  if (Version != 1)
+    return makeError("unsupported fatbin version " + Twine(Version) +
+                     " at offset " + hex(Off) + " (expected 1)");
+  if (HeaderSize < ContainerHeaderSize || HeaderSize > Size - Off)
+    return makeError("fatbin at offset " + hex(Off) + " declares a header of " +
+                     Twine(HeaderSize) + " bytes (expected 16)");
+  uint64_t Begin = Off + HeaderSize;
+  if (EntriesSize > Size - Begin)
+    return makeError("fatbin at offset " + hex(Off) + " declares " +
+                     Twine(EntriesSize) + " bytes of entries but only " +
+                     Twine(Size - Begin) + " follow its header");
+  uint64_t End = Begin + EntriesSize;
+  for (uint64_t Cur = Begin; Cur != End;) {
+    Expected<uint64_t> Next = readEntry(Data, Cur, End, Entries);
+    if (!Next)
+      return Next.takeError();
+    Cur = *Next;
+  }
+  return End;
+}
+
+} // namespace
+
+Expected<std::string>
+fatlink::packager::writeFatbin(ArrayRef<FatbinImage> Images,
+                               const FatbinOptions &Opts) {
+  if (Images.empty())
+    return makeError("no images to put in the fatbin");
+  if (Opts.Compress == Compression::Zstd &&
+      (Opts.ZstdLevel < 1 || Opts.ZstdLevel > ZSTD_maxCLevel()))
+    return makeError("zstd level " + Twine(Opts.ZstdLevel) +
+                     " is out of range 1.." + Twine(ZSTD_maxCLevel()));
+
+  std::vector<PendingEntry> Pending;
+  for (const FatbinImage &Img : Images) {
+    if (Img.Kind == ImageKind::NvvmIR)
+      return makeError("cannot write NVVM IR entries (" + Img.Arch +
+                       "): only cubin and PTX are supported");
+    Expected<ParsedArch> A = parseArch(Img.Arch);
+    if (!A)
+      return A.takeError();
+    Pending.push_back({&Img, *A});
+  }
+  // Deterministic order whatever the input order: by SM, then arch (plain
+  // before a/f), then cubin before PTX so the driver's exact-SM match wins.
+  auto Key = [](const PendingEntry &E) {
+    return std::make_tuple(E.Arch.SM, StringRef(E.Image->Arch),
+                           E.Image->Kind == ImageKind::PTX);
+  };
+  llvm::stable_sort(Pending, [&](const PendingEntry &L, const PendingEntry &R) {
+    return Key(L) < Key(R);
+  });
+  for (size_t I = 1; I < Pending.size(); ++I)
+    if (Key(Pending[I - 1]) == Key(Pending[I]))
+      return makeError(Twine("two ") +
+                       (Pending[I].Image->Kind == ImageKind::PTX ? "PTX"
+                                                                 : "cubin") +
+                       " images for " + Pending[I].Image->Arch);
+
+  std::string Out;
+  appendU32(Out, FATLINK_FATBIN_MAGIC);
+  appendU16(Out, 1);
+  appendU16(Out, ContainerHeaderSize);
+  appendU64(Out, 0); // patched below
+  for (const PendingEntry &E : Pending)
+    if (Error Err = appendEntry(Out, E, Opts))
+      return std::move(Err);
+  support::endian::write64le(Out.data() + 8, Out.size() - ContainerHeaderSize);
+  return Out;
+}
+
+Expected<std::vector<FatbinEntry>>
+fatlink::packager::readFatbin(StringRef Data) {
+  std::vector<FatbinEntry> Entries;
+  uint64_t Off = 0;
+  do {
+    Expected<uint64_t> End = readContainer(Data, Off, Entries);
+    if (!End)
+      return End.takeError();
+    Off = *End;
+    // A linked section pads each container to 8 bytes with zeros.
+    while (Off < Data.size() && Off % 8 != 0 && Data[Off] == '\0')
+      ++Off;
+  } while (Off < Data.size());
+  return Entries;
+}

@@ -1,0 +1,161 @@
+//===- packager/HostObject.cpp - Host objects that embed a fatbin ---------===//
+//
+// Writes the relocatable host object that carries one fatbin into a program.
+// Its sections (index order):
+//
+//   .nv_fatbin               A, align 8: the fatbin container
+//   .nvFatBinSegment         WA, align 8: __fatBinC_Wrapper_t
+//                            {0x466243B1, 1, &.nv_fatbin, NULL}; what
+//                            __cudaRegisterFatBinary takes, and where
+//                            cuobjdump and the CUDA runtime look
+//   .rodata.fatlink_kernels  A, align 8: fatlink_kernel[N] sorted by name,
+//                            then the u32 parameter sizes, then the names
+//   fatlink_modules          WA|SHF_GNU_RETAIN, align 8: one fatlink_module
+//                            (Descriptor.h); the linker's
+//                            __start_/__stop_fatlink_modules bound the array
+//
+// plus a .rela section for each of the last three (R_X86_64_64 or
+// R_AARCH64_ABS64 against section symbols; the data holds zeros, the
+// addends hold the offsets). No symbol is global, so the objects of any
+// number of device links can go into one program. SHF_GNU_RETAIN keeps the
+// descriptor (and through its relocations everything else) alive under
+// --gc-sections.
+//
+//===----------------------------------------------------------------------===//
+
+#include "packager/Descriptor.h"
+#include "packager/ElfWriter.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cstddef>
+
+using namespace llvm;
+using namespace fatlink;
+using namespace fatlink::packager;
+
+namespace {
+
+constexpr uint64_t SHFAlloc = 0x2, SHFWrite = 0x1, SHFGnuRetain = 0x200000;
+
+Error makeError(const Twine &Msg) {
+  return createStringError(inconvertibleErrorCode(), Msg);
+}
+
+// Section indices in the list given to writeRelocatableElf.
+enum : unsigned { FatbinSec, WrapperSec, KernelsSec, ModulesSec };
+
+void put32(std::string &S, uint64_t Off, uint32_t V) {
+  support::endian::write32le(S.data() + Off, V);
+}
+void put64(std::string &S, uint64_t Off, uint64_t V) {
+  support::endian::write64le(S.data() + Off, V);
+}
+
+/// Lays out .rodata.fatlink_kernels and its relocations.
+ElfSection kernelTable(ArrayRef<const KernelInfo *> Kernels) {
+  ElfSection Sec;
+  Sec.Name = FATLINK_KERNELS_SECTION;
+  Sec.Flags = SHFAlloc;
+  Sec.Align = 8;
+  uint64_t RecordSize = sizeof(fatlink_kernel);
+  uint64_t SizesOff = Kernels.size() * RecordSize;
+  uint64_t NumSizes = 0;
+  for (const KernelInfo *K : Kernels)
+    NumSizes += K->ParamSizes.size();
+  uint64_t NamesOff = SizesOff + 4 * NumSizes;
+  Sec.Data.assign(NamesOff, '\0');
+
+  uint64_t NextSize = SizesOff;
+  for (size_t I = 0; I < Kernels.size(); ++I) {
+    const KernelInfo &K = *Kernels[I];
+    uint64_t Rec = I * RecordSize;
+    Sec.Relocs.push_back({Rec + offsetof(fatlink_kernel, name), KernelsSec,
+                          int64_t(Sec.Data.size())});
+    Sec.Data.append(K.Name);
+    Sec.Data.push_back('\0');
+    if (!K.ParamSizes.empty())
+      Sec.Relocs.push_back({Rec + offsetof(fatlink_kernel, param_sizes),
+                            KernelsSec, int64_t(NextSize)});
+    put32(Sec.Data, Rec + offsetof(fatlink_kernel, num_params),
+          K.ParamSizes.size());
+    for (uint32_t Size : K.ParamSizes) {
+      put32(Sec.Data, NextSize, Size);
+      NextSize += 4;
+    }
+  }
+  Sec.Data.resize(alignTo(Sec.Data.size(), 8), '\0');
+  return Sec;
+}
+
+} // namespace
+
+Expected<std::string>
+fatlink::packager::writeHostObject(StringRef Fatbin,
+                                   ArrayRef<KernelInfo> Kernels,
+                                   HostArch Arch) {
+  if (Fatbin.size() < 16 ||
+      support::endian::read32le(Fatbin.data()) != FATLINK_FATBIN_MAGIC)
+    return makeError("data to embed is not a fatbin (no magic 0xba55ed50)");
+
+  // Sorted by name so that the table is the same whatever order the kernels
+  // were found in, and a runtime may binary-search it.
+  std::vector<const KernelInfo *> Sorted;
+  for (const KernelInfo &K : Kernels) {
+    if (K.Name.empty() || K.Name.find('\0') != std::string::npos)
+      return makeError("kernel name '" + K.Name + "' is empty or holds a NUL");
+    Sorted.push_back(&K);
+  }
+  llvm::sort(Sorted, [](const KernelInfo *L, const KernelInfo *R) {
+    return L->Name < R->Name;
+  });
+  for (size_t I = 1; I < Sorted.size(); ++I)
+    if (Sorted[I - 1]->Name == Sorted[I]->Name)
+      return makeError("kernel '" + Sorted[I]->Name + "' is listed twice");
+  if (Sorted.size() > UINT32_MAX)
+    return makeError("too many kernels for one module");
+
+  std::vector<ElfSection> Sections(4);
+  ElfSection &FatbinS = Sections[FatbinSec];
+  FatbinS.Name = FATLINK_FATBIN_SECTION;
+  FatbinS.Flags = SHFAlloc;
+  FatbinS.Align = 8;
+  FatbinS.Data = Fatbin.str();
+
+  ElfSection &Wrapper = Sections[WrapperSec];
+  Wrapper.Name = FATLINK_WRAPPER_SECTION;
+  Wrapper.Flags = SHFAlloc | SHFWrite;
+  Wrapper.Align = 8;
+  Wrapper.Data.assign(sizeof(fatlink_fatbin_wrapper), '\0');
+  put32(Wrapper.Data, offsetof(fatlink_fatbin_wrapper, magic),
+        FATLINK_FATBINC_MAGIC);
+  put32(Wrapper.Data, offsetof(fatlink_fatbin_wrapper, version),
+        FATLINK_FATBINC_VERSION);
+  Wrapper.Relocs.push_back(
+      {offsetof(fatlink_fatbin_wrapper, data), FatbinSec, 0});
+
+  Sections[KernelsSec] = kernelTable(Sorted);
+
+  ElfSection &Module = Sections[ModulesSec];
+  Module.Name = FATLINK_MODULES_SECTION;
+  Module.Flags = SHFAlloc | SHFWrite | SHFGnuRetain;
+  Module.Align = 8;
+  Module.Data.assign(sizeof(fatlink_module), '\0');
+  put32(Module.Data, offsetof(fatlink_module, magic), FATLINK_MODULE_MAGIC);
+  support::endian::write16le(Module.Data.data() +
+                                 offsetof(fatlink_module, version),
+                             FATLINK_MODULE_VERSION);
+  support::endian::write16le(Module.Data.data() +
+                                 offsetof(fatlink_module, size),
+                             sizeof(fatlink_module));
+  put64(Module.Data, offsetof(fatlink_module, fatbin_size), Fatbin.size());
+  put32(Module.Data, offsetof(fatlink_module, num_kernels), Sorted.size());
+  Module.Relocs.push_back({offsetof(fatlink_module, wrapper), WrapperSec, 0});
+  Module.Relocs.push_back({offsetof(fatlink_module, fatbin), FatbinSec, 0});
+  if (!Sorted.empty())
+    Module.Relocs.push_back({offsetof(fatlink_module, kernels), KernelsSec, 0});
+
+  return writeRelocatableElf(Sections, Arch);
+}

@@ -1,0 +1,251 @@
+//===- packager/Offload.cpp - OffloadBinary objects and file scanning -----===//
+//
+// Two jobs that need LLVM's object readers, kept in one translation unit
+// because those headers are heavy:
+//
+// * Embedding device bitcode the way clang --offload-new-driver does: each
+//   module becomes an LLVM OffloadBinary (llvm/Object/OffloadBinary.h: magic
+//   10 FF 10 AD, image kind IMG_Bitcode, offload kind OFK_Cuda, strings
+//   `triple` and `arch`), the binaries are concatenated at 8-byte alignment
+//   in a `.llvm.offloading` section of type SHT_LLVM_OFFLOADING with
+//   SHF_EXCLUDE (so a host link drops it), and clang-linker-wrapper or
+//   fatlink's own driver finds them there.
+//
+// * Scanning any file for device code (`inspect`): bare fatbins and
+//   OffloadBinaries, ELF objects, executables and shared libraries (their
+//   .nv_fatbin / __nv_relfatbin and .llvm.offloading sections), and ar
+//   archives of those, with every image's origin ("libfoo.a(bar.o)").
+//
+//===----------------------------------------------------------------------===//
+
+#include "packager/Descriptor.h"
+#include "packager/ElfWriter.h"
+
+#include "llvm/BinaryFormat/ELF.h"
+#include "llvm/BinaryFormat/Magic.h"
+#include "llvm/Object/Archive.h"
+#include "llvm/Object/ELFObjectFile.h"
+#include "llvm/Object/OffloadBinary.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace llvm;
+using namespace llvm::object;
+using namespace fatlink;
+using namespace fatlink::packager;
+
+namespace {
+
+constexpr StringLiteral OffloadingSection = ".llvm.offloading";
+
+Error makeError(const Twine &Msg) {
+  return createStringError(inconvertibleErrorCode(), Msg);
+}
+
+/// Calls \p Fn(Name, Bytes) for each member of the archive \p Data.
+Error forEachMember(StringRef Data, StringRef Name,
+                    function_ref<Error(StringRef, StringRef)> Fn) {
+  Expected<std::unique_ptr<Archive>> ArOrErr =
+      Archive::create(MemoryBufferRef(Data, Name));
+  if (!ArOrErr)
+    return createFileError(Name, ArOrErr.takeError());
+  Error Err = Error::success();
+  for (const Archive::Child &C : (*ArOrErr)->children(Err)) {
+    Expected<StringRef> MemberName = C.getName();
+    if (!MemberName)
+      return createFileError(Name, MemberName.takeError());
+    Expected<StringRef> Buf = C.getBuffer();
+    if (!Buf)
+      return createFileError(Name + "(" + *MemberName + ")", Buf.takeError());
+    if (Error E = Fn(*MemberName, *Buf))
+      return E;
+  }
+  if (Err)
+    return createFileError(Name, std::move(Err));
+  return Error::success();
+}
+
+bool isFatbin(StringRef Data) {
+  return Data.size() >= 4 &&
+         support::endian::read32le(Data.data()) == FATLINK_FATBIN_MAGIC;
+}
+
+Error addFatbin(StringRef Data, StringRef Origin, StringRef Section,
+                std::vector<EmbeddedImage> &Out) {
+  Expected<std::vector<FatbinEntry>> Entries = readFatbin(Data);
+  if (!Entries)
+    return createFileError(Section.empty() ? Origin
+                                           : Origin + " section " + Section,
+                           Entries.takeError());
+  for (FatbinEntry &E : *Entries) {
+    EmbeddedImage Img;
+    Img.Container = EmbeddedImage::ContainerKind::Fatbin;
+    Img.Origin = Origin.str();
+    Img.Section = Section.str();
+    Img.Offset = E.Offset;
+    Img.Kind = E.Kind == packager::ImageKind::PTX     ? "ptx"
+               : E.Kind == packager::ImageKind::Cubin ? "cubin"
+                                            : "nvvm-ir";
+    Img.Arch = E.Arch;
+    Img.Flags = E.Flags;
+    Img.Major = E.Major;
+    Img.Minor = E.Minor;
+    Img.Data = std::move(E.Payload);
+    Out.push_back(std::move(Img));
+  }
+  return Error::success();
+}
+
+/// Adds every OffloadBinary in \p Data (concatenated at 8-byte alignment,
+/// possibly with zero padding between them).
+Error addOffloadBinaries(StringRef Data, StringRef Origin, StringRef Section,
+                         std::vector<EmbeddedImage> &Out) {
+  uint64_t Off = 0;
+  while (Off < Data.size()) {
+    if (Data[Off] == '\0') { // padding
+      ++Off;
+      continue;
+    }
+    StringRef Rest = Data.drop_front(Off);
+    Expected<std::unique_ptr<OffloadBinary>> BinOrErr =
+        OffloadBinary::create(MemoryBufferRef(Rest, Origin));
+    if (!BinOrErr)
+      return createFileError(Origin + " section " + Section + " offset " +
+                                 Twine(Off),
+                             BinOrErr.takeError());
+    OffloadBinary &Bin = **BinOrErr;
+    if (Bin.getSize() == 0 || Bin.getSize() > Rest.size())
+      return makeError(Origin + " section " + Section +
+                       ": OffloadBinary at offset " + Twine(Off) +
+                       " declares size " + Twine(Bin.getSize()) + " but " +
+                       Twine(Rest.size()) + " bytes remain");
+    EmbeddedImage Img;
+    Img.Container = EmbeddedImage::ContainerKind::OffloadBinary;
+    Img.Origin = Origin.str();
+    Img.Section = Section.str();
+    Img.Offset = Off;
+    Img.Kind = getImageKindName(Bin.getImageKind()).str();
+    Img.Arch = Bin.getArch().str();
+    Img.Triple = Bin.getTriple().str();
+    Img.Flags = Bin.getFlags();
+    Img.Data = Bin.getImage().str();
+    Out.push_back(std::move(Img));
+    Off += Bin.getSize();
+  }
+  return Error::success();
+}
+
+Error scanObject(StringRef Data, StringRef Origin,
+                 std::vector<EmbeddedImage> &Out) {
+  Expected<std::unique_ptr<ObjectFile>> ObjOrErr =
+      ObjectFile::createObjectFile(MemoryBufferRef(Data, Origin));
+  if (!ObjOrErr)
+    return createFileError(Origin, ObjOrErr.takeError());
+  for (const SectionRef &Sec : (*ObjOrErr)->sections()) {
+    Expected<StringRef> Name = Sec.getName();
+    if (!Name)
+      return createFileError(Origin, Name.takeError());
+    bool IsOffloading = *Name == OffloadingSection;
+    if (isa<ELFObjectFileBase>(ObjOrErr->get()))
+      IsOffloading |= ELFSectionRef(Sec).getType() == ELF::SHT_LLVM_OFFLOADING;
+    bool IsFatbin = *Name == ".nv_fatbin" || *Name == "__nv_relfatbin";
+    if (!IsOffloading && !IsFatbin)
+      continue;
+    Expected<StringRef> Contents = Sec.getContents();
+    if (!Contents)
+      return createFileError(Origin + " section " + *Name,
+                             Contents.takeError());
+    if (Error E = IsFatbin ? addFatbin(*Contents, Origin, *Name, Out)
+                           : addOffloadBinaries(*Contents, Origin, *Name, Out))
+      return E;
+  }
+  return Error::success();
+}
+
+/// Scans \p Data. At the top level an unknown format is an error; inside an
+/// archive it is skipped (rlibs hold lib.rmeta, archives hold symbol
+/// tables and text files).
+Error scan(StringRef Data, StringRef Origin, bool InArchive,
+           std::vector<EmbeddedImage> &Out) {
+  if (isFatbin(Data))
+    return addFatbin(Data, Origin, "", Out);
+  switch (identify_magic(Data)) {
+  case file_magic::offload_binary:
+    return addOffloadBinaries(Data, Origin, "", Out);
+  case file_magic::archive:
+    return forEachMember(Data, Origin, [&](StringRef Member, StringRef Buf) {
+      return scan(Buf, (Origin + "(" + Member + ")").str(), true, Out);
+    });
+  case file_magic::elf_relocatable:
+  case file_magic::elf_executable:
+  case file_magic::elf_shared_object:
+    return scanObject(Data, Origin, Out);
+  default:
+    if (InArchive)
+      return Error::success();
+    return makeError(Origin + ": not a fatbin, OffloadBinary, ELF file or "
+                              "archive");
+  }
+}
+
+} // namespace
+
+Expected<std::vector<BitcodeMember>>
+fatlink::packager::collectBitcode(StringRef Data, StringRef Name) {
+  std::vector<BitcodeMember> Out;
+  file_magic Magic = identify_magic(Data);
+  if (Magic == file_magic::bitcode) {
+    Out.push_back({Name.str(), Data.str()});
+    return Out;
+  }
+  if (Magic != file_magic::archive)
+    return makeError(Name + ": neither LLVM bitcode nor an archive");
+  Error Err = forEachMember(Data, Name, [&](StringRef Member, StringRef Buf) {
+    if (identify_magic(Buf) == file_magic::bitcode)
+      Out.push_back({(Name + "(" + Member + ")").str(), Buf.str()});
+    return Error::success();
+  });
+  if (Err)
+    return std::move(Err);
+  if (Out.empty())
+    return makeError(Name + ": archive has no LLVM bitcode member");
+  return Out;
+}
+
+Expected<std::string>
+fatlink::packager::writeOffloadObject(ArrayRef<OffloadImage> Images,
+                                      HostArch Arch) {
+  if (Images.empty())
+    return makeError("no device bitcode to embed");
+  ElfSection Sec;
+  Sec.Name = OffloadingSection.str();
+  Sec.Type = ELF::SHT_LLVM_OFFLOADING;
+  Sec.Flags = ELF::SHF_EXCLUDE;
+  Sec.Align = OffloadBinary::getAlignment();
+  for (const OffloadImage &Img : Images) {
+    if (Img.Arch.empty())
+      return makeError("device bitcode for " + Img.Triple + " has no arch");
+    if (identify_magic(Img.Bitcode) != file_magic::bitcode)
+      return makeError("image for " + Img.Arch + " is not LLVM bitcode");
+    OffloadBinary::OffloadingImage OI;
+    OI.TheImageKind = IMG_Bitcode;
+    OI.TheOffloadKind = OFK_Cuda;
+    OI.StringData["triple"] = Img.Triple;
+    OI.StringData["arch"] = Img.Arch;
+    OI.Image = MemoryBuffer::getMemBuffer(Img.Bitcode, "",
+                                          /*RequiresNullTerminator=*/false);
+    SmallString<0> Bin = OffloadBinary::write(OI);
+    Sec.Data.append(Bin.data(), Bin.size());
+    Sec.Data.resize(alignTo(Sec.Data.size(), Sec.Align), '\0');
+  }
+  return writeRelocatableElf(Sec, Arch);
+}
+
+Expected<std::vector<EmbeddedImage>>
+fatlink::packager::scanFile(StringRef Data, StringRef Name) {
+  std::vector<EmbeddedImage> Out;
+  if (Error E = scan(Data, Name, false, Out))
+    return std::move(E);
+  return Out;
+}

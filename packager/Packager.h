@@ -1,0 +1,193 @@
+//===- packager/Packager.h - Device image containers ------------*- C++ -*-===//
+//
+// The packager turns device images into the containers that carry them:
+// CUDA fatbins (written and read here, with optional zstd compression), host
+// ELF objects that embed a fatbin together with a module descriptor a
+// runtime can find (see Descriptor.h), and host ELF objects that carry device
+// bitcode as LLVM OffloadBinaries, the way clang's new offload driver does.
+// It also scans arbitrary files for embedded device code, for `inspect`.
+//
+// Every function is pure: bytes in, bytes out. Nothing here opens, writes or
+// deletes files, prints, or keeps state between calls; errors come back as
+// llvm::Error with a message that names the offending offset or value.
+// Formats and offsets are documented in docs/packager.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FATLINK_PACKAGER_PACKAGER_H
+#define FATLINK_PACKAGER_PACKAGER_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fatlink {
+namespace packager {
+
+//===----------------------------------------------------------------------===//
+// Fatbin containers
+//===----------------------------------------------------------------------===//
+
+/// Kind field of a fatbin entry header.
+enum class ImageKind : uint16_t { PTX = 1, Cubin = 2, NvvmIR = 8 };
+
+/// Bits of a fatbin entry's 64-bit flags field (as CUDA 13's fatbinary
+/// writes them; see docs/packager.md).
+enum FatbinFlag : uint64_t {
+  FlagAddress64 = 0x1,
+  FlagDebug = 0x2,
+  FlagHostLinux = 0x10,
+  FlagLZ4 = 0x2000,
+  FlagZstd = 0x8000,
+  FlagArchSpecific = 0x100000, // sm_NNa
+  FlagFamilySpecific = 0x200000, // sm_NNf
+};
+
+/// A device image to put into a fatbin.
+struct FatbinImage {
+  ImageKind Kind = ImageKind::Cubin;
+  std::string Arch; ///< "sm_80", "sm_90a", "sm_100f"
+  unsigned Major = 0; ///< PTX ISA major; for a cubin, 1
+  unsigned Minor = 0; ///< PTX ISA minor; for a cubin, its ELF ABI version
+  std::string Data;   ///< the cubin, or the PTX text
+};
+
+/// Identifies \p Data as a cubin (NVIDIA ELF) or PTX text and reads its
+/// target and version from the image itself: for PTX, the `.version X.Y` and
+/// `.target sm_NN[a|f]` directives; for a cubin, the SM from e_flags, the
+/// version from the ELF ABI version, the `a` suffix from .nv.compat and the
+/// `f` suffix from the ptxas command line in .note.nv.tkinfo.
+llvm::Expected<FatbinImage> describeImage(llvm::StringRef Data);
+
+/// What fatbinary does to PTX before storing it: drops `//` and `/* */`
+/// comments (not inside string literals), drops blanks at the start of a
+/// line and shrinks every other run of blanks to its first character. Line
+/// breaks are kept. Exposed so that tests and tools can compare PTX.
+std::string minifyPtx(llvm::StringRef Ptx);
+
+enum class Compression { None, Zstd };
+
+struct FatbinOptions {
+  /// The default gives the smallest output the CUDA 13 driver loads: every
+  /// entry zstd-compressed (flag 0x8000, as fatbinary --compress-mode=size).
+  Compression Compress = Compression::Zstd;
+  /// zstd level, 1..22. 19 is the smallest measured (22 gains nothing on
+  /// the images in docs/packager.md and is slower).
+  int ZstdLevel = 19;
+  /// Store PTX as fatbinary does (see minifyPtx); false stores it verbatim.
+  bool MinifyPtx = true;
+};
+
+/// Writes one fatbin container holding \p Images. Entries are sorted by
+/// (SM, arch, cubin before PTX) whatever the input order; two images of the
+/// same kind and arch are an error. An entry is stored compressed only when
+/// that makes it smaller.
+llvm::Expected<std::string> writeFatbin(llvm::ArrayRef<FatbinImage> Images,
+                                        const FatbinOptions &Opts = {});
+
+/// One entry of a fatbin as read back.
+struct FatbinEntry {
+  uint64_t Offset = 0; ///< of the entry header, from the start of the input
+  ImageKind Kind = ImageKind::Cubin;
+  std::string Arch; ///< "sm_" + SM + suffix from the a/f flags
+  unsigned SM = 0;
+  unsigned Major = 0, Minor = 0;
+  uint64_t Flags = 0;
+  uint64_t HeaderSize = 0;
+  uint64_t StoredSize = 0;       ///< payload bytes in the file (padded to 8)
+  uint64_t UncompressedSize = 0; ///< from the header; 0 if not compressed
+  std::string Identifier;        ///< fatbinary --ident, usually empty
+  std::string Options;           ///< ptxas options of a PTX entry
+  /// The image: the decompressed bytes (exactly UncompressedSize) of a
+  /// compressed entry, else the stored payload including its padding.
+  std::string Payload;
+};
+
+/// Reads every entry of the fatbin container(s) in \p Data. Several
+/// containers may follow each other at 8-byte alignment, as in a linked
+/// .nv_fatbin section. Every size and offset is checked before use;
+/// compressed payloads (zstd, LZ4) are decompressed.
+llvm::Expected<std::vector<FatbinEntry>> readFatbin(llvm::StringRef Data);
+
+//===----------------------------------------------------------------------===//
+// Host objects
+//===----------------------------------------------------------------------===//
+
+enum class HostArch { X86_64, AArch64 };
+
+/// A kernel entry point, recorded in the module descriptor.
+struct KernelInfo {
+  std::string Name;
+  std::vector<uint32_t> ParamSizes; ///< bytes per parameter, in order
+};
+
+/// Returns a relocatable ELF object for \p Arch that carries \p Fatbin in
+/// .nv_fatbin, a __fatBinC_Wrapper_t pointing to it in .nvFatBinSegment, and
+/// one fatlink_module descriptor (Descriptor.h) with the kernel table. It
+/// defines no global symbols, so any number of them link together.
+llvm::Expected<std::string> writeHostObject(llvm::StringRef Fatbin,
+                                            llvm::ArrayRef<KernelInfo> Kernels,
+                                            HostArch Arch);
+
+/// A device bitcode module to embed.
+struct OffloadImage {
+  std::string Arch;                             ///< "sm_80"
+  std::string Triple = "nvptx64-nvidia-cuda";
+  std::string Bitcode;
+};
+
+/// One bitcode module found in an input file, with where it came from.
+struct BitcodeMember {
+  std::string Origin; ///< "libfoo.rlib(foo.rcgu.o)" or the file name
+  std::string Bitcode;
+};
+
+/// Collects the device bitcode in a file: the file itself when it is bitcode
+/// (.bc, rustc's .rcgu.o), or each bitcode member of an ar archive (rlib),
+/// skipping lib.rmeta and every other member that is not bitcode. \p Name is
+/// used for origins. An archive with no bitcode member is an error.
+llvm::Expected<std::vector<BitcodeMember>>
+collectBitcode(llvm::StringRef Data, llvm::StringRef Name);
+
+/// Returns a relocatable ELF object for \p Arch whose .llvm.offloading
+/// section (SHT_LLVM_OFFLOADING, SHF_EXCLUDE) holds one OffloadBinary
+/// (IMG_Bitcode, OFK_Cuda, strings triple and arch) per image, as clang
+/// --offload-new-driver objects do.
+llvm::Expected<std::string>
+writeOffloadObject(llvm::ArrayRef<OffloadImage> Images, HostArch Arch);
+
+//===----------------------------------------------------------------------===//
+// Scanning
+//===----------------------------------------------------------------------===//
+
+/// A device image found inside some file.
+struct EmbeddedImage {
+  enum class ContainerKind { Fatbin, OffloadBinary };
+  ContainerKind Container = ContainerKind::Fatbin;
+  std::string Origin;  ///< "libfoo.a(bar.o)", or the file name
+  std::string Section; ///< ".nv_fatbin", ".llvm.offloading"; "" for a bare file
+  uint64_t Offset = 0; ///< of the fatbin entry / OffloadBinary in the section
+  std::string Kind;    ///< "cubin", "ptx", "nvvm-ir", or OffloadBinary's "bc", ...
+  std::string Arch;    ///< "sm_80"
+  std::string Triple;  ///< OffloadBinary only
+  uint64_t Flags = 0;  ///< fatbin entry flags
+  unsigned Major = 0, Minor = 0; ///< fatbin entries only
+  std::string Data;    ///< the (decompressed) image
+};
+
+/// Finds every fatbin entry (in .nv_fatbin or __nv_relfatbin sections, or a
+/// bare fatbin) and every OffloadBinary (.llvm.offloading sections, or a bare
+/// one) in \p Data, which may be a fatbin, an OffloadBinary, an ELF object,
+/// executable or shared library, or an ar archive of those. \p Name names
+/// the file in origins. The result is in file order.
+llvm::Expected<std::vector<EmbeddedImage>> scanFile(llvm::StringRef Data,
+                                                    llvm::StringRef Name);
+
+} // namespace packager
+} // namespace fatlink
+
+#endif // FATLINK_PACKAGER_PACKAGER_H

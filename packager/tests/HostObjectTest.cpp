@@ -1,0 +1,233 @@
+//===- packager/tests/HostObjectTest.cpp - Host and offload objects -------===//
+//
+// The host object for x86-64 is linked with `cc` into a C program that walks
+// the module descriptors (testdata/walk_modules.c) and run; the AArch64 one
+// is read back with llvm-readelf. The offload object is read by
+// llvm-objdump --offloading and linked by clang's new offload driver
+// (clang-linker-wrapper). scanFile finds everything again, also inside an
+// archive.
+//
+//===----------------------------------------------------------------------===//
+
+#include "packager/tests/TestUtil.h"
+
+using namespace llvm;
+using namespace fatlink::packager;
+using namespace fatlink::packager::test;
+
+namespace {
+
+std::string smallFatbin(const std::string &Dir) {
+  auto Paths = buildDeviceCode(Dir, "sm_80");
+  std::vector<FatbinImage> Images;
+  for (const std::string &P : {Paths.second, Paths.first}) {
+    auto ImgOrErr = describeImage(readFile(P));
+    EXPECT_TRUE(bool(ImgOrErr)) << toString(ImgOrErr.takeError());
+    if (ImgOrErr)
+      Images.push_back(std::move(*ImgOrErr));
+  }
+  auto FatbinOrErr = writeFatbin(Images);
+  EXPECT_TRUE(bool(FatbinOrErr)) << toString(FatbinOrErr.takeError());
+  return FatbinOrErr ? *FatbinOrErr : std::string();
+}
+
+const std::vector<KernelInfo> Kernels = {{"scale", {8, 4}},
+                                         {"saxpy", {4, 8, 8}}};
+
+TEST(HostObject, LinksAndRunsOnX86_64) {
+  std::string Dir = tempDir("host-x86");
+  std::string Fatbin = smallFatbin(Dir);
+  auto ObjOrErr = writeHostObject(Fatbin, Kernels, HostArch::X86_64);
+  ASSERT_OK(ObjOrErr);
+  // A second module with no kernels: the records must concatenate.
+  auto Obj2OrErr = writeHostObject(Fatbin, {}, HostArch::X86_64);
+  ASSERT_OK(Obj2OrErr);
+  writeFile(Dir + "/mod1.o", *ObjOrErr);
+  writeFile(Dir + "/mod2.o", *Obj2OrErr);
+  runOk({envOr("CC", "cc"), "-I.", "-Wall", "-Werror",
+         "packager/tests/testdata/walk_modules.c", Dir + "/mod1.o",
+         Dir + "/mod2.o", "-Wl,--gc-sections", "-o", Dir + "/walk"});
+  std::string Out = runOk({Dir + "/walk"});
+  std::string Size = std::to_string(Fatbin.size());
+  EXPECT_EQ(Out, "module 0: fatbin " + Size + " bytes, 2 kernels\n"
+                 "  saxpy(4,8,8)\n"
+                 "  scale(8,4)\n"
+                 "module 1: fatbin " + Size + " bytes, 0 kernels\n"
+                 "2 modules\n");
+}
+
+TEST(HostObject, AArch64Relocations) {
+  std::string Dir = tempDir("host-aarch64");
+  auto ObjOrErr =
+      writeHostObject(smallFatbin(Dir), Kernels, HostArch::AArch64);
+  ASSERT_OK(ObjOrErr);
+  writeFile(Dir + "/mod.o", *ObjOrErr);
+  std::string Out = runOk({llvmTool("llvm-readelf"), "-h", "-S", "-r",
+                           Dir + "/mod.o"});
+  EXPECT_NE(Out.find("Machine:                           AArch64"),
+            std::string::npos) << Out;
+  // The wrapper's data pointer: R_AARCH64_ABS64 against .nv_fatbin + 0.
+  size_t Rela = Out.find("Relocation section '.rela.nvFatBinSegment'");
+  ASSERT_NE(Rela, std::string::npos) << Out;
+  std::string Line = Out.substr(Out.find("\n0000", Rela) + 1);
+  Line = Line.substr(0, Line.find('\n'));
+  EXPECT_NE(Line.find("0000000000000008"), std::string::npos) << Line;
+  EXPECT_NE(Line.find("R_AARCH64_ABS64"), std::string::npos) << Line;
+  EXPECT_NE(Line.find(".nv_fatbin + 0"), std::string::npos) << Line;
+  EXPECT_NE(Out.find("Relocation section '.relafatlink_modules'"),
+            std::string::npos) << Out;
+  EXPECT_EQ(Out.find("R_X86_64"), std::string::npos) << Out;
+}
+
+TEST(HostObject, Errors) {
+  EXPECT_EQ(errorOf(writeHostObject("not a fatbin at all", {},
+                                    HostArch::X86_64)),
+            "data to embed is not a fatbin (no magic 0xba55ed50)");
+  std::string Dir = tempDir("host-errors");
+  std::string Fatbin = smallFatbin(Dir);
+  EXPECT_EQ(errorOf(writeHostObject(Fatbin, {{"k", {}}, {"k", {4}}},
+                                    HostArch::X86_64)),
+            "kernel 'k' is listed twice");
+  EXPECT_EQ(errorOf(writeHostObject(Fatbin, {{"", {}}}, HostArch::X86_64)),
+            "kernel name '' is empty or holds a NUL");
+}
+
+TEST(Scan, FindsFatbinsInObjectsAndArchives) {
+  std::string Dir = tempDir("scan");
+  std::string Fatbin = smallFatbin(Dir);
+  auto ObjOrErr = writeHostObject(Fatbin, Kernels, HostArch::X86_64);
+  ASSERT_OK(ObjOrErr);
+  writeFile(Dir + "/mod.o", *ObjOrErr);
+  writeFile(Dir + "/notes.txt", "not an object\n");
+  runOk({llvmTool("llvm-ar"), "rcs", Dir + "/libmod.a", Dir + "/notes.txt",
+         Dir + "/mod.o"});
+  auto ImagesOrErr = scanFile(readFile(Dir + "/libmod.a"), "libmod.a");
+  ASSERT_OK(ImagesOrErr);
+  ASSERT_EQ(ImagesOrErr->size(), 2u);
+  const EmbeddedImage &C = (*ImagesOrErr)[0];
+  EXPECT_EQ(C.Origin, "libmod.a(mod.o)");
+  EXPECT_EQ(C.Section, ".nv_fatbin");
+  EXPECT_EQ(C.Offset, 16u);
+  EXPECT_EQ(C.Kind, "cubin");
+  EXPECT_EQ(C.Arch, "sm_80");
+  EXPECT_EQ((*ImagesOrErr)[1].Kind, "ptx");
+
+  auto BareOrErr = scanFile(Fatbin, "a.fatbin");
+  ASSERT_OK(BareOrErr);
+  ASSERT_EQ(BareOrErr->size(), 2u);
+  EXPECT_EQ((*BareOrErr)[0].Section, "");
+  EXPECT_EQ((*BareOrErr)[0].Data, C.Data);
+
+  EXPECT_EQ(errorOf(scanFile("hello", "x.txt")),
+            "x.txt: not a fatbin, OffloadBinary, ELF file or archive");
+  // A fatbin section that is cut short names the file, section and offset.
+  auto BrokenObj = writeHostObject(Fatbin, {}, HostArch::X86_64);
+  ASSERT_OK(BrokenObj);
+  std::string Obj = *BrokenObj;
+  size_t At = Obj.find(Fatbin.substr(0, 64));
+  ASSERT_NE(At, std::string::npos);
+  Obj[At + 8] = char(0xff); // entries size low byte: now past the section
+  EXPECT_EQ(StringRef(errorOf(scanFile(Obj, "m.o"))).take_front(56),
+            "'m.o section .nv_fatbin': fatbin at offset 0x0 declares ");
+}
+
+//===----------------------------------------------------------------------===//
+// Offload objects
+//===----------------------------------------------------------------------===//
+
+std::string cudaBitcode(const std::string &Dir) {
+  std::string Cu = Dir + "/kern.cu";
+  writeFile(Cu, "extern \"C\" __device__ float twice(float x) {\n"
+                "  return 2.0f * x;\n}\n");
+  std::string Bc = Dir + "/kern.bc";
+  runOk({llvmTool("clang++"), "-x", "cuda",
+         "--cuda-path=" + envOr("CUDA_PATH", "/usr/local/cuda"),
+         "-Wno-unknown-cuda-version", "--cuda-device-only",
+         "--offload-arch=sm_80", "-fgpu-rdc", "-O2", "-emit-llvm", "-c", Cu,
+         "-o", Bc});
+  return readFile(Bc);
+}
+
+TEST(OffloadObject, ReadByObjdumpAndLinkedByClang) {
+  std::string Dir = tempDir("offload");
+  std::string Bitcode = cudaBitcode(Dir);
+  OffloadImage Img;
+  Img.Arch = "sm_80";
+  Img.Bitcode = Bitcode;
+  auto ObjOrErr = writeOffloadObject({Img}, HostArch::X86_64);
+  ASSERT_OK(ObjOrErr);
+  writeFile(Dir + "/dev.o", *ObjOrErr);
+
+  std::string Sections =
+      runOk({llvmTool("llvm-readelf"), "-S", "-W", Dir + "/dev.o"});
+  EXPECT_NE(Sections.find(".llvm.offloading  LLVM_OFFLOADING"),
+            std::string::npos) << Sections;
+  std::string Dump =
+      runOk({llvmTool("llvm-objdump"), "--offloading", Dir + "/dev.o"});
+  EXPECT_NE(Dump.find("kind            llvm ir"), std::string::npos) << Dump;
+  EXPECT_NE(Dump.find("arch            sm_80"), std::string::npos) << Dump;
+  EXPECT_NE(Dump.find("triple          nvptx64-nvidia-cuda"),
+            std::string::npos) << Dump;
+  EXPECT_NE(Dump.find("producer        cuda"), std::string::npos) << Dump;
+
+  // clang's new driver: a kernel in main.cu calls the device function in
+  // our object, so clang-linker-wrapper must take our bitcode into its
+  // device link (an undefined `twice` fails it), then runs fatbinary.
+  std::string Main = Dir + "/main.cu";
+  writeFile(Main, "extern \"C\" __device__ float twice(float);\n"
+                  "extern \"C\" __global__ void k(float *p) {\n"
+                  "  p[0] = twice(p[0]);\n}\n"
+                  "int main() { k<<<1, 1>>>(nullptr); return 0; }\n");
+  runOk({llvmTool("clang++"), "--offload-new-driver", "-fgpu-rdc",
+         "-foffload-lto", "--offload-arch=sm_80",
+         "--cuda-path=" + envOr("CUDA_PATH", "/usr/local/cuda"),
+         "-Wno-unknown-cuda-version", Main, Dir + "/dev.o",
+         "-L" + envOr("CUDA_PATH", "/usr/local/cuda") + "/lib64", "-lcudart",
+         "-o", Dir + "/app"});
+  auto ImagesOrErr = scanFile(readFile(Dir + "/app"), "app");
+  ASSERT_OK(ImagesOrErr);
+  bool HasKernel = false;
+  for (const EmbeddedImage &I : *ImagesOrErr)
+    HasKernel |= I.Kind == "cubin" && I.Arch == "sm_80" &&
+                 I.Data.find(".text.k") != std::string::npos;
+  EXPECT_TRUE(HasKernel) << "no sm_80 cubin with kernel k in the linked app";
+
+  auto ScanOrErr = scanFile(*ObjOrErr, "dev.o");
+  ASSERT_OK(ScanOrErr);
+  ASSERT_EQ(ScanOrErr->size(), 1u);
+  EXPECT_EQ((*ScanOrErr)[0].Section, ".llvm.offloading");
+  EXPECT_EQ((*ScanOrErr)[0].Kind, "bc");
+  EXPECT_EQ((*ScanOrErr)[0].Arch, "sm_80");
+  EXPECT_EQ((*ScanOrErr)[0].Triple, "nvptx64-nvidia-cuda");
+  EXPECT_EQ((*ScanOrErr)[0].Data, Bitcode);
+}
+
+TEST(OffloadObject, CollectsBitcodeFromArchives) {
+  std::string Dir = tempDir("collect");
+  std::string Bitcode = cudaBitcode(Dir);
+  writeFile(Dir + "/k.rcgu.o", Bitcode);
+  writeFile(Dir + "/lib.rmeta", "rust metadata, not bitcode");
+  runOk({llvmTool("llvm-ar"), "rc", Dir + "/libk.rlib", Dir + "/lib.rmeta",
+         Dir + "/k.rcgu.o"});
+  auto MembersOrErr = collectBitcode(readFile(Dir + "/libk.rlib"), "libk.rlib");
+  ASSERT_OK(MembersOrErr);
+  ASSERT_EQ(MembersOrErr->size(), 1u);
+  EXPECT_EQ((*MembersOrErr)[0].Origin, "libk.rlib(k.rcgu.o)");
+  EXPECT_EQ((*MembersOrErr)[0].Bitcode, Bitcode);
+
+  auto BareOrErr = collectBitcode(Bitcode, "k.bc");
+  ASSERT_OK(BareOrErr);
+  EXPECT_EQ((*BareOrErr)[0].Origin, "k.bc");
+
+  runOk({llvmTool("llvm-ar"), "rc", Dir + "/libnone.a", Dir + "/lib.rmeta"});
+  EXPECT_EQ(errorOf(collectBitcode(readFile(Dir + "/libnone.a"), "libnone.a")),
+            "libnone.a: archive has no LLVM bitcode member");
+  EXPECT_EQ(errorOf(collectBitcode("text", "x.o")),
+            "x.o: neither LLVM bitcode nor an archive");
+  OffloadImage NoArch;
+  NoArch.Bitcode = Bitcode;
+  EXPECT_EQ(errorOf(writeOffloadObject({NoArch}, HostArch::X86_64)),
+            "device bitcode for nvptx64-nvidia-cuda has no arch");
+}
+
+} // namespace
