@@ -21,6 +21,7 @@
 #include "linker/Targets.h"
 #include "linker/Toolkit.h"
 #include "lto/LTO.h"
+#include "packager/Packager.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
@@ -37,6 +38,8 @@
 #include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/Threading.h"
 #include "llvm/Support/TimeProfiler.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
 
 using namespace llvm;
 
@@ -76,7 +79,12 @@ public:
       : GenericOptTable(OptionStrTable, OptionPrefixesTable, InfoTable) {}
 };
 
-enum class OutputKind { File, Directory };
+enum class OutputKind {
+  File,       ///< one .cubin or .ptx
+  Directory,  ///< <target>.cubin / <target>.ptx
+  Fatbin,     ///< every target in one fatbin
+  HostObject, ///< the fatbin in a host ELF object
+};
 
 struct Config {
   std::vector<std::string> Inputs;
@@ -91,6 +99,8 @@ struct Config {
   std::string JsonPath;
   std::string TimeTracePath;
   unsigned TimeTraceGranularity = 500;
+  packager::FatbinOptions Fatbin;
+  packager::HostArch HostArch = packager::HostArch::X86_64;
   ToolkitPaths Paths;
   unsigned PtxasTimeout = 0;
 };
@@ -99,6 +109,13 @@ struct Config {
 
 const char *versionString() {
   return "fatlink 0.1.0 (LLVM " LLVM_VERSION_STRING ")";
+}
+
+/// The host triple for --host-arch (an arch name), or this machine's.
+static std::string hostTriple(StringRef Arch) {
+  if (Arch.empty())
+    return sys::getDefaultTargetTriple();
+  return (Arch + "-unknown-linux-gnu").str();
 }
 
 static Expected<Config> parseConfig(Context &Ctx, const opt::InputArgList &Args) {
@@ -172,7 +189,37 @@ static Expected<Config> parseConfig(Context &Ctx, const opt::InputArgList &Args)
     StringRef Ext = sys::path::extension(C.Output);
     if (Ext == ".cubin" || Ext == ".ptx")
       C.OutKind = OutputKind::File;
+    else if (Ext == ".fatbin")
+      C.OutKind = OutputKind::Fatbin;
+    else if (Ext == ".o")
+      C.OutKind = OutputKind::HostObject;
   }
+
+  if (const opt::Arg *A = Args.getLastArg(OPT_compress_EQ)) {
+    StringRef V = A->getValue();
+    unsigned Level = 19;
+    if (V == "none")
+      C.Fatbin.Compress = packager::Compression::None;
+    else if (V == "zstd" ||
+             (V.consume_front("zstd-") && !V.getAsInteger(10, Level) &&
+              Level >= 1 && Level <= 22))
+      C.Fatbin.ZstdLevel = int(Level);
+    else
+      Fail(createStringError(inconvertibleErrorCode(),
+                             "invalid value for --compress: '%s' (expected "
+                             "none, zstd or zstd-1 to zstd-22)",
+                             A->getValue()));
+  }
+  Triple Host(hostTriple(Args.getLastArgValue(OPT_host_arch_EQ)));
+  if (Host.getArch() == Triple::x86_64)
+    C.HostArch = packager::HostArch::X86_64;
+  else if (Host.getArch() == Triple::aarch64)
+    C.HostArch = packager::HostArch::AArch64;
+  else
+    Fail(createStringError(inconvertibleErrorCode(),
+                           "unsupported host architecture '%s': fatlink "
+                           "writes host objects for x86_64 and aarch64",
+                           Host.getArchName().str().c_str()));
 
   // --save-temps keeps intermediates beside the output (or in the given
   // directory), named after the output.
@@ -349,12 +396,58 @@ struct OutputFile {
   StringRef Data;
 };
 
+/// Packaged outputs (.fatbin, .o) own their bytes.
+struct Packaged {
+  std::string Fatbin;
+  std::string Object;
+};
+
 } // namespace
+
+/// Packs every target's code into one fatbin, and that into a host object
+/// when asked for a .o.
+static Error package(const Config &C, ArrayRef<lto::Target> Targets,
+                     ArrayRef<TargetOutput> Outputs,
+                     const lto::LinkedProgram &Program, Packaged &Out) {
+  TimeTraceScope Scope("Package");
+  std::vector<packager::FatbinImage> Images;
+  for (auto [T, O] : zip(Targets, Outputs)) {
+    Expected<packager::FatbinImage> Image =
+        packager::describeImage(T.IsPTX ? O.PTX : O.Cubin);
+    if (!Image)
+      return createStringError(inconvertibleErrorCode(),
+                               "cannot package the %s image: %s",
+                               T.Name.c_str(),
+                               toString(Image.takeError()).c_str());
+    Images.push_back(std::move(*Image));
+  }
+  Expected<std::string> Fatbin = packager::writeFatbin(Images, C.Fatbin);
+  if (!Fatbin)
+    return Fatbin.takeError();
+  Out.Fatbin = std::move(*Fatbin);
+  if (C.OutKind != OutputKind::HostObject)
+    return Error::success();
+
+  std::vector<packager::KernelInfo> Kernels;
+  for (const lto::KernelInfo &K : Program.Kernels)
+    Kernels.push_back({K.Name, std::vector<uint32_t>(K.ParamSizes.begin(),
+                                                     K.ParamSizes.end())});
+  Expected<std::string> Object =
+      packager::writeHostObject(Out.Fatbin, Kernels, C.HostArch);
+  if (!Object)
+    return Object.takeError();
+  Out.Object = std::move(*Object);
+  return Error::success();
+}
 
 static Expected<std::vector<OutputFile>>
 planOutputs(const Config &C, ArrayRef<lto::Target> Targets,
-            ArrayRef<TargetOutput> Outputs) {
+            ArrayRef<TargetOutput> Outputs, const Packaged &Pack) {
   std::vector<OutputFile> Files;
+  if (C.OutKind == OutputKind::Fatbin)
+    return std::vector<OutputFile>{{C.Output, Pack.Fatbin}};
+  if (C.OutKind == OutputKind::HostObject)
+    return std::vector<OutputFile>{{C.Output, Pack.Object}};
   if (C.OutKind == OutputKind::File) {
     if (Targets.size() != 1)
       return createStringError(
@@ -447,12 +540,13 @@ static Error writeJSON(Context &Ctx, const Config &C,
           J.attribute("ptx_size", int64_t(Out.PTX.size()));
           if (!T.IsPTX)
             J.attribute("cubin_size", int64_t(Out.Cubin.size()));
-          J.attributeArray("files", [&] {
-            for (const OutputFile &F : Files)
-              if (F.Data.data() == Out.PTX.data() ||
-                  F.Data.data() == Out.Cubin.data())
-                J.value(F.Path);
-          });
+        });
+    });
+    J.attributeArray("files", [&] {
+      for (const OutputFile &F : Files)
+        J.object([&] {
+          J.attribute("path", F.Path);
+          J.attribute("size", int64_t(F.Data.size()));
         });
     });
     J.attributeArray("kernels", [&] {
@@ -546,8 +640,12 @@ static Error deviceLink(Context &Ctx, const Config &C) {
   if (!Outputs)
     return Outputs.takeError();
 
+  Packaged Pack;
+  if (C.OutKind == OutputKind::Fatbin || C.OutKind == OutputKind::HostObject)
+    if (Error E = package(C, *Targets, *Outputs, *Program, Pack))
+      return E;
   Expected<std::vector<OutputFile>> Files =
-      planOutputs(C, *Targets, *Outputs);
+      planOutputs(C, *Targets, *Outputs, Pack);
   if (!Files)
     return Files.takeError();
   if (Error E = writeOutputs(C, *Files))

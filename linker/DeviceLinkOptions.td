@@ -17,8 +17,10 @@ def grp_tools : OptionGroup<"tools">, HelpText<"TOOLS">;
 def grp_diag : OptionGroup<"diag">, HelpText<"DIAGNOSTICS">;
 
 def output : Separate<["-"], "o">, MetaVarName<"<path>">, Group<grp_output>,
-  HelpText<"Write output to <path>: a .cubin or .ptx file for one target, "
-           "else a directory that receives <target>.cubin / <target>.ptx">;
+  HelpText<"Write output to <path>: a .fatbin (every target in one CUDA fat "
+           "binary), a .o (a host object carrying it, ready to link), a "
+           ".cubin or .ptx (one target), else a directory that receives "
+           "<target>.cubin / <target>.ptx">;
 def output_EQ : Joined<["--"], "output=">, Alias<output>;
 
 defm arch : JS<"arch", "<list>",
@@ -50,6 +52,12 @@ def no_prec_div : F<"no-prec-div", "Approximate division (__CUDA_PREC_DIV=0)">,
 
 def emit_ptx : F<"emit-ptx",
   "Also write <target>.ptx for sm_XX targets in directory output">,
+  Group<grp_output>;
+defm compress : JS<"compress", "<none|zstd|zstd-N>",
+  "Compression of fatbin entries (default zstd at level 19: the smallest "
+  "output; zstd entries need an R550 or newer driver)">, Group<grp_output>;
+defm host_arch : JS<"host-arch", "<x86_64|aarch64>",
+  "Host architecture of a .o output (default: this machine's)">,
   Group<grp_output>;
 defm json : JS<"json", "<file>",
   "Write a JSON summary of each target's kernels and sizes ('-' for stdout)">,

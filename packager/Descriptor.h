@@ -36,7 +36,7 @@ extern "C" {
 /* Section names. FATLINK_MODULES_SECTION is a C identifier on purpose: only
  * such sections get __start_/__stop_ symbols from the static linker. */
 #define FATLINK_MODULES_SECTION "fatlink_modules"
-#define FATLINK_KERNELS_SECTION ".rodata.fatlink_kernels"
+#define FATLINK_KERNELS_SECTION ".data.rel.ro.fatlink_kernels"
 #define FATLINK_FATBIN_SECTION ".nv_fatbin"
 #define FATLINK_WRAPPER_SECTION ".nvFatBinSegment"
 

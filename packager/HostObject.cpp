@@ -8,8 +8,12 @@
 //                            {0x466243B1, 1, &.nv_fatbin, NULL}; what
 //                            __cudaRegisterFatBinary takes, and where
 //                            cuobjdump and the CUDA runtime look
-//   .rodata.fatlink_kernels  A, align 8: fatlink_kernel[N] sorted by name,
-//                            then the u32 parameter sizes, then the names
+//   .data.rel.ro.fatlink_kernels
+//                            WA, align 8: fatlink_kernel[N] sorted by name,
+//                            then the u32 parameter sizes, then the names;
+//                            it holds pointers, so it is RELRO data (read-only
+//                            after relocation), not .rodata, which would give
+//                            PIE executables text relocations
 //   fatlink_modules          WA|SHF_GNU_RETAIN, align 8: one fatlink_module
 //                            (Descriptor.h); the linker's
 //                            __start_/__stop_fatlink_modules bound the array
@@ -54,11 +58,11 @@ void put64(std::string &S, uint64_t Off, uint64_t V) {
   support::endian::write64le(S.data() + Off, V);
 }
 
-/// Lays out .rodata.fatlink_kernels and its relocations.
+/// Lays out the kernel table and its relocations.
 ElfSection kernelTable(ArrayRef<const KernelInfo *> Kernels) {
   ElfSection Sec;
   Sec.Name = FATLINK_KERNELS_SECTION;
-  Sec.Flags = SHFAlloc;
+  Sec.Flags = SHFAlloc | SHFWrite;
   Sec.Align = 8;
   uint64_t RecordSize = sizeof(fatlink_kernel);
   uint64_t SizesOff = Kernels.size() * RecordSize;

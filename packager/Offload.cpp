@@ -91,6 +91,7 @@ Error addFatbin(StringRef Data, StringRef Origin, StringRef Section,
     Img.Flags = E.Flags;
     Img.Major = E.Major;
     Img.Minor = E.Minor;
+    Img.StoredSize = E.StoredSize;
     Img.Data = std::move(E.Payload);
     Out.push_back(std::move(Img));
   }
@@ -130,6 +131,7 @@ Error addOffloadBinaries(StringRef Data, StringRef Origin, StringRef Section,
     Img.Triple = Bin.getTriple().str();
     Img.Flags = Bin.getFlags();
     Img.Data = Bin.getImage().str();
+    Img.StoredSize = Img.Data.size();
     Out.push_back(std::move(Img));
     Off += Bin.getSize();
   }

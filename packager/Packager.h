@@ -176,6 +176,7 @@ struct EmbeddedImage {
   std::string Triple;  ///< OffloadBinary only
   uint64_t Flags = 0;  ///< fatbin entry flags
   unsigned Major = 0, Minor = 0; ///< fatbin entries only
+  uint64_t StoredSize = 0; ///< bytes in the file (fatbin: padded payload)
   std::string Data;    ///< the (decompressed) image
 };
 
