@@ -25,8 +25,6 @@ TempFiles::~TempFiles() {
     sys::fs::remove(F);
     sys::DontRemoveFileOnSignal(F);
   }
-  if (!Dir.empty())
-    sys::fs::remove(Dir);
 }
 
 Error TempFiles::saveIn(StringRef D) {
@@ -44,15 +42,14 @@ Expected<std::string> TempFiles::create(StringRef Name) {
     sys::path::append(Path, Name);
     return std::string(Path);
   }
-  if (Dir.empty()) {
-    SmallString<256> Path;
-    if (std::error_code EC = sys::fs::createUniqueDirectory("fatlink", Path))
-      return createStringError(EC, "cannot create a temporary directory: %s",
-                               EC.message().c_str());
-    Dir = std::string(Path);
-  }
-  SmallString<256> Path(Dir);
-  sys::path::append(Path, Name);
+  // Directly in the temp directory (no private directory, which a signal
+  // handler could not remove): "fatlink-sm_80-a1b2c3.ptx".
+  SmallString<256> Path;
+  StringRef Ext = sys::path::extension(Name);
+  if (std::error_code EC = sys::fs::createTemporaryFile(
+          "fatlink-" + sys::path::stem(Name), Ext.drop_front(), Path))
+    return createStringError(EC, "cannot create a temporary file: %s",
+                             EC.message().c_str());
   Files.push_back(std::string(Path));
   sys::RemoveFileOnSignal(Files.back());
   return Files.back();

@@ -5,9 +5,9 @@
 // sink. There are no globals: two runs in one process (as in the tests) do
 // not see each other.
 //
-// Temporary files live in a private directory under the system temp
-// directory and are removed on success, error and signal; `--save-temps`
-// puts them in a directory of the user's choice and keeps them.
+// Temporary files live in the system temp directory and are removed on
+// success, error and signal; `--save-temps` puts them in a directory of the
+// user's choice under stable names and keeps them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,14 +37,14 @@ public:
   bool saving() const { return !SaveDir.empty(); }
   llvm::StringRef saveDir() const { return SaveDir; }
 
-  /// A new file path "<Name>" (saved) or "<tmp>/fatlink-XXXX/<Name>".
+  /// A new file: "<save-dir>/<Name>" when saving, else a new unique file
+  /// "<tmp>/fatlink-<stem>-XXXXXX.<ext>", removed on exit and on signals.
   /// Thread-safe.
   llvm::Expected<std::string> create(llvm::StringRef Name);
 
 private:
   std::mutex Mu;
   std::string SaveDir;
-  std::string Dir; // private directory, created on first use
   std::vector<std::string> Files;
 };
 

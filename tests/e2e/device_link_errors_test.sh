@@ -92,6 +92,25 @@ expect_error "ptxas time limit" "ptxas for sm_80 timed out after 1 s" \
 expect_error "missing libdevice" "cannot open libdevice $D/nope.bc" \
   "${L[@]}" --arch=sm_80 --libdevice="$D/nope.bc" $RLIBS "$D/softplus.bc"
 
+# Interrupted mid-link (SIGTERM, SIGINT) while ptxas runs: no output and no
+# temporary file is left.
+for sig in TERM INT; do
+  rm -rf "$OUT" "$D/started"
+  fake_ptxas slow-ptxas "touch $D/started; exec sleep 30"
+  # Background jobs of a script start with SIGINT ignored; restore it.
+  python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+    "$FATLINK" "${L[@]}" --arch=sm_80 --ptxas="$D/slow-ptxas" $RLIBS "$D/softplus.bc" 2>/dev/null &
+  pid=$!
+  for _ in $(seq 100); do [ -e "$D/started" ] && break; sleep 0.1; done
+  kill -s $sig $pid
+  wait $pid; rc=$?
+  pkill -f "sleep 30" 2>/dev/null || true
+  check "SIG$sig: killed by the signal ($rc)" test "$rc" -eq $((128 + $(kill -l $sig)))
+  check "SIG$sig: no output left" test ! -e "$OUT"
+  check "SIG$sig: no temporary file left" test -z "$(ls -A "$TMPDIR")"
+  rm -rf "${TMPDIR:?}"/*
+done
+
 # Options.
 expect_error "unknown option" "unknown option '--arhc=sm_80': did you mean '--arch=sm_80'?" \
   "${L[@]}" --arhc=sm_80 $RLIBS
