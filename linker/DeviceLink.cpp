@@ -273,7 +273,7 @@ static Expected<ToolFacts> probeTools(Context &Ctx, const Config &C) {
     return Ptxas.takeError();
   F.PtxasRelease = Ptxas->Release;
   F.PtxasArches = std::move(Ptxas->Arches);
-  F.PtxasMaxPtx = std::min(Ptxas->MaxPtxVersion, F.LLVMMaxPtx);
+  F.PtxasMaxPtx = Ptxas->MaxPtxVersion;
   return F;
 }
 

@@ -26,7 +26,7 @@ static std::string ptxString(unsigned V) {
 std::optional<unsigned> parsePtxVersion(StringRef S) {
   unsigned Major, Minor;
   if (S.consumeInteger(10, Major) || !S.consume_front(".") ||
-      S.consumeInteger(10, Minor) || !S.empty() || Minor > 9)
+      S.consumeInteger(10, Minor) || !S.empty() || Major > 99 || Minor > 9)
     return std::nullopt;
   return Major * 10 + Minor;
 }

@@ -213,6 +213,10 @@ void InputReader::readFile(const std::string &Path) {
   Set.Files.push_back(Path);
 
   size_t Found = 0;
+  // Whether this file's reading failed already; earlier files' errors must
+  // not hide that this one has no device code.
+  unsigned ErrorsBefore = Errors.count();
+  auto FailedHere = [&] { return Errors.count() != ErrorsBefore; };
   file_magic Magic = identify_magic(MB.getBuffer());
   switch (Magic) {
   case file_magic::bitcode:
@@ -221,7 +225,7 @@ void InputReader::readFile(const std::string &Path) {
     return;
   case file_magic::archive:
     readArchive(MB, Path, Found);
-    if (Found == 0 && !Errors.hasErrors())
+    if (Found == 0 && !FailedHere())
       Errors.add(makeError(
           "%s: archive contains no device bitcode: build the crate or "
           "library for the GPU (rustc --target nvptx64-nvidia-cuda, or "
@@ -232,7 +236,7 @@ void InputReader::readFile(const std::string &Path) {
   case file_magic::elf_executable:
   case file_magic::elf_shared_object:
     readOffloadObject(MB, Path, Found);
-    if (Found == 0 && !Errors.hasErrors())
+    if (Found == 0 && !FailedHere())
       Errors.add(makeError(
           "%s: object carries no device bitcode (no .llvm.offloading "
           "section with nvptx64 bitcode)",

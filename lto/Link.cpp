@@ -36,6 +36,7 @@
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/Demangle/Demangle.h"
+#include "llvm/IR/Comdat.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
@@ -111,9 +112,13 @@ struct SymbolTable {
           GV.getName().starts_with("llvm."))
         continue;
       Entry &E = Symbols[GV.getName().str()];
+      // A definition in a comdat that may be deduplicated is resolved by
+      // the comdat rules, like a weak one.
+      const Comdat *C = GV.getComdat();
+      bool Deduplicated = C && C->getSelectionKind() != Comdat::NoDeduplicate;
       if (GV.isDeclarationForLinker())
         E.Refs.push_back(Origin);
-      else if (GV.hasExternalLinkage())
+      else if (GV.hasExternalLinkage() && !Deduplicated)
         E.StrongDefs.push_back(Origin);
       else
         E.WeakDefs.push_back(Origin);
@@ -154,7 +159,7 @@ static bool isProvidedByPTX(StringRef Name) {
 static Error checkUndefined(const Module &M, const SymbolTable &Symtab) {
   ErrorList Errors;
   for (const GlobalValue &GV : M.global_values()) {
-    if (!GV.isDeclaration() || GV.getName().starts_with("llvm.") ||
+    if (!GV.isDeclarationForLinker() || GV.getName().starts_with("llvm.") ||
         isProvidedByPTX(GV.getName()) || GV.use_empty())
       continue;
     std::string Msg = "undefined device symbol: " + describeSymbol(GV.getName());

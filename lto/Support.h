@@ -39,6 +39,7 @@ public:
     All = llvm::joinErrors(std::move(All), std::move(E));
   }
   bool hasErrors() const { return Count != 0; }
+  unsigned count() const { return Count; }
 
   /// The joined errors (success if none), with a note when some were left
   /// out.

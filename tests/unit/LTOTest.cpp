@@ -1,0 +1,813 @@
+//===- tests/unit/LTOTest.cpp - The device LTO engine, through LTO.h -----===//
+//
+// lto/LTO.h's stages on small inputs built here: the arch table of the
+// linked LLVM, input intake (bitcode, archives, and malformed files built
+// byte by byte), symbol resolution, internalization, `__nvvm_reflect`
+// folding, lazy libdevice and PTX generation. Device code is written as
+// nvptx64 LLVM IR text, so each test shows the program it links.
+//
+// libdevice comes from $CUDA_PATH, else /usr/local/cuda.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lto/LTO.h"
+#include "tests/unit/TestSupport.h"
+
+#include "llvm/AsmParser/Parser.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/Bitcode/LLVMBitCodes.h"
+#include "llvm/Bitstream/BitstreamWriter.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+using namespace llvm;
+using namespace fatlink;
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+namespace {
+
+constexpr const char *NVPTXHeader =
+    "target datalayout = "
+    "\"e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64\"\n"
+    "target triple = \"nvptx64-nvidia-cuda\"\n";
+
+/// Bitcode of an LLVM IR module, or an empty string (and a test failure)
+/// if the IR does not parse.
+std::string bitcodeOf(StringRef IR) {
+  LLVMContext Ctx;
+  SMDiagnostic Diag;
+  std::unique_ptr<Module> M = parseAssemblyString(IR, Diag, Ctx);
+  if (!M) {
+    std::string Msg;
+    raw_string_ostream OS(Msg);
+    Diag.print("test IR", OS);
+    ADD_FAILURE() << Msg;
+    return "";
+  }
+  std::string BC;
+  raw_string_ostream OS(BC);
+  WriteBitcodeToFile(*M, OS);
+  return BC;
+}
+
+/// A GNU ar member: a 60-byte header (name, mtime, uid, gid, mode, size,
+/// "`\n"), the data, and a newline pad to an even offset.
+std::string arMember(StringRef Name, StringRef Data) {
+  char Header[61];
+  std::snprintf(Header, sizeof(Header), "%-16s%-12s%-6s%-6s%-8s%-10zu`\n",
+                (Name + "/").str().c_str(), "0", "0", "0", "644", Data.size());
+  std::string M = std::string(Header, 60) + Data.str();
+  if (M.size() % 2)
+    M += '\n';
+  return M;
+}
+
+std::string libdevicePath() {
+  const char *Cuda = std::getenv("CUDA_PATH");
+  return std::string(Cuda && *Cuda ? Cuda : "/usr/local/cuda") +
+         "/nvvm/libdevice/libdevice.10.bc";
+}
+
+lto::Target smTarget(unsigned Sm, unsigned PtxVersion) {
+  lto::Target T;
+  T.Name = T.Cpu = "sm_" + std::to_string(Sm);
+  T.Sm = Sm;
+  T.IsPTX = false;
+  T.PtxVersion = PtxVersion;
+  return T;
+}
+
+/// The constant a kernel's first store writes, read from an optimized
+/// module; none if there is no such store.
+std::optional<int64_t> storedConstant(const lto::OptimizedModule &OM,
+                                      StringRef Kernel) {
+  LLVMContext Ctx;
+  Expected<std::unique_ptr<Module>> M =
+      parseBitcodeFile(MemoryBufferRef(OM.Bitcode, "optimized"), Ctx);
+  if (!M) {
+    ADD_FAILURE() << toString(M.takeError());
+    return std::nullopt;
+  }
+  const Function *F = (*M)->getFunction(Kernel);
+  if (!F) {
+    ADD_FAILURE() << "no function " << Kernel.str();
+    return std::nullopt;
+  }
+  for (const BasicBlock &BB : *F)
+    for (const Instruction &I : BB)
+      if (const auto *S = dyn_cast<StoreInst>(&I)) {
+        if (const auto *C = dyn_cast<ConstantInt>(S->getValueOperand()))
+          return C->getSExtValue();
+        return std::nullopt;
+      }
+  return std::nullopt;
+}
+
+class LTOTest : public ::testing::Test {
+protected:
+  /// Writes nvptx64 IR (without its header) as bitcode file Name.
+  std::string writeIR(StringRef Name, StringRef Body) {
+    return Dir.write(Name, bitcodeOf((Twine(NVPTXHeader) + Body).str()));
+  }
+
+  Expected<lto::LinkedProgram> link(ArrayRef<std::string> Paths,
+                                    ArrayRef<lto::Target> Targets,
+                                    const lto::LinkOptions &Opts) {
+    Expected<lto::InputSet> In = lto::readInputs(Paths);
+    if (!In)
+      return In.takeError();
+    return lto::linkAndOptimize(*In, Targets, Opts);
+  }
+
+  lto::LinkOptions options() {
+    lto::LinkOptions Opts;
+    Opts.LibdevicePath = libdevicePath();
+    return Opts;
+  }
+
+  test::TempDir Dir;
+  std::vector<lto::Target> Sm80 = {smTarget(80, 70)};
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The arch table of the linked LLVM
+//===----------------------------------------------------------------------===//
+
+TEST(LLVMArches, KnownArchesOldestFirst) {
+  Expected<std::vector<lto::ArchInfo>> Arches = lto::getLLVMArches();
+  ASSERT_THAT_EXPECTED(Arches, Succeeded());
+  std::vector<std::string> Cpus;
+  for (const lto::ArchInfo &A : *Arches) {
+    Cpus.push_back(A.Cpu);
+    EXPECT_EQ(A.MinPtxVersion, 0u) << A.Cpu;
+    EXPECT_EQ(A.Cpu.rfind("sm_", 0), 0u) << A.Cpu;
+  }
+  for (const char *Cpu : {"sm_75", "sm_80", "sm_90a", "sm_100", "sm_120"})
+    EXPECT_THAT(Cpus, Contains(Cpu));
+  for (size_t I = 1; I < Arches->size(); ++I) {
+    const lto::ArchInfo &A = (*Arches)[I - 1], &B = (*Arches)[I];
+    EXPECT_TRUE(std::tie(A.Sm, A.Cpu) < std::tie(B.Sm, B.Cpu))
+        << A.Cpu << " before " << B.Cpu;
+  }
+  auto Sm90a = llvm::find_if(
+      *Arches, [](const lto::ArchInfo &A) { return A.Cpu == "sm_90a"; });
+  ASSERT_NE(Sm90a, Arches->end());
+  EXPECT_EQ(Sm90a->Sm, 90u);
+}
+
+TEST(LLVMArches, MinPtxVersions) {
+  // What LLVM 22's NVPTX backend requires (fatlink device-link
+  // --list-targets shows the same).
+  const struct {
+    const char *Cpu;
+    unsigned Sm, Ptx;
+  } Cases[] = {{"sm_75", 75, 63},
+               {"sm_80", 80, 70},
+               {"sm_90", 90, 78},
+               {"sm_90a", 90, 80},
+               {"sm_100", 100, 86}};
+  for (const auto &E : Cases) {
+    lto::ArchInfo A{E.Cpu, E.Sm, 0};
+    ASSERT_THAT_ERROR(lto::fillMinPtxVersion(A), Succeeded());
+    EXPECT_EQ(A.MinPtxVersion, E.Ptx) << E.Cpu;
+  }
+}
+
+TEST(LLVMArches, MaxPtxVersion) {
+  Expected<unsigned> Max = lto::getLLVMMaxPtxVersion();
+  ASSERT_THAT_EXPECTED(Max, Succeeded());
+  EXPECT_GE(*Max, 90u); // sm_88 needs PTX ISA 9.0
+}
+
+//===----------------------------------------------------------------------===//
+// readInputs
+//===----------------------------------------------------------------------===//
+
+TEST_F(LTOTest, ReadsBitcode) {
+  std::string A = writeIR("a.bc", "define ptx_kernel void @k() { ret void }\n");
+  Expected<lto::InputSet> In = lto::readInputs({A});
+  ASSERT_THAT_EXPECTED(In, Succeeded());
+  ASSERT_EQ(In->Images.size(), 1u);
+  EXPECT_EQ(In->Images[0].Origin, A);
+  EXPECT_EQ(In->Images[0].Arch, "");
+  EXPECT_THAT(In->Files, ElementsAre(A));
+  EXPECT_TRUE(In->Skipped.empty());
+}
+
+TEST_F(LTOTest, ReadsArchiveMembers) {
+  // An rlib: one bitcode member and rustc's metadata.
+  std::string BC =
+      bitcodeOf((Twine(NVPTXHeader) + "define void @f() { ret void }\n").str());
+  std::string Lib =
+      Dir.write("libfoo.rlib", "!<arch>\n" + arMember("foo.rcgu.o", BC) +
+                                   arMember("lib.rmeta", "rust metadata"));
+  Expected<lto::InputSet> In = lto::readInputs({Lib});
+  ASSERT_THAT_EXPECTED(In, Succeeded());
+  ASSERT_EQ(In->Images.size(), 1u);
+  EXPECT_EQ(In->Images[0].Origin, Lib + "(foo.rcgu.o)");
+  EXPECT_THAT(In->Skipped, ElementsAre(Lib + "(lib.rmeta): not device code"));
+}
+
+TEST_F(LTOTest, BitcodeFromNewerLLVM) {
+  // Bitcode that says it comes from LLVM 99. The identification block names
+  // the producer "LLVM99.0.0" (epoch 0, so that part is readable), and the
+  // module block has a MODULE_CODE_VERSION of 99, which no LLVM knows (0 to
+  // 2 exist): LLVM's own reader would fail with an obscure message, so
+  // fatlink must refuse it by the producer first and name both versions.
+  SmallVector<char, 256> Buf;
+  {
+    BitstreamWriter W(Buf);
+    for (unsigned C : {'B', 'C'})
+      W.Emit(C, 8);
+    for (unsigned Nibble : {0x0, 0xC, 0xE, 0xD})
+      W.Emit(Nibble, 4);
+
+    W.EnterSubblock(bitc::IDENTIFICATION_BLOCK_ID, 5);
+    StringRef Producer = "LLVM99.0.0";
+    SmallVector<unsigned, 16> Chars(Producer.begin(), Producer.end());
+    W.EmitRecord(bitc::IDENTIFICATION_CODE_STRING, Chars);
+    W.EmitRecord(bitc::IDENTIFICATION_CODE_EPOCH,
+                 SmallVector<unsigned, 1>{bitc::BITCODE_CURRENT_EPOCH});
+    W.ExitBlock();
+
+    W.EnterSubblock(bitc::MODULE_BLOCK_ID, 3);
+    W.EmitRecord(bitc::MODULE_CODE_VERSION, SmallVector<unsigned, 1>{99});
+    StringRef Triple = "nvptx64-nvidia-cuda";
+    SmallVector<unsigned, 32> TripleChars(Triple.begin(), Triple.end());
+    W.EmitRecord(bitc::MODULE_CODE_TRIPLE, TripleChars);
+    W.ExitBlock();
+  }
+  std::string Path = Dir.write("new.bc", StringRef(Buf.data(), Buf.size()));
+  EXPECT_THAT_EXPECTED(
+      lto::readInputs({Path}),
+      FailedWithMessage(
+          AllOf(HasSubstr(Path + ": bitcode was produced by LLVM99.0.0"),
+                HasSubstr("this fatlink reads LLVM <= " +
+                          std::to_string(LLVM_VERSION_MAJOR)),
+                HasSubstr("rebuild fatlink against LLVM 99"))));
+}
+
+TEST_F(LTOTest, CorruptBitcode) {
+  // The bitcode magic, then bytes that are no bitstream.
+  std::string Path =
+      Dir.write("bad.bc", StringRef("BC\xC0\xDE\xFF\x01\x02", 7));
+  EXPECT_THAT_EXPECTED(
+      lto::readInputs({Path}),
+      FailedWithMessage(HasSubstr(Path + ": corrupt bitcode")));
+}
+
+TEST_F(LTOTest, BitcodeForAnotherTarget) {
+  std::string Path =
+      Dir.write("host.bc", bitcodeOf("target triple = \"x86_64-pc-linux-gnu\"\n"
+                                     "define void @f() { ret void }\n"));
+  EXPECT_THAT_EXPECTED(lto::readInputs({Path}),
+                       FailedWithMessage(AllOf(
+                           HasSubstr(Path + ": bitcode is for target "
+                                            "'x86_64-pc-linux-gnu', not "
+                                            "nvptx64-nvidia-cuda"),
+                           HasSubstr("rustc --target nvptx64-nvidia-cuda"))));
+}
+
+TEST_F(LTOTest, BitcodeWithoutTriple) {
+  std::string Path = Dir.write("none.bc", bitcodeOf("define void @f() { "
+                                                    "ret void }\n"));
+  EXPECT_THAT_EXPECTED(
+      lto::readInputs({Path}),
+      FailedWithMessage(HasSubstr(Path + ": bitcode is for target '(none)'")));
+}
+
+TEST_F(LTOTest, UnknownFileType) {
+  std::string Path = Dir.write("notes.txt", "not device code\n");
+  EXPECT_THAT_EXPECTED(
+      lto::readInputs({Path}),
+      FailedWithMessage(Path + ": unknown file type: expected LLVM bitcode, "
+                               "an archive or an ELF object with device "
+                               "code"));
+}
+
+TEST_F(LTOTest, NoInputFiles) {
+  EXPECT_THAT_EXPECTED(lto::readInputs({}),
+                       FailedWithMessage("no input files"));
+}
+
+TEST_F(LTOTest, MissingFile) {
+  std::string Path = Dir.file("missing.bc");
+  EXPECT_THAT_EXPECTED(
+      lto::readInputs({Path}),
+      FailedWithMessage(HasSubstr("cannot open " + Path + ": ")));
+}
+
+TEST_F(LTOTest, ArchiveWithoutBitcode) {
+  std::string Path = Dir.write(
+      "libmeta.rlib", "!<arch>\n" + arMember("lib.rmeta", "rust metadata"));
+  EXPECT_THAT_EXPECTED(
+      lto::readInputs({Path}),
+      FailedWithMessage(HasSubstr(Path + ": archive contains no device "
+                                         "bitcode")));
+}
+
+TEST_F(LTOTest, EveryBadInputReported) {
+  // Each kind of bad input once, with a good one among them: one run
+  // reports all four, the archive included although earlier files failed.
+  std::string Text = Dir.write("notes.txt", "not device code\n");
+  std::string Missing = Dir.file("missing.bc");
+  std::string Meta = Dir.write(
+      "libmeta.rlib", "!<arch>\n" + arMember("lib.rmeta", "rust metadata"));
+  std::string Host = Dir.write(
+      "host.bc", bitcodeOf("target triple = \"x86_64-pc-linux-gnu\"\n"));
+  std::string Good =
+      writeIR("good.bc", "define ptx_kernel void @k() { ret void }\n");
+  EXPECT_THAT_EXPECTED(
+      lto::readInputs({Text, Missing, Good, Meta, Host}),
+      FailedWithMessageArray(
+          ElementsAre(HasSubstr(Text + ": unknown file type"),
+                      HasSubstr("cannot open " + Missing),
+                      HasSubstr(Meta + ": archive contains no device bitcode"),
+                      HasSubstr(Host + ": bitcode is for target 'x86_64"))));
+}
+
+TEST_F(LTOTest, ErrorCountIsCapped) {
+  std::vector<std::string> Paths;
+  for (int I = 0; I < 25; ++I)
+    Paths.push_back(Dir.file("missing" + std::to_string(I) + ".bc"));
+  // The first 20 errors, then a note on how many there were.
+  EXPECT_THAT_EXPECTED(
+      lto::readInputs(Paths),
+      FailedWithMessageArray(AllOf(
+          ::testing::SizeIs(21), ::testing::Contains(HasSubstr("missing19.bc")),
+          Not(::testing::Contains(HasSubstr("missing20.bc"))),
+          Contains("too many errors (25), the first 20 shown"))));
+}
+
+//===----------------------------------------------------------------------===//
+// Symbol resolution
+//===----------------------------------------------------------------------===//
+
+TEST_F(LTOTest, DuplicateStrongDefinitions) {
+  std::string A = writeIR("a.bc", "define void @helper() { ret void }\n"
+                                  "define ptx_kernel void @k() {\n"
+                                  "  call void @helper()\n"
+                                  "  ret void\n"
+                                  "}\n");
+  std::string B = writeIR("b.bc", "define void @helper() { ret void }\n");
+  EXPECT_THAT_EXPECTED(link({A, B}, Sm80, options()),
+                       FailedWithMessage("duplicate device symbol: helper\n"
+                                         ">>> defined in " +
+                                         A + "\n>>> defined in " + B));
+}
+
+TEST_F(LTOTest, DuplicateSymbolDemangled) {
+  std::string A = writeIR("a.bc", "define void @_ZN3foo3barEv() { ret void }\n"
+                                  "define ptx_kernel void @k() { ret void }\n");
+  std::string B =
+      writeIR("b.bc", "define void @_ZN3foo3barEv() { ret void }\n");
+  EXPECT_THAT_EXPECTED(
+      link({A, B}, Sm80, options()),
+      FailedWithMessage(
+          HasSubstr("duplicate device symbol: _ZN3foo3barEv (foo::bar())")));
+}
+
+TEST_F(LTOTest, WeakDefinitionYieldsToStrong) {
+  std::string A = writeIR("a.bc", "define weak i32 @value() { ret i32 1 }\n"
+                                  "define ptx_kernel void @k(ptr %out) {\n"
+                                  "  %v = call i32 @value()\n"
+                                  "  store i32 %v, ptr %out\n"
+                                  "  ret void\n"
+                                  "}\n");
+  std::string B = writeIR("b.bc", "define i32 @value() { ret i32 2 }\n");
+  Expected<lto::LinkedProgram> P = link({A, B}, Sm80, options());
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  ASSERT_EQ(P->Modules.size(), 1u);
+  EXPECT_EQ(storedConstant(P->Modules[0], "k"), 2);
+}
+
+TEST_F(LTOTest, LinkonceOdrInSeveralInputs) {
+  const char *Tmpl = "define linkonce_odr i32 @tmpl() { ret i32 7 }\n";
+  std::string A =
+      writeIR("a.bc", (Twine(Tmpl) + "define ptx_kernel void @k(ptr %out) {\n"
+                                     "  %v = call i32 @tmpl()\n"
+                                     "  store i32 %v, ptr %out\n"
+                                     "  ret void\n"
+                                     "}\n")
+                          .str());
+  std::string B =
+      writeIR("b.bc", (Twine(Tmpl) + "define ptx_kernel void @k2(ptr %out) {\n"
+                                     "  %v = call i32 @tmpl()\n"
+                                     "  store i32 %v, ptr %out\n"
+                                     "  ret void\n"
+                                     "}\n")
+                          .str());
+  Expected<lto::LinkedProgram> P = link({A, B}, Sm80, options());
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  EXPECT_EQ(storedConstant(P->Modules[0], "k"), 7);
+  EXPECT_EQ(storedConstant(P->Modules[0], "k2"), 7);
+}
+
+TEST_F(LTOTest, ComdatAnyInSeveralInputs) {
+  // Each input has the same comdat group; as in an ELF link, the first
+  // group is kept and the others are dropped, so this is no duplicate.
+  const char *Group = "$grouped = comdat any\n"
+                      "define i32 @grouped() comdat { ret i32 5 }\n";
+  std::string A =
+      writeIR("a.bc", (Twine(Group) + "define ptx_kernel void @k(ptr %out) {\n"
+                                      "  %v = call i32 @grouped()\n"
+                                      "  store i32 %v, ptr %out\n"
+                                      "  ret void\n"
+                                      "}\n")
+                          .str());
+  std::string B = writeIR("b.bc", Group);
+  Expected<lto::LinkedProgram> P = link({A, B}, Sm80, options());
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  EXPECT_EQ(storedConstant(P->Modules[0], "k"), 5);
+}
+
+TEST_F(LTOTest, AvailableExternallyWithoutDefinition) {
+  // An available_externally body is only a copy for the optimizer: the
+  // symbol must be defined by some input, so with none it is undefined, as
+  // in lld. Left alone, -O0 keeps the call and emits `.weak .func ae` with
+  // no body, which ptxas rejects ("Unresolved extern function 'ae'").
+  std::string A = writeIR("a.bc", "define available_externally i32 @ae() "
+                                  "{ ret i32 3 }\n"
+                                  "define ptx_kernel void @k(ptr %out) {\n"
+                                  "  %v = call i32 @ae()\n"
+                                  "  store i32 %v, ptr %out\n"
+                                  "  ret void\n"
+                                  "}\n");
+  lto::LinkOptions Opts = options();
+  Opts.OptLevel = 0;
+  EXPECT_THAT_EXPECTED(link({A}, Sm80, Opts),
+                       FailedWithMessage("undefined device symbol: ae\n"
+                                         ">>> referenced by " +
+                                         A));
+}
+
+TEST_F(LTOTest, UndefinedSymbol) {
+  std::string A = writeIR("a.bc", "declare void @missing_fn()\n"
+                                  "define ptx_kernel void @k() {\n"
+                                  "  call void @missing_fn()\n"
+                                  "  ret void\n"
+                                  "}\n");
+  EXPECT_THAT_EXPECTED(link({A}, Sm80, options()),
+                       FailedWithMessage("undefined device symbol: missing_fn\n"
+                                         ">>> referenced by " +
+                                         A));
+}
+
+TEST_F(LTOTest, UndefinedSymbolEveryReferenceNamed) {
+  auto CallsMissing = [](StringRef Kernel) {
+    return ("declare void @missing_fn()\n"
+            "define ptx_kernel void @" +
+            Kernel +
+            "() {\n"
+            "  call void @missing_fn()\n"
+            "  ret void\n"
+            "}\n")
+        .str();
+  };
+  std::string A = writeIR("a.bc", CallsMissing("ka"));
+  std::string B = writeIR("b.bc", CallsMissing("kb"));
+  EXPECT_THAT_EXPECTED(link({A, B}, Sm80, options()),
+                       FailedWithMessage("undefined device symbol: missing_fn\n"
+                                         ">>> referenced by " +
+                                         A + "\n>>> referenced by " + B));
+}
+
+TEST_F(LTOTest, UndefinedGlobalVariable) {
+  std::string A = writeIR("a.bc", "@ext = external addrspace(1) global i32\n"
+                                  "define ptx_kernel void @k(ptr %out) {\n"
+                                  "  %v = load i32, ptr addrspace(1) @ext\n"
+                                  "  store i32 %v, ptr %out\n"
+                                  "  ret void\n"
+                                  "}\n");
+  EXPECT_THAT_EXPECTED(
+      link({A}, Sm80, options()),
+      FailedWithMessage(HasSubstr("undefined device symbol: ext\n"
+                                  ">>> referenced by " +
+                                  A)));
+}
+
+TEST_F(LTOTest, UndefinedSymbolOnlyInDeadCode) {
+  // @unused is not reachable from a kernel: it is removed before undefined
+  // symbols are checked.
+  std::string A = writeIR("a.bc", "declare void @missing_fn()\n"
+                                  "define void @unused() {\n"
+                                  "  call void @missing_fn()\n"
+                                  "  ret void\n"
+                                  "}\n"
+                                  "define ptx_kernel void @k() { ret void }\n");
+  EXPECT_THAT_EXPECTED(link({A}, Sm80, options()), Succeeded());
+}
+
+TEST_F(LTOTest, CompiledForNewerArchThanTarget) {
+  std::string A =
+      writeIR("a.bc", "define ptx_kernel void @k() #0 { ret void }\n"
+                      "attributes #0 = { \"target-cpu\"=\"sm_90\" "
+                      "}\n");
+  EXPECT_THAT_EXPECTED(
+      link({A}, Sm80, options()),
+      FailedWithMessage(
+          A + ": compiled for sm_90, which is newer than target sm_80: "
+              "compile it for the oldest target (rustc -C target-cpu=sm_80, "
+              "clang --offload-arch=sm_80) or drop sm_80 from the targets"));
+  EXPECT_THAT_EXPECTED(link({A}, {smTarget(90, 78)}, options()), Succeeded());
+}
+
+TEST_F(LTOTest, NothingToLink) {
+  lto::InputSet Empty;
+  EXPECT_THAT_EXPECTED(lto::linkAndOptimize(Empty, Sm80, options()),
+                       FailedWithMessage("no device code in the inputs"));
+  std::string A = writeIR("a.bc", "define ptx_kernel void @k() { ret void }\n");
+  Expected<lto::InputSet> In = lto::readInputs({A});
+  ASSERT_THAT_EXPECTED(In, Succeeded());
+  EXPECT_THAT_EXPECTED(lto::linkAndOptimize(*In, {}, options()),
+                       FailedWithMessage("no targets: pass --arch"));
+}
+
+//===----------------------------------------------------------------------===//
+// The program's interface and internalization
+//===----------------------------------------------------------------------===//
+
+TEST_F(LTOTest, InternalizesAllButTheInterface) {
+  std::string A = writeIR(
+      "a.bc", "@dev_var = addrspace(1) externally_initialized global i32 0, "
+              "align 4\n"
+              "@plain_var = addrspace(1) global i32 0, align 4\n"
+              "define void @unused_helper() { ret void }\n"
+              "define void @exported_fn() { ret void }\n"
+              "define ptx_kernel void @k() { ret void }\n");
+  lto::LinkOptions Opts = options();
+  Opts.ExportSymbols = {"exported_fn"};
+  Expected<lto::LinkedProgram> P = link({A}, Sm80, Opts);
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  EXPECT_THAT(P->Globals, ElementsAre("dev_var"));
+
+  Expected<std::string> PTX = lto::generatePTX(*P, Sm80, 0, 3);
+  ASSERT_THAT_EXPECTED(PTX, Succeeded());
+  EXPECT_THAT(*PTX, HasSubstr(".entry k("));
+  EXPECT_THAT(*PTX, HasSubstr("exported_fn"));
+  EXPECT_THAT(*PTX, HasSubstr("dev_var"));
+  EXPECT_THAT(*PTX, Not(HasSubstr("unused_helper")));
+  EXPECT_THAT(*PTX, Not(HasSubstr("plain_var")));
+}
+
+TEST_F(LTOTest, KernelsSortedWithParameterSizes) {
+  std::string A = writeIR(
+      "a.bc", "%struct.S = type { i32, i32, i32 }\n"
+              "define ptx_kernel void @zeta(ptr %p, i32 %n, float %f, i64 %x) "
+              "{ ret void }\n"
+              "define ptx_kernel void @alpha(ptr byval(%struct.S) align 4 %s) "
+              "{ ret void }\n");
+  std::string B = writeIR("b.bc", "define ptx_kernel void @mid() { ret void }\n"
+                                  "define void @not_a_kernel() { ret void }\n");
+  Expected<lto::LinkedProgram> P = link({A, B}, Sm80, options());
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  ASSERT_EQ(P->Kernels.size(), 3u);
+  EXPECT_EQ(P->Kernels[0].Name, "alpha");
+  EXPECT_THAT(P->Kernels[0].ParamSizes, ElementsAre(12u));
+  EXPECT_EQ(P->Kernels[1].Name, "mid");
+  EXPECT_TRUE(P->Kernels[1].ParamSizes.empty());
+  EXPECT_EQ(P->Kernels[2].Name, "zeta");
+  EXPECT_THAT(P->Kernels[2].ParamSizes, ElementsAre(8u, 4u, 4u, 8u));
+  EXPECT_TRUE(P->Globals.empty());
+  EXPECT_TRUE(P->LibdeviceFunctions.empty());
+}
+
+//===----------------------------------------------------------------------===//
+// __nvvm_reflect
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A kernel that stores `__nvvm_reflect("__CUDA_ARCH") >= Threshold`, the
+/// key in the constant address space as clang emits it.
+std::string archCheck(unsigned Threshold) {
+  return (Twine("@arch = private unnamed_addr addrspace(4) constant "
+                "[12 x i8] c\"__CUDA_ARCH\\00\"\n"
+                "declare i32 @__nvvm_reflect(ptr)\n"
+                "define ptx_kernel void @k(ptr %out) {\n"
+                "  %r = call i32 @__nvvm_reflect(ptr addrspacecast "
+                "(ptr addrspace(4) @arch to ptr))\n"
+                "  %c = icmp sge i32 %r, ") +
+          Twine(Threshold) +
+          "\n"
+          "  %v = zext i1 %c to i32\n"
+          "  store i32 %v, ptr %out\n"
+          "  ret void\n"
+          "}\n")
+      .str();
+}
+
+/// A kernel that stores `__nvvm_reflect(Key)`.
+std::string reflectValue(StringRef Key) {
+  return (Twine("@key = private unnamed_addr constant [") +
+          Twine(Key.size() + 1) + " x i8] c\"" + Key +
+          "\\00\"\n"
+          "declare i32 @__nvvm_reflect(ptr)\n"
+          "define ptx_kernel void @k(ptr %out) {\n"
+          "  %r = call i32 @__nvvm_reflect(ptr @key)\n"
+          "  store i32 %r, ptr %out\n"
+          "  ret void\n"
+          "}\n")
+      .str();
+}
+
+} // namespace
+
+TEST_F(LTOTest, CudaArchSplitsTargetsThatSeeDifferentAnswers) {
+  std::string A = writeIR("a.bc", archCheck(800));
+  std::vector<lto::Target> Targets = {smTarget(75, 63), smTarget(90, 78)};
+  Expected<lto::LinkedProgram> P = link({A}, Targets, options());
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  ASSERT_EQ(P->Modules.size(), 2u);
+  EXPECT_THAT(P->Modules[0].TargetIndices, ElementsAre(0u));
+  EXPECT_THAT(P->Modules[1].TargetIndices, ElementsAre(1u));
+  EXPECT_EQ(storedConstant(P->Modules[0], "k"), 0); // 750 >= 800
+  EXPECT_EQ(storedConstant(P->Modules[1], "k"), 1); // 900 >= 800
+}
+
+TEST_F(LTOTest, CudaArchSharesModulesBetweenTargetsWithSameAnswers) {
+  std::string A = writeIR("a.bc", archCheck(800));
+  std::vector<lto::Target> Targets = {smTarget(75, 63), smTarget(80, 70),
+                                      smTarget(90, 78)};
+  Expected<lto::LinkedProgram> P = link({A}, Targets, options());
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  ASSERT_EQ(P->Modules.size(), 2u);
+  EXPECT_THAT(P->Modules[0].TargetIndices, ElementsAre(0u));
+  EXPECT_THAT(P->Modules[1].TargetIndices, ElementsAre(1u, 2u));
+  EXPECT_EQ(storedConstant(P->Modules[1], "k"), 1);
+
+  // The shared module is still compiled for each of its targets.
+  Expected<std::string> PTX = lto::generatePTX(*P, Targets, 2, 3);
+  ASSERT_THAT_EXPECTED(PTX, Succeeded());
+  EXPECT_THAT(*PTX, HasSubstr(".version 7.8"));
+  EXPECT_THAT(*PTX, HasSubstr(".target sm_90"));
+}
+
+TEST_F(LTOTest, CudaArchOneModuleWhenEveryTargetAgrees) {
+  std::string A = writeIR("a.bc", archCheck(300));
+  std::vector<lto::Target> Targets = {smTarget(75, 63), smTarget(90, 78)};
+  Expected<lto::LinkedProgram> P = link({A}, Targets, options());
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  ASSERT_EQ(P->Modules.size(), 1u);
+  EXPECT_THAT(P->Modules[0].TargetIndices, ElementsAre(0u, 1u));
+  EXPECT_EQ(storedConstant(P->Modules[0], "k"), 1);
+}
+
+TEST_F(LTOTest, FlushDenormalsFoldedFromOptions) {
+  std::string A = writeIR("a.bc", reflectValue("__CUDA_FTZ"));
+  lto::LinkOptions Opts = options();
+  for (bool Ftz : {false, true}) {
+    Opts.FlushDenormals = Ftz;
+    Expected<lto::LinkedProgram> P = link({A}, Sm80, Opts);
+    ASSERT_THAT_EXPECTED(P, Succeeded());
+    EXPECT_EQ(storedConstant(P->Modules[0], "k"), Ftz ? 1 : 0);
+  }
+}
+
+TEST_F(LTOTest, PrecisionKeysFoldedFromOptions) {
+  std::string Sqrt = writeIR("sqrt.bc", reflectValue("__CUDA_PREC_SQRT"));
+  std::string Div = writeIR("div.bc", reflectValue("__CUDA_PREC_DIV"));
+  lto::LinkOptions Opts = options();
+  for (bool Precise : {true, false}) {
+    Opts.PreciseSqrt = Opts.PreciseDiv = Precise;
+    for (const std::string &Path : {Sqrt, Div}) {
+      Expected<lto::LinkedProgram> P = link({Path}, Sm80, Opts);
+      ASSERT_THAT_EXPECTED(P, Succeeded());
+      EXPECT_EQ(storedConstant(P->Modules[0], "k"), Precise ? 1 : 0) << Path;
+    }
+  }
+}
+
+TEST_F(LTOTest, UnknownReflectKeyIsZero) {
+  std::string A = writeIR("a.bc", reflectValue("__FATLINK_NO_SUCH_KEY"));
+  Expected<lto::LinkedProgram> P = link({A}, Sm80, options());
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  EXPECT_EQ(storedConstant(P->Modules[0], "k"), 0);
+}
+
+//===----------------------------------------------------------------------===//
+// libdevice
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+constexpr const char *SqrtKernel = "declare float @__nv_sqrtf(float)\n"
+                                   "define ptx_kernel void @k(ptr %p) {\n"
+                                   "  %x = load float, ptr %p\n"
+                                   "  %y = call float @__nv_sqrtf(float %x)\n"
+                                   "  store float %y, ptr %p\n"
+                                   "  ret void\n"
+                                   "}\n";
+
+} // namespace
+
+TEST_F(LTOTest, LibdeviceLinkedLazily) {
+  std::string A = writeIR("a.bc", SqrtKernel);
+  Expected<lto::LinkedProgram> P = link({A}, Sm80, options());
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  EXPECT_THAT(P->LibdeviceFunctions, ElementsAre("__nv_sqrtf"));
+  Expected<std::string> PTX = lto::generatePTX(*P, Sm80, 0, 3);
+  ASSERT_THAT_EXPECTED(PTX, Succeeded());
+  EXPECT_THAT(*PTX, Not(HasSubstr("__nv_")));
+  EXPECT_THAT(*PTX, HasSubstr("sqrt.rn.f32"));
+}
+
+TEST_F(LTOTest, LibdeviceSeesPrecisionOptions) {
+  std::string A = writeIR("a.bc", SqrtKernel);
+  lto::LinkOptions Opts = options();
+  Opts.PreciseSqrt = false;
+  Expected<lto::LinkedProgram> P = link({A}, Sm80, Opts);
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  Expected<std::string> PTX = lto::generatePTX(*P, Sm80, 0, 3);
+  ASSERT_THAT_EXPECTED(PTX, Succeeded());
+  EXPECT_THAT(*PTX, HasSubstr("sqrt.approx"));
+  EXPECT_THAT(*PTX, Not(HasSubstr("sqrt.rn.f32")));
+}
+
+TEST_F(LTOTest, LibdeviceMissing) {
+  std::string A = writeIR("a.bc", SqrtKernel);
+  lto::LinkOptions Opts = options();
+  Opts.LibdevicePath = "";
+  EXPECT_THAT_EXPECTED(
+      link({A}, Sm80, Opts),
+      FailedWithMessage(HasSubstr("the program calls __nv_sqrtf, a libdevice "
+                                  "function, but no libdevice was given")));
+  Opts.LibdevicePath = Dir.file("no-libdevice.bc");
+  EXPECT_THAT_EXPECTED(link({A}, Sm80, Opts),
+                       FailedWithMessage(HasSubstr("cannot open libdevice " +
+                                                   Opts.LibdevicePath + ": ")));
+}
+
+TEST_F(LTOTest, NotInLibdevice) {
+  std::string A = writeIR("a.bc", "declare float @__nv_bogus(float)\n"
+                                  "define ptx_kernel void @k(ptr %p) {\n"
+                                  "  %x = load float, ptr %p\n"
+                                  "  %y = call float @__nv_bogus(float %x)\n"
+                                  "  store float %y, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n");
+  EXPECT_THAT_EXPECTED(
+      link({A}, Sm80, options()),
+      FailedWithMessage("undefined device symbol: __nv_bogus\n"
+                        ">>> referenced by " +
+                        A +
+                        "\n>>> (not in libdevice either: check the function "
+                        "name)"));
+}
+
+//===----------------------------------------------------------------------===//
+// Code generation
+//===----------------------------------------------------------------------===//
+
+TEST_F(LTOTest, GeneratePTX) {
+  std::string A = writeIR("a.bc", "define ptx_kernel void @k(ptr %p) {\n"
+                                  "  store i32 42, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n");
+  for (unsigned OptLevel : {0u, 3u}) {
+    lto::LinkOptions Opts = options();
+    Opts.OptLevel = OptLevel;
+    Expected<lto::LinkedProgram> P = link({A}, Sm80, Opts);
+    ASSERT_THAT_EXPECTED(P, Succeeded());
+    Expected<std::string> PTX = lto::generatePTX(*P, Sm80, 0, OptLevel);
+    ASSERT_THAT_EXPECTED(PTX, Succeeded());
+    EXPECT_THAT(*PTX, HasSubstr(".version 7.0\n"));
+    EXPECT_THAT(*PTX, HasSubstr(".target sm_80\n"));
+    EXPECT_THAT(*PTX, HasSubstr(".address_size 64"));
+    EXPECT_THAT(*PTX, HasSubstr(".visible .entry k("));
+    EXPECT_THAT(*PTX, HasSubstr("42"));
+  }
+}
+
+TEST_F(LTOTest, SameInputsSameBytes) {
+  std::string A = writeIR("a.bc", archCheck(800));
+  std::vector<lto::Target> Targets = {smTarget(75, 63), smTarget(90, 78)};
+  Expected<lto::LinkedProgram> P1 = link({A}, Targets, options());
+  Expected<lto::LinkedProgram> P2 = link({A}, Targets, options());
+  ASSERT_THAT_EXPECTED(P1, Succeeded());
+  ASSERT_THAT_EXPECTED(P2, Succeeded());
+  ASSERT_EQ(P1->Modules.size(), P2->Modules.size());
+  for (size_t I = 0; I < P1->Modules.size(); ++I) {
+    EXPECT_EQ(P1->Modules[I].Bitcode, P2->Modules[I].Bitcode);
+    Expected<std::string> X = lto::generatePTX(*P1, Targets, I, 3);
+    Expected<std::string> Y = lto::generatePTX(*P2, Targets, I, 3);
+    ASSERT_THAT_EXPECTED(X, Succeeded());
+    ASSERT_THAT_EXPECTED(Y, Succeeded());
+    EXPECT_EQ(*X, *Y);
+  }
+}

@@ -1,0 +1,437 @@
+//===- tests/unit/TargetsTest.cpp - Target planning and ptxas probing ----===//
+//
+// The rules of linker/Targets.h (presets, lists, PTX versions, refusals with
+// their reasons) on hand-built ToolFacts, and linker/Toolkit.h's reading of
+// `ptxas --version` and `ptxas --help`, on text captured from CUDA 13.0's
+// ptxas. No tool runs here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "linker/Targets.h"
+#include "linker/Toolkit.h"
+#include "tests/unit/TestSupport.h"
+
+using namespace llvm;
+using namespace fatlink;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+namespace {
+
+/// A CUDA-13-like machine: LLVM knows sm_70 (which CUDA 13 dropped) and
+/// sm_75 to sm_120; ptxas accepts PTX ISA up to 9.0.
+ToolFacts cuda13Facts() {
+  ToolFacts F;
+  F.LLVMMajor = 22;
+  F.LLVMMaxPtx = 90;
+  // Oldest first, as lto::getLLVMArches returns them; the minimum PTX ISA
+  // versions are LLVM 22's.
+  F.LLVMArches = {
+      {"sm_70", 70, 60},    {"sm_75", 75, 63},   {"sm_80", 80, 70},
+      {"sm_86", 86, 71},    {"sm_89", 89, 78},   {"sm_90", 90, 78},
+      {"sm_90a", 90, 80},   {"sm_100", 100, 86}, {"sm_100a", 100, 86},
+      {"sm_100f", 100, 88}, {"sm_120", 120, 87},
+  };
+  F.PtxasRelease = "13.0";
+  F.PtxasMaxPtx = 90;
+  for (const char *A :
+       {"75", "80", "86", "89", "90", "90a", "100", "100a", "100f", "120"}) {
+    F.PtxasArches.push_back(std::string("sm_") + A);
+    F.PtxasArches.push_back(std::string("compute_") + A);
+  }
+  return F;
+}
+
+std::vector<std::string> names(ArrayRef<lto::Target> Targets) {
+  std::vector<std::string> Names;
+  for (const lto::Target &T : Targets)
+    Names.push_back(T.Name);
+  return Names;
+}
+
+/// The names planTargets gives for Lists, or the error text.
+std::vector<std::string> plan(std::vector<std::string> Lists,
+                              const ToolFacts &F = cuda13Facts()) {
+  Expected<std::vector<lto::Target>> T = planTargets(Lists, F, std::nullopt);
+  if (!T)
+    return {"error: " + toString(T.takeError())};
+  return names(*T);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// parsePtxVersion
+//===----------------------------------------------------------------------===//
+
+TEST(ParsePtxVersion, AcceptsMajorDotMinor) {
+  EXPECT_EQ(parsePtxVersion("7.8"), 78u);
+  EXPECT_EQ(parsePtxVersion("9.0"), 90u);
+  EXPECT_EQ(parsePtxVersion("6.3"), 63u);
+  EXPECT_EQ(parsePtxVersion("10.1"), 101u);
+}
+
+TEST(ParsePtxVersion, RejectsOtherForms) {
+  for (const char *S : {"", "7", "78", "7.", ".8", "7.8.1", "7.10", "7.8x",
+                        "v7.8", " 7.8", "-7.8", "7,8"})
+    EXPECT_EQ(parsePtxVersion(S), std::nullopt) << "'" << S << "'";
+}
+
+TEST(ParsePtxVersion, RejectsValuesThatOverflow) {
+  // 429496729 fits in 32 bits, but 429496729 * 10 + 6 is 2^32 and wraps to
+  // 0, which would then be reported as "--ptx-version=0.0 is too old".
+  EXPECT_EQ(parsePtxVersion("429496729.6"), std::nullopt);
+  EXPECT_EQ(parsePtxVersion("4294967295.0"), std::nullopt);
+}
+
+//===----------------------------------------------------------------------===//
+// allTargets and the presets
+//===----------------------------------------------------------------------===//
+
+TEST(AllTargets, EveryArchBothToolsSupportCubinsFirst) {
+  // sm_70 is missing: LLVM knows it, ptxas does not.
+  EXPECT_THAT(names(allTargets(cuda13Facts())),
+              ElementsAre("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a",
+                          "sm_100", "sm_100a", "sm_100f", "sm_120",
+                          "compute_75", "compute_80", "compute_86",
+                          "compute_89", "compute_90", "compute_90a",
+                          "compute_100", "compute_100a", "compute_100f",
+                          "compute_120"));
+}
+
+TEST(AllTargets, LeavesOutArchesNeedingNewerPtxThanPtxasAccepts) {
+  ToolFacts F = cuda13Facts();
+  F.PtxasRelease = "12.8";
+  F.PtxasMaxPtx = 87; // sm_100f needs 8.8
+  std::vector<std::string> Names = names(allTargets(F));
+  EXPECT_THAT(Names, ::testing::Not(::testing::Contains("sm_100f")));
+  EXPECT_THAT(Names, ::testing::Not(::testing::Contains("compute_100f")));
+  EXPECT_THAT(Names, ::testing::Contains("sm_120"));
+}
+
+TEST(AllTargets, Fields) {
+  std::vector<lto::Target> All = allTargets(cuda13Facts());
+  ASSERT_EQ(All.size(), 20u);
+  const lto::Target &Sm90a = All[5];
+  EXPECT_EQ(Sm90a.Name, "sm_90a");
+  EXPECT_EQ(Sm90a.Cpu, "sm_90a");
+  EXPECT_EQ(Sm90a.Sm, 90u);
+  EXPECT_FALSE(Sm90a.IsPTX);
+  EXPECT_EQ(Sm90a.PtxVersion, 80u);
+  const lto::Target &Compute120 = All.back();
+  EXPECT_EQ(Compute120.Name, "compute_120");
+  EXPECT_EQ(Compute120.Cpu, "sm_120");
+  EXPECT_TRUE(Compute120.IsPTX);
+  EXPECT_EQ(Compute120.PtxVersion, 87u);
+}
+
+TEST(PlanTargets, AllMajorIsFirstPlainSmOfEachGenerationPlusNewestPTX) {
+  EXPECT_THAT(plan({"all-major"}),
+              ElementsAre("sm_75", "sm_80", "sm_90", "sm_100", "sm_120",
+                          "compute_120"));
+}
+
+TEST(PlanTargets, AllIsEveryPlainSmPlusNewestPTX) {
+  EXPECT_THAT(plan({"all"}),
+              ElementsAre("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100",
+                          "sm_120", "compute_120"));
+}
+
+//===----------------------------------------------------------------------===//
+// Lists
+//===----------------------------------------------------------------------===//
+
+TEST(PlanTargets, CommaListsInOrder) {
+  EXPECT_THAT(plan({"sm_90,sm_80,compute_90"}),
+              ElementsAre("sm_90", "sm_80", "compute_90"));
+}
+
+TEST(PlanTargets, RepeatedListsAppendAndDropDuplicates) {
+  EXPECT_THAT(plan({"sm_90,sm_80", "sm_80,sm_90,compute_90", "sm_90"}),
+              ElementsAre("sm_90", "sm_80", "compute_90"));
+}
+
+TEST(PlanTargets, EmptyItemsAndSpacesIgnored) {
+  EXPECT_THAT(plan({",sm_80,, sm_90 ,"}), ElementsAre("sm_80", "sm_90"));
+}
+
+TEST(PlanTargets, PresetMixedWithExplicitTargetsKeepsFirstOccurrence) {
+  EXPECT_THAT(plan({"sm_90,compute_120", "all-major"}),
+              ElementsAre("sm_90", "compute_120", "sm_75", "sm_80", "sm_100",
+                          "sm_120"));
+}
+
+TEST(PlanTargets, NoTargets) {
+  for (std::vector<std::string> Lists :
+       {std::vector<std::string>{}, std::vector<std::string>{",,"}})
+    EXPECT_THAT_EXPECTED(
+        planTargets(Lists, cuda13Facts(), std::nullopt),
+        FailedWithMessage(HasSubstr("no targets: pass --arch")));
+}
+
+TEST(PlanTargets, ComputeIsPTXWithSmCpu) {
+  Expected<std::vector<lto::Target>> T =
+      planTargets({"compute_90a,sm_80"}, cuda13Facts(), std::nullopt);
+  ASSERT_THAT_EXPECTED(T, Succeeded());
+  ASSERT_EQ(T->size(), 2u);
+  EXPECT_EQ((*T)[0].Name, "compute_90a");
+  EXPECT_EQ((*T)[0].Cpu, "sm_90a");
+  EXPECT_EQ((*T)[0].Sm, 90u);
+  EXPECT_TRUE((*T)[0].IsPTX);
+  EXPECT_EQ((*T)[0].PtxVersion, 80u);
+  EXPECT_EQ((*T)[1].Name, "sm_80");
+  EXPECT_EQ((*T)[1].Cpu, "sm_80");
+  EXPECT_EQ((*T)[1].Sm, 80u);
+  EXPECT_FALSE((*T)[1].IsPTX);
+  EXPECT_EQ((*T)[1].PtxVersion, 70u);
+  EXPECT_EQ((*T)[1].ptxVersionString(), "7.0");
+}
+
+//===----------------------------------------------------------------------===//
+// PTX versions
+//===----------------------------------------------------------------------===//
+
+TEST(PlanTargets, PtxVersionIsTheArchMinimum) {
+  Expected<std::vector<lto::Target>> T = planTargets(
+      {"sm_75,sm_89,sm_100f,compute_120"}, cuda13Facts(), std::nullopt);
+  ASSERT_THAT_EXPECTED(T, Succeeded());
+  std::vector<unsigned> Versions;
+  for (const lto::Target &X : *T)
+    Versions.push_back(X.PtxVersion);
+  EXPECT_THAT(Versions, ElementsAre(63u, 78u, 88u, 87u));
+}
+
+TEST(PlanTargets, PtxVersionOverride) {
+  Expected<std::vector<lto::Target>> T =
+      planTargets({"sm_75,sm_90"}, cuda13Facts(), 85u);
+  ASSERT_THAT_EXPECTED(T, Succeeded());
+  EXPECT_EQ((*T)[0].PtxVersion, 85u);
+  EXPECT_EQ((*T)[1].PtxVersion, 85u);
+  EXPECT_EQ((*T)[1].ptxVersionString(), "8.5");
+}
+
+TEST(PlanTargets, PtxVersionOverrideTooOldForArch) {
+  EXPECT_THAT_EXPECTED(
+      planTargets({"sm_80,sm_90"}, cuda13Facts(), 70u),
+      FailedWithMessage("--ptx-version=7.0 is too old for sm_90, which needs "
+                        "PTX ISA 7.8 or newer"));
+}
+
+TEST(PlanTargets, PtxVersionOverrideNewerThanPtxas) {
+  EXPECT_THAT_EXPECTED(
+      planTargets({"sm_80"}, cuda13Facts(), 91u),
+      FailedWithMessage("--ptx-version=9.1 is newer than ptxas from CUDA 13.0 "
+                        "accepts (9.0)"));
+}
+
+TEST(PlanTargets, PtxVersionOverrideNewerThanLLVM) {
+  ToolFacts F = cuda13Facts();
+  F.LLVMMaxPtx = 88;
+  EXPECT_THAT_EXPECTED(
+      planTargets({"sm_80"}, F, 89u),
+      FailedWithMessage("--ptx-version=8.9 is newer than LLVM 22 can emit "
+                        "(8.8)"));
+}
+
+//===----------------------------------------------------------------------===//
+// Refusals
+//===----------------------------------------------------------------------===//
+
+TEST(PlanTargets, UnknownTargetSuggestsNearest) {
+  // LLVM does not know sm_81; sm_80 is the first at distance 1.
+  EXPECT_THAT_EXPECTED(
+      planTargets({"sm_81"}, cuda13Facts(), std::nullopt),
+      FailedWithMessage("unknown GPU target 'sm_81': did you mean 'sm_80'?"));
+  // Not even of the form sm_XX.
+  EXPECT_THAT_EXPECTED(
+      planTargets({"sm90a"}, cuda13Facts(), std::nullopt),
+      FailedWithMessage("unknown GPU target 'sm90a': did you mean 'sm_90a'?"));
+  EXPECT_THAT_EXPECTED(
+      planTargets({"compute_9O"}, cuda13Facts(), std::nullopt),
+      FailedWithMessage(
+          "unknown GPU target 'compute_9O': did you mean 'compute_90'?"));
+}
+
+TEST(PlanTargets, UnknownTargetFarFromAnyName) {
+  EXPECT_THAT_EXPECTED(
+      planTargets({"foobarbaz"}, cuda13Facts(), std::nullopt),
+      FailedWithMessage("unknown GPU target 'foobarbaz': targets are sm_XX, "
+                        "compute_XX, all-major or all"));
+  EXPECT_THAT_EXPECTED(
+      planTargets({"sm_1234567"}, cuda13Facts(), std::nullopt),
+      FailedWithMessage("unknown GPU target 'sm_1234567': LLVM 22 knows sm_XX "
+                        "targets from sm_75 to sm_120 (fatlink --list-targets "
+                        "lists them)"));
+}
+
+TEST(PlanTargets, TargetLLVMKnowsButPtxasDoesNot) {
+  EXPECT_THAT_EXPECTED(
+      planTargets({"sm_70"}, cuda13Facts(), std::nullopt),
+      FailedWithMessage(
+          "target sm_70 is not supported by ptxas from CUDA 13.0 (it supports "
+          "sm_75 to sm_120): use a CUDA toolkit that supports it "
+          "(--cuda-path), or drop sm_70 (fatlink --list-targets lists what "
+          "this machine can build)"));
+}
+
+TEST(PlanTargets, ArchNeedsNewerPtxThanPtxasAccepts) {
+  ToolFacts F = cuda13Facts();
+  F.PtxasRelease = "12.8";
+  F.PtxasMaxPtx = 87;
+  EXPECT_THAT_EXPECTED(
+      planTargets({"sm_100f"}, F, std::nullopt),
+      FailedWithMessage("target sm_100f needs PTX ISA 8.8, but ptxas from "
+                        "CUDA 12.8 accepts at most 8.7: use a newer CUDA "
+                        "toolkit (--cuda-path) or drop sm_100f"));
+}
+
+TEST(PlanTargets, EveryBadTargetReported) {
+  EXPECT_THAT_EXPECTED(
+      planTargets({"sm_70,sm_81,sm_80", "foobarbaz,sm_70"}, cuda13Facts(),
+                  std::nullopt),
+      FailedWithMessageArray(ElementsAre(
+          HasSubstr("target sm_70 is not supported by ptxas from CUDA 13.0"),
+          HasSubstr("unknown GPU target 'sm_81'"),
+          HasSubstr("unknown GPU target 'foobarbaz'"))));
+}
+
+//===----------------------------------------------------------------------===//
+// ptxas
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+// `ptxas --version` of CUDA 13.0.
+constexpr const char *PtxasVersion =
+    "ptxas: NVIDIA (R) Ptx optimizing assembler\n"
+    "Copyright (c) 2005-2025 NVIDIA Corporation\n"
+    "Built on Wed_Aug_20_01:55:12_PM_PDT_2025\n"
+    "Cuda compilation tools, release 13.0, V13.0.88\n"
+    "Build cuda_13.0.r13.0/compiler.36424714_0\n";
+
+// An excerpt of `ptxas --help` of CUDA 13.0: the option before --gpu-name,
+// --gpu-name with its list, and the option after it.
+constexpr const char *PtxasHelp =
+    "--generate-line-info                                (-lineinfo)\n"
+    "        Generate line-number information for device code.\n"
+    "\n"
+    "--gpu-name <gpu name>                               (-arch)\n"
+    "        Specify name of NVIDIA GPU to generate code for. This option also "
+    "takes virtual\n"
+    "        compute architectures, in which case code generation is "
+    "suppressed. This\n"
+    "        can be used for parsing only.\n"
+    "        Allowed values for this option:  "
+    "'compute_100','compute_100a','compute_100f',\n"
+    "        'compute_103','compute_103a','compute_103f','compute_110',"
+    "'compute_110a',\n"
+    "        'compute_110f','compute_120','compute_120a','compute_120f',"
+    "'compute_121',\n"
+    "        'compute_121a','compute_121f','compute_75','compute_80',"
+    "'compute_86','compute_87',\n"
+    "        'compute_88','compute_89','compute_90','compute_90a','lto_100',"
+    "'lto_100a',\n"
+    "        'lto_100f','lto_103','lto_103a','lto_103f','lto_110','lto_110a',"
+    "'lto_110f',\n"
+    "        'lto_120','lto_120a','lto_120f','lto_121','lto_121a','lto_121f',"
+    "'lto_75',\n"
+    "        'lto_80','lto_86','lto_87','lto_88','lto_89','lto_90','lto_90a',"
+    "'sm_100',\n"
+    "        'sm_100a','sm_100f','sm_103','sm_103a','sm_103f','sm_110',"
+    "'sm_110a','sm_110f',\n"
+    "        'sm_120','sm_120a','sm_120f','sm_121','sm_121a','sm_121f','sm_75',"
+    "'sm_80',\n"
+    "        'sm_86','sm_87','sm_88','sm_89','sm_90','sm_90a'.\n"
+    "        Default value:  'sm_75'.\n"
+    "\n"
+    "--help                                              (-h)\n"
+    "        Print this help information on this tool.\n";
+
+} // namespace
+
+TEST(ParsePtxasInfo, Cuda13) {
+  Expected<PtxasInfo> Info =
+      parsePtxasInfo("/cuda/bin/ptxas", PtxasVersion, PtxasHelp);
+  ASSERT_THAT_EXPECTED(Info, Succeeded());
+  EXPECT_EQ(Info->Path, "/cuda/bin/ptxas");
+  EXPECT_EQ(Info->Release, "13.0");
+  EXPECT_EQ(Info->MaxPtxVersion, 90u);
+  // Every quoted value of the list, in order; not the default value.
+  EXPECT_EQ(Info->Arches.size(), 69u);
+  EXPECT_EQ(Info->Arches.front(), "compute_100");
+  EXPECT_EQ(Info->Arches.back(), "sm_90a");
+  for (const char *A : {"sm_75", "sm_80", "sm_90a", "sm_100f", "sm_121f",
+                        "compute_75", "compute_120f"})
+    EXPECT_THAT(Info->Arches, ::testing::Contains(A));
+  EXPECT_THAT(Info->Arches, ::testing::Not(::testing::Contains("sm_70")));
+}
+
+TEST(ParsePtxasInfo, OlderReleaseWithoutMinor) {
+  Expected<PtxasInfo> Info = parsePtxasInfo(
+      "ptxas", "Cuda compilation tools, release 12.8, V12.8.93\n", PtxasHelp);
+  ASSERT_THAT_EXPECTED(Info, Succeeded());
+  EXPECT_EQ(Info->Release, "12.8");
+  EXPECT_EQ(Info->MaxPtxVersion, 87u);
+
+  Info = parsePtxasInfo("ptxas", "Cuda compilation tools, release 12\n",
+                        PtxasHelp);
+  ASSERT_THAT_EXPECTED(Info, Succeeded());
+  EXPECT_EQ(Info->Release, "12.0");
+  EXPECT_EQ(Info->MaxPtxVersion, 80u);
+}
+
+TEST(ParsePtxasInfo, VersionWithoutRelease) {
+  for (const char *V : {"", "ptxas: NVIDIA (R) Ptx optimizing assembler\n",
+                        "Cuda compilation tools, release x.y\n",
+                        "Cuda compilation tools, release 0.9\n"})
+    EXPECT_THAT_EXPECTED(
+        parsePtxasInfo("/opt/ptxas", V, PtxasHelp),
+        FailedWithMessage("/opt/ptxas: cannot read the CUDA release from "
+                          "`ptxas --version`: is this NVIDIA's ptxas?"))
+        << "'" << V << "'";
+}
+
+TEST(ParsePtxasInfo, HelpWithoutArchList) {
+  // No --gpu-name at all.
+  EXPECT_THAT_EXPECTED(
+      parsePtxasInfo("/opt/ptxas", PtxasVersion,
+                     "--help   (-h)\n  Print this help information.\n"),
+      FailedWithMessage("/opt/ptxas: cannot read the supported arches from "
+                        "`ptxas --help`"));
+  // --gpu-name, but no list of values.
+  EXPECT_THAT_EXPECTED(
+      parsePtxasInfo("/opt/ptxas", PtxasVersion,
+                     "--gpu-name <gpu name>   (-arch)\n  Specify the GPU.\n"),
+      FailedWithMessage("/opt/ptxas: cannot read the supported arches from "
+                        "`ptxas --help`"));
+  // A list with nothing in quotes.
+  EXPECT_THAT_EXPECTED(
+      parsePtxasInfo("/opt/ptxas", PtxasVersion,
+                     "--gpu-name <gpu name>\n"
+                     "  Allowed values for this option:  sm_80, sm_90\n"),
+      FailedWithMessage("/opt/ptxas: `ptxas --help` lists no GPU arches"));
+  // An unterminated quote ends the list.
+  EXPECT_THAT_EXPECTED(
+      parsePtxasInfo("/opt/ptxas", PtxasVersion,
+                     "--gpu-name <gpu name>\n"
+                     "  Allowed values for this option:  'sm_80"),
+      FailedWithMessage("/opt/ptxas: `ptxas --help` lists no GPU arches"));
+}
+
+TEST(MaxPtxVersionForCudaRelease, Table) {
+  EXPECT_EQ(maxPtxVersionForCudaRelease(13, 0), 90u);
+  EXPECT_EQ(maxPtxVersionForCudaRelease(12, 9), 88u);
+  EXPECT_EQ(maxPtxVersionForCudaRelease(12, 8), 87u);
+  EXPECT_EQ(maxPtxVersionForCudaRelease(12, 6), 85u);
+  EXPECT_EQ(maxPtxVersionForCudaRelease(12, 5), 85u);
+  EXPECT_EQ(maxPtxVersionForCudaRelease(12, 0), 80u);
+  EXPECT_EQ(maxPtxVersionForCudaRelease(11, 8), 78u);
+  EXPECT_EQ(maxPtxVersionForCudaRelease(11, 0), 70u);
+}
+
+TEST(MaxPtxVersionForCudaRelease, NewerThanTableIsNewestKnown) {
+  EXPECT_EQ(maxPtxVersionForCudaRelease(99, 0), 90u);
+  EXPECT_EQ(maxPtxVersionForCudaRelease(13, 5), 90u);
+  // A minor release past the last of its major is still that major's last.
+  EXPECT_EQ(maxPtxVersionForCudaRelease(12, 10), 88u);
+}
