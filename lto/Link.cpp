@@ -322,10 +322,11 @@ private:
 
 } // namespace
 
-/// Chooses, for each target, one image per source: plain bitcode always;
-/// of a source's per-arch alternatives, the exact arch, else the newest one
-/// not newer than the target (never an arch-specific `a`/`f` build of another
-/// arch). Targets that choose the same images form one group.
+/// Chooses, for each target, the images of each source: plain bitcode
+/// always; of a source's per-arch images, those of the exact arch, else of
+/// the newest arch not newer than the target (never an arch-specific `a`/`f`
+/// build of another arch). Targets that choose the same images form one
+/// group.
 Expected<std::vector<LinkGroup>> DeviceLinker::planGroups() {
   std::map<unsigned, std::vector<size_t>> BySource;
   for (auto [I, Image] : enumerate(Inputs.Images))
@@ -369,7 +370,11 @@ Expected<std::vector<LinkGroup>> DeviceLinker::planGroups() {
             T.Cpu.c_str(), T.Name.c_str()));
         continue;
       }
-      Chosen.push_back(*Best);
+      // An object may hold several translation units per arch (fatlink
+      // embed, ld -r): take every image of the chosen arch.
+      for (size_t I : Alternatives)
+        if (Inputs.Images[I].Arch == Inputs.Images[*Best].Arch)
+          Chosen.push_back(I);
     }
     Groups[Chosen].push_back(TI);
   }

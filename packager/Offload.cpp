@@ -102,6 +102,13 @@ Error addFatbin(StringRef Data, StringRef Origin, StringRef Section,
 /// possibly with zero padding between them).
 Error addOffloadBinaries(StringRef Data, StringRef Origin, StringRef Section,
                          std::vector<EmbeddedImage> &Out) {
+  // OffloadBinary::create wants 8-byte aligned bytes; a section of an
+  // archive member is only 2-byte aligned.
+  std::unique_ptr<MemoryBuffer> Copy;
+  if (!isAddrAligned(Align(OffloadBinary::getAlignment()), Data.data())) {
+    Copy = MemoryBuffer::getMemBufferCopy(Data);
+    Data = Copy->getBuffer();
+  }
   uint64_t Off = 0;
   while (Off < Data.size()) {
     if (Data[Off] == '\0') { // padding

@@ -1,0 +1,348 @@
+//===- linker/Embed.cpp - The `fatlink embed` command ---------------------===//
+//
+// Wraps device bitcode in a host ELF object the way clang's new offload
+// driver does, so that Rust device crates travel inside ordinary host static
+// libraries: every bitcode member of every input becomes one LLVM
+// OffloadBinary (IMG_Bitcode, OFK_Cuda) in a `.llvm.offloading` section
+// (SHT_LLVM_OFFLOADING, SHF_EXCLUDE: a host link drops it). `fatlink
+// device-link`, clang-linker-wrapper and `llvm-objdump --offloading` read
+// the result. The passes:
+//
+//   parse options   -> Config
+//   read inputs     -> every device image with its origin, checked to be
+//                      nvptx64 bitcode fatlink can read (lto::readInputs)
+//   choose the arch -> --arch, else the newest "target-cpu" in the bitcode
+//   write object    -> one OffloadBinary per image, in input order
+//
+// The arch an OffloadBinary records is the GPU its code may run on from:
+// clang-linker-wrapper compiles each arch's images together for that arch.
+// So one embed records one arch for all its plain bitcode: the newest
+// `target-cpu` any function was compiled for, never below sm_75, the oldest
+// arch CUDA 13's ptxas builds (rustc's nvptx default, sm_30, cannot be
+// built by any current toolkit). Images that already come with an arch (from
+// an OffloadBinary in an input object) keep it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "linker/Context.h"
+#include "linker/Linker.h"
+#include "linker/Options.h"
+#include "lto/LTO.h"
+#include "packager/Packager.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Option/Arg.h"
+#include "llvm/Option/ArgList.h"
+#include "llvm/Option/OptTable.h"
+#include "llvm/Option/Option.h"
+#include "llvm/Support/FileOutputBuffer.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/TimeProfiler.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <tuple>
+
+using namespace llvm;
+
+namespace fatlink {
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+enum ID {
+  OPT_INVALID = 0,
+#define OPTION(...) LLVM_MAKE_OPT_ID(__VA_ARGS__),
+#include "linker/EmbedOptions.inc"
+#undef OPTION
+};
+
+#define OPTTABLE_STR_TABLE_CODE
+#include "linker/EmbedOptions.inc"
+#undef OPTTABLE_STR_TABLE_CODE
+
+#define OPTTABLE_PREFIXES_TABLE_CODE
+#include "linker/EmbedOptions.inc"
+#undef OPTTABLE_PREFIXES_TABLE_CODE
+
+using namespace llvm::opt;
+constexpr opt::OptTable::Info InfoTable[] = {
+#define OPTION(...) LLVM_CONSTRUCT_OPT_INFO(__VA_ARGS__),
+#include "linker/EmbedOptions.inc"
+#undef OPTION
+};
+
+class EmbedOptTable : public opt::GenericOptTable {
+public:
+  EmbedOptTable()
+      : GenericOptTable(OptionStrTable, OptionPrefixesTable, InfoTable) {}
+};
+
+struct Config {
+  std::vector<std::string> Inputs;
+  std::string Output;
+  std::string Arch; // empty: from the bitcode
+  packager::HostArch Host = packager::HostArch::X86_64;
+};
+
+/// A GPU arch name, "sm_90a" -> {90, "a"}.
+struct GpuArch {
+  unsigned Sm = 0;
+  std::string Suffix;
+};
+
+} // namespace
+
+/// The oldest arch CUDA 13's ptxas builds; the floor of the default arch.
+static constexpr unsigned MinDefaultSm = 75;
+
+static std::optional<GpuArch> parseGpuArch(StringRef Name) {
+  if (!Name.consume_front("sm_"))
+    return std::nullopt;
+  StringRef Digits = Name.take_while(isDigit);
+  StringRef Suffix = Name.drop_front(Digits.size());
+  GpuArch A;
+  if (Digits.empty() || Digits.getAsInteger(10, A.Sm) ||
+      !(Suffix.empty() || Suffix == "a" || Suffix == "f"))
+    return std::nullopt;
+  A.Suffix = Suffix.str();
+  return A;
+}
+
+/// Checks --arch against the processors this LLVM's NVPTX backend knows.
+static Error checkArch(StringRef Arch) {
+  Expected<std::vector<lto::ArchInfo>> Known = lto::getLLVMArches();
+  if (!Known)
+    return Known.takeError();
+  std::string Nearest;
+  unsigned Best = ~0u;
+  for (const lto::ArchInfo &A : *Known) {
+    if (A.Cpu == Arch)
+      return Error::success();
+    unsigned D = Arch.edit_distance(A.Cpu);
+    if (D < Best) {
+      Best = D;
+      Nearest = A.Cpu;
+    }
+  }
+  std::string Msg = "unknown GPU arch '" + Arch.str() + "' for --arch";
+  if (Best <= 2)
+    Msg += ": did you mean '" + Nearest + "'?";
+  else
+    Msg += ": expected sm_XX[a|f], e.g. sm_80";
+  return createStringError(inconvertibleErrorCode(), Msg);
+}
+
+static Expected<packager::HostArch> parseHostArch(StringRef Name,
+                                                  StringRef Where) {
+  Triple T(Name);
+  switch (T.getArch()) {
+  case Triple::x86_64:
+    return packager::HostArch::X86_64;
+  case Triple::aarch64:
+    return packager::HostArch::AArch64;
+  default:
+    return createStringError(inconvertibleErrorCode(),
+                             "unsupported host arch '%s'%s: pass "
+                             "--host-arch=x86_64 or --host-arch=aarch64",
+                             Name.str().c_str(), Where.str().c_str());
+  }
+}
+
+static Expected<Config> parseConfig(Context &Ctx,
+                                    const opt::InputArgList &Args) {
+  Config C;
+  Error Errors = Error::success();
+  auto Fail = [&](Error E) {
+    Errors = joinErrors(std::move(Errors), std::move(E));
+  };
+
+  for (const opt::Arg *A : Args.filtered(OPT_INPUT))
+    C.Inputs.push_back(A->getValue());
+  C.Output = Args.getLastArgValue(OPT_output).str();
+  C.Arch = Args.getLastArgValue(OPT_arch_EQ).str();
+  Ctx.Verbose = Args.hasArg(OPT_verbose);
+
+  if (C.Output.empty())
+    Fail(createStringError(inconvertibleErrorCode(),
+                           "no output: pass -o <file.o>"));
+  if (const opt::Arg *A = Args.getLastArg(OPT_arch_EQ))
+    if (Error E = checkArch(A->getValue()))
+      Fail(std::move(E));
+
+  Expected<packager::HostArch> Host =
+      Args.hasArg(OPT_host_arch_EQ)
+          ? parseHostArch(Args.getLastArgValue(OPT_host_arch_EQ), "")
+          : parseHostArch(Triple(sys::getDefaultTargetTriple()).getArchName(),
+                          " (this machine's)");
+  if (Host)
+    C.Host = *Host;
+  else
+    Fail(Host.takeError());
+
+  if (Errors)
+    return std::move(Errors);
+  return C;
+}
+
+//===----------------------------------------------------------------------===//
+// Passes
+//===----------------------------------------------------------------------===//
+
+/// The newest "target-cpu" of the functions defined in \p MB, if any. The
+/// module is read lazily: function bodies stay unread.
+static Expected<std::optional<std::string>> newestTargetCpu(MemoryBufferRef MB,
+                                                            StringRef Origin) {
+  LLVMContext LLVMCtx;
+  Expected<std::unique_ptr<Module>> MOrErr = getLazyBitcodeModule(MB, LLVMCtx);
+  if (!MOrErr)
+    return createStringError(inconvertibleErrorCode(),
+                             "%s: corrupt bitcode: %s", Origin.str().c_str(),
+                             toString(MOrErr.takeError()).c_str());
+  std::optional<std::string> Newest;
+  std::optional<GpuArch> NewestArch;
+  for (const Function &F : **MOrErr) {
+    if (F.isDeclaration())
+      continue;
+    StringRef Cpu = F.getFnAttribute("target-cpu").getValueAsString();
+    std::optional<GpuArch> A = parseGpuArch(Cpu);
+    // Newer SM first; at the same SM an `a`/`f` build needs that exact arch.
+    if (A &&
+        (!NewestArch || std::tie(A->Sm, A->Suffix) >
+                            std::tie(NewestArch->Sm, NewestArch->Suffix))) {
+      NewestArch = A;
+      Newest = Cpu.str();
+    }
+  }
+  return Newest;
+}
+
+/// The arch recorded for plain bitcode: see the file comment.
+static Expected<std::string> chooseArch(Context &Ctx, const Config &C,
+                                        const lto::InputSet &Inputs) {
+  TimeTraceScope Scope("Choose arch");
+  if (!C.Arch.empty())
+    return C.Arch;
+  std::string Newest;
+  GpuArch NewestArch;
+  for (const lto::DeviceImage &Image : Inputs.Images) {
+    if (!Image.Arch.empty())
+      continue;
+    Expected<std::optional<std::string>> Cpu =
+        newestTargetCpu(Image.Bitcode, Image.Origin);
+    if (!Cpu)
+      return Cpu.takeError();
+    if (!*Cpu)
+      continue;
+    Ctx.verbose(Image.Origin + ": target-cpu " + **Cpu);
+    std::optional<GpuArch> A = parseGpuArch(**Cpu);
+    if (std::tie(A->Sm, A->Suffix) >
+        std::tie(NewestArch.Sm, NewestArch.Suffix)) {
+      Newest = **Cpu;
+      NewestArch = *A;
+    }
+  }
+  if (NewestArch.Sm < MinDefaultSm) {
+    Ctx.verbose("arch: sm_" + Twine(MinDefaultSm) + " (" +
+                (Newest.empty() ? "no target-cpu in the bitcode"
+                                : "the bitcode asks for " + Newest) +
+                "; pass --arch to choose)");
+    return "sm_" + std::to_string(MinDefaultSm);
+  }
+  Ctx.verbose("arch: " + Newest + " (the newest target-cpu in the bitcode)");
+  return Newest;
+}
+
+static Error writeOutput(const Config &C, StringRef Data) {
+  TimeTraceScope Scope("Write output");
+  if (sys::fs::is_directory(C.Output))
+    return createStringError(inconvertibleErrorCode(),
+                             "-o %s is a directory, not a file",
+                             C.Output.c_str());
+  Expected<std::unique_ptr<FileOutputBuffer>> BufOrErr =
+      FileOutputBuffer::create(C.Output, Data.size());
+  if (!BufOrErr)
+    return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
+                             C.Output.c_str(),
+                             toString(BufOrErr.takeError()).c_str());
+  llvm::copy(Data, (*BufOrErr)->getBufferStart());
+  if (Error E = (*BufOrErr)->commit())
+    return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
+                             C.Output.c_str(), toString(std::move(E)).c_str());
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// The command
+//===----------------------------------------------------------------------===//
+
+static Error embed(Context &Ctx, const Config &C) {
+  // One reader for all device inputs: the same checks (nvptx64, LLVM
+  // version) and origins as device-link.
+  Expected<lto::InputSet> Inputs = lto::readInputs(C.Inputs);
+  if (!Inputs)
+    return Inputs.takeError();
+  for (const std::string &Note : Inputs->Skipped)
+    Ctx.verbose("skipped " + Note);
+  // From here on, the set of images is fixed.
+
+  // The arch the images' code may run on from.
+  Expected<std::string> Arch = chooseArch(Ctx, C, *Inputs);
+  if (!Arch)
+    return Arch.takeError();
+
+  // One OffloadBinary per image, in input order.
+  TimeTraceScope Scope("Write object");
+  std::vector<packager::OffloadImage> Images;
+  for (const lto::DeviceImage &Image : Inputs->Images) {
+    packager::OffloadImage I;
+    I.Arch = Image.Arch.empty() ? *Arch : Image.Arch;
+    I.Bitcode = Image.Bitcode.getBuffer().str();
+    Ctx.verbose("embed " + Image.Origin + " [" + I.Arch + "]");
+    Images.push_back(std::move(I));
+  }
+  Expected<std::string> Object = packager::writeOffloadObject(Images, C.Host);
+  if (!Object)
+    return Object.takeError();
+  return writeOutput(C, *Object);
+}
+
+int embedMain(ArrayRef<const char *> Args, raw_ostream &Out, raw_ostream &Err) {
+  Context Ctx(Out, Err);
+  EmbedOptTable Table;
+  BumpPtrAllocator Alloc;
+  StringSaver Saver(Alloc);
+  Expected<opt::InputArgList> ArgsOrErr =
+      parseArgs(Table, Args, Saver, OPT_UNKNOWN);
+  if (!ArgsOrErr) {
+    Ctx.error(ArgsOrErr.takeError());
+    return 1;
+  }
+  if (ArgsOrErr->hasArg(OPT_help)) {
+    Table.printHelp(Out, "fatlink embed [options] <inputs...> -o <file.o>",
+                    "fatlink embed: wrap device bitcode (.bc, rustc .rcgu.o, "
+                    "rlibs) as LLVM OffloadBinaries in a host object, as "
+                    "clang --offload-new-driver does");
+    return 0;
+  }
+  if (ArgsOrErr->hasArg(OPT_version)) {
+    Out << versionString() << "\n";
+    return 0;
+  }
+  Expected<Config> C = parseConfig(Ctx, *ArgsOrErr);
+  if (!C) {
+    Ctx.error(C.takeError());
+    return 1;
+  }
+  if (Error E = embed(Ctx, *C))
+    Ctx.error(std::move(E));
+  return Ctx.exitCode();
+}
+
+} // namespace fatlink

@@ -1,0 +1,393 @@
+//===- linker/Inspect.cpp - The `fatlink inspect` command -----------------===//
+//
+// What `cuobjdump --list-elf --list-ptx --extract-*` does, for every
+// container of GPU code fatlink knows: bare fatbins, host objects, static
+// archives, executables and shared libraries from nvcc, clang (old and new
+// offload driver), fatbinary and fatlink itself. The passes:
+//
+//   parse options -> Config
+//   scan files    -> every fatbin entry and OffloadBinary, in file order
+//                    (packager::scanFile); a broken file is reported with
+//                    its name and offset, and the next file is still read
+//   name entries  -> <file>.<index>.<arch>.<ext>, index counted over the
+//                    whole command line, so names are unique and stable
+//   extract       -> all files or none, each renamed into place
+//   report        -> an aligned table, or JSON for scripts
+//
+// Sizes: "stored" is what the entry takes in the file (a fatbin payload
+// with its padding, compressed or not); "size" is the image as extracted:
+// decompressed, a PTX text without its terminating NUL, a cubin without
+// the container's padding.
+//
+//===----------------------------------------------------------------------===//
+
+#include "linker/Context.h"
+#include "linker/Linker.h"
+#include "linker/Options.h"
+#include "packager/Packager.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Option/Arg.h"
+#include "llvm/Option/ArgList.h"
+#include "llvm/Option/OptTable.h"
+#include "llvm/Option/Option.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/FileOutputBuffer.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/TimeProfiler.h"
+
+#include <array>
+#include <tuple>
+
+using namespace llvm;
+
+namespace fatlink {
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+enum ID {
+  OPT_INVALID = 0,
+#define OPTION(...) LLVM_MAKE_OPT_ID(__VA_ARGS__),
+#include "linker/InspectOptions.inc"
+#undef OPTION
+};
+
+#define OPTTABLE_STR_TABLE_CODE
+#include "linker/InspectOptions.inc"
+#undef OPTTABLE_STR_TABLE_CODE
+
+#define OPTTABLE_PREFIXES_TABLE_CODE
+#include "linker/InspectOptions.inc"
+#undef OPTTABLE_PREFIXES_TABLE_CODE
+
+using namespace llvm::opt;
+constexpr opt::OptTable::Info InfoTable[] = {
+#define OPTION(...) LLVM_CONSTRUCT_OPT_INFO(__VA_ARGS__),
+#include "linker/InspectOptions.inc"
+#undef OPTION
+};
+
+class InspectOptTable : public opt::GenericOptTable {
+public:
+  InspectOptTable()
+      : GenericOptTable(OptionStrTable, OptionPrefixesTable, InfoTable) {}
+};
+
+struct Config {
+  std::vector<std::string> Inputs;
+  std::string ExtractDir; // empty: no extraction
+  bool Json = false;
+};
+
+/// One image found, with what the report shows about it.
+struct Entry {
+  std::string File; ///< the input path it was found in
+  packager::EmbeddedImage Image;
+  std::string Kind;        ///< "cubin", "ptx", "bitcode", ...
+  std::string Version;     ///< "8.0" for PTX ISA 8.0; "" when none
+  std::string Compression; ///< "none", "zstd", "lz4"
+  StringRef Bytes;         ///< the image as extracted (into Image.Data)
+  std::string Name;        ///< the file name --extract writes
+};
+
+} // namespace
+
+static Expected<Config> parseConfig(Context &Ctx,
+                                    const opt::InputArgList &Args) {
+  Config C;
+  for (const opt::Arg *A : Args.filtered(OPT_INPUT))
+    C.Inputs.push_back(A->getValue());
+  C.ExtractDir = Args.getLastArgValue(OPT_extract_EQ).str();
+  C.Json = Args.hasArg(OPT_json);
+  Ctx.Verbose = Args.hasArg(OPT_verbose);
+  if (C.Inputs.empty())
+    return createStringError(inconvertibleErrorCode(), "no input files");
+  if (Args.hasArg(OPT_extract_EQ) && C.ExtractDir.empty())
+    return createStringError(inconvertibleErrorCode(),
+                             "--extract needs a directory");
+  return C;
+}
+
+//===----------------------------------------------------------------------===//
+// Describing entries
+//===----------------------------------------------------------------------===//
+
+/// A cubin's ELF extent, when its header is readable: a fatbin pads the
+/// payload to 8 bytes, and the extracted cubin should not carry that.
+static StringRef trimCubin(StringRef Data) {
+  using namespace support::endian;
+  if (Data.size() < 64 || !Data.starts_with("\x7f"
+                                            "ELF\x02\x01"))
+    return Data;
+  uint64_t End = 64;
+  // (table offset field, entry size field, count field) of the section
+  // and program header tables.
+  for (auto [OffAt, SizeAt, CountAt] :
+       {std::tuple(0x28, 0x3a, 0x3c), std::tuple(0x20, 0x36, 0x38)}) {
+    uint64_t Off = read64le(Data.data() + OffAt);
+    uint64_t Len = uint64_t(read16le(Data.data() + SizeAt)) *
+                   read16le(Data.data() + CountAt);
+    if (Off > Data.size() || Len > Data.size() - Off)
+      return Data;
+    if (Len)
+      End = std::max(End, Off + Len);
+  }
+  StringRef Tail = Data.drop_front(End);
+  if (Tail.find_first_not_of('\0') != StringRef::npos)
+    return Data; // something past the tables: keep every byte
+  return Data.take_front(End);
+}
+
+static void describe(Entry &E) {
+  using packager::EmbeddedImage;
+  const EmbeddedImage &I = E.Image;
+  E.Bytes = I.Data;
+  if (I.Container == EmbeddedImage::ContainerKind::Fatbin) {
+    E.Kind = I.Kind;
+    E.Version = (Twine(I.Major) + "." + Twine(I.Minor)).str();
+    E.Compression = I.Flags & packager::FlagZstd  ? "zstd"
+                    : I.Flags & packager::FlagLZ4 ? "lz4"
+                                                  : "none";
+  } else {
+    // OffloadBinary image kinds, by their LLVM names.
+    E.Kind = StringSwitch<std::string>(I.Kind)
+                 .Case("o", "object")
+                 .Case("bc", "bitcode")
+                 .Case("s", "ptx")
+                 .Case("spv", "spirv")
+                 .Default(I.Kind);
+    E.Compression = "none";
+  }
+  if (E.Kind == "ptx")
+    E.Bytes = E.Bytes.rtrim('\0');
+  else if (E.Kind == "cubin")
+    E.Bytes = trimCubin(E.Bytes);
+}
+
+/// The extension an extracted image gets.
+static StringRef extensionOf(StringRef Kind) {
+  return StringSwitch<StringRef>(Kind)
+      .Case("bitcode", "bc")
+      .Case("object", "o")
+      .Case("nvvm-ir", "nvvm")
+      .Case("spirv", "spv")
+      .Default(Kind);
+}
+
+//===----------------------------------------------------------------------===//
+// Passes
+//===----------------------------------------------------------------------===//
+
+/// Files reported broken before inspect stops reading (as lld caps errors).
+static constexpr unsigned MaxBrokenFiles = 20;
+
+/// Scans every file; a file that cannot be read is reported and the next
+/// one is still scanned, so one run shows every broken input (up to
+/// MaxBrokenFiles).
+static std::vector<Entry> scanFiles(Context &Ctx, const Config &C) {
+  TimeTraceScope Scope("Scan files");
+  std::vector<Entry> Entries;
+  unsigned Broken = 0;
+  for (const std::string &Path : C.Inputs) {
+    if (Broken == MaxBrokenFiles) {
+      Ctx.error("too many broken files, the first " + Twine(MaxBrokenFiles) +
+                " shown");
+      break;
+    }
+    ErrorOr<std::unique_ptr<MemoryBuffer>> MBOrErr =
+        MemoryBuffer::getFile(Path, /*IsText=*/false,
+                              /*RequiresNullTerminator=*/false);
+    if (!MBOrErr) {
+      Ctx.error("cannot open " + Path + ": " + MBOrErr.getError().message());
+      ++Broken;
+      continue;
+    }
+    Expected<std::vector<packager::EmbeddedImage>> Images =
+        packager::scanFile((*MBOrErr)->getBuffer(), Path);
+    if (!Images) {
+      Ctx.error(Images.takeError());
+      ++Broken;
+      continue;
+    }
+    Ctx.verbose(Path + ": " + Twine(Images->size()) + " image" +
+                (Images->size() == 1 ? "" : "s"));
+    for (packager::EmbeddedImage &I : *Images)
+      Entries.push_back({Path, std::move(I)});
+  }
+  // From here on, the list of entries is fixed.
+  for (auto [Index, E] : enumerate(Entries)) {
+    describe(E);
+    E.Name = (sys::path::filename(E.File) + "." + Twine(Index) + "." +
+              (E.Image.Arch.empty() ? "noarch" : E.Image.Arch) + "." +
+              extensionOf(E.Kind))
+                 .str();
+  }
+  return Entries;
+}
+
+/// Writes every entry into the directory, or none: each goes to a
+/// temporary beside its destination and is renamed into place only when
+/// all were written.
+static Error extract(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
+  TimeTraceScope Scope("Extract");
+  if (sys::fs::exists(C.ExtractDir) && !sys::fs::is_directory(C.ExtractDir))
+    return createStringError(inconvertibleErrorCode(),
+                             "--extract=%s: exists and is not a directory",
+                             C.ExtractDir.c_str());
+  if (std::error_code EC = sys::fs::create_directories(C.ExtractDir))
+    return createStringError(EC, "cannot create directory %s: %s",
+                             C.ExtractDir.c_str(), EC.message().c_str());
+  std::vector<std::unique_ptr<FileOutputBuffer>> Buffers;
+  for (const Entry &E : Entries) {
+    SmallString<256> Path(C.ExtractDir);
+    sys::path::append(Path, E.Name);
+    Expected<std::unique_ptr<FileOutputBuffer>> BufOrErr =
+        FileOutputBuffer::create(Path, E.Bytes.size());
+    if (!BufOrErr)
+      return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
+                               Path.c_str(),
+                               toString(BufOrErr.takeError()).c_str());
+    llvm::copy(E.Bytes, (*BufOrErr)->getBufferStart());
+    Buffers.push_back(std::move(*BufOrErr));
+  }
+  for (auto [E, Buf] : zip(Entries, Buffers)) {
+    std::string Path = Buf->getPath().str();
+    if (Error Err = Buf->commit())
+      return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
+                               Path.c_str(), toString(std::move(Err)).c_str());
+    Ctx.verbose("wrote " + Path);
+  }
+  return Error::success();
+}
+
+static void printTable(Context &Ctx, ArrayRef<Entry> Entries) {
+  std::vector<std::array<std::string, 9>> Rows;
+  Rows.push_back({"origin", "section", "kind", "arch", "version", "stored",
+                  "size", "compression", "name"});
+  for (const Entry &E : Entries) {
+    const packager::EmbeddedImage &I = E.Image;
+    auto OrDash = [](StringRef S) { return S.empty() ? "-" : S.str(); };
+    Rows.push_back({I.Origin, OrDash(I.Section), E.Kind, OrDash(I.Arch),
+                    OrDash(E.Version), std::to_string(I.StoredSize),
+                    std::to_string(E.Bytes.size()), E.Compression, E.Name});
+  }
+  std::array<size_t, 9> Width{};
+  for (const auto &Row : Rows)
+    for (size_t Col = 0; Col != Row.size(); ++Col)
+      Width[Col] = std::max(Width[Col], Row[Col].size());
+  for (const auto &Row : Rows) {
+    std::string Line;
+    for (size_t Col = 0; Col != Row.size(); ++Col) {
+      // Sizes are right-aligned; the last column is not padded.
+      bool Number = Col == 5 || Col == 6;
+      size_t Pad = Width[Col] - Row[Col].size();
+      if (Number)
+        Line.append(Pad, ' ');
+      Line += Row[Col];
+      if (Col + 1 != Row.size())
+        Line.append(Number ? 2 : Pad + 2, ' ');
+    }
+    Ctx.Out << Line << "\n";
+  }
+}
+
+static void printJson(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
+  json::OStream J(Ctx.Out, 2);
+  J.array([&] {
+    for (const Entry &E : Entries) {
+      const packager::EmbeddedImage &I = E.Image;
+      bool IsFatbin =
+          I.Container == packager::EmbeddedImage::ContainerKind::Fatbin;
+      J.object([&] {
+        J.attribute("file", E.File);
+        J.attribute("origin", I.Origin);
+        J.attribute("section", I.Section);
+        J.attribute("container", IsFatbin ? "fatbin" : "offload-binary");
+        J.attribute("offset", int64_t(I.Offset));
+        J.attribute("kind", E.Kind);
+        J.attribute("arch", I.Arch);
+        if (!IsFatbin)
+          J.attribute("triple", I.Triple);
+        J.attribute("version", E.Version.empty() ? json::Value(nullptr)
+                                                 : json::Value(E.Version));
+        J.attribute("flags", int64_t(I.Flags));
+        J.attribute("stored_size", int64_t(I.StoredSize));
+        J.attribute("size", int64_t(E.Bytes.size()));
+        J.attribute("compression", E.Compression);
+        J.attribute("name", E.Name);
+        if (!C.ExtractDir.empty()) {
+          SmallString<256> Path(C.ExtractDir);
+          sys::path::append(Path, E.Name);
+          J.attribute("extracted", Path.str());
+        }
+      });
+    }
+  });
+  Ctx.Out << "\n";
+}
+
+//===----------------------------------------------------------------------===//
+// The command
+//===----------------------------------------------------------------------===//
+
+static Error inspect(Context &Ctx, const Config &C) {
+  std::vector<Entry> Entries = scanFiles(Ctx, C);
+  // A broken input was reported; extracting or listing the rest would
+  // hide it in the output of a script.
+  if (Ctx.hasErrors())
+    return Error::success();
+  if (!C.ExtractDir.empty())
+    if (Error E = extract(Ctx, C, Entries))
+      return E;
+  if (C.Json)
+    printJson(Ctx, C, Entries);
+  else if (Entries.empty())
+    Ctx.Out << "no fatbin or OffloadBinary found\n";
+  else
+    printTable(Ctx, Entries);
+  return Error::success();
+}
+
+int inspectMain(ArrayRef<const char *> Args, raw_ostream &Out,
+                raw_ostream &Err) {
+  Context Ctx(Out, Err);
+  InspectOptTable Table;
+  BumpPtrAllocator Alloc;
+  StringSaver Saver(Alloc);
+  Expected<opt::InputArgList> ArgsOrErr =
+      parseArgs(Table, Args, Saver, OPT_UNKNOWN);
+  if (!ArgsOrErr) {
+    Ctx.error(ArgsOrErr.takeError());
+    return 1;
+  }
+  if (ArgsOrErr->hasArg(OPT_help)) {
+    Table.printHelp(Out, "fatlink inspect [options] <files...>",
+                    "fatlink inspect: list (and extract) the GPU code in "
+                    "fatbins, host objects, archives, executables and "
+                    "shared libraries");
+    return 0;
+  }
+  if (ArgsOrErr->hasArg(OPT_version)) {
+    Out << versionString() << "\n";
+    return 0;
+  }
+  Expected<Config> C = parseConfig(Ctx, *ArgsOrErr);
+  if (!C) {
+    Ctx.error(C.takeError());
+    return 1;
+  }
+  if (Error E = inspect(Ctx, *C))
+    Ctx.error(std::move(E));
+  return Ctx.exitCode();
+}
+
+} // namespace fatlink

@@ -1,0 +1,28 @@
+// Options of `fatlink inspect`. Every option has help text; `--help` prints
+// them grouped as below.
+include "llvm/Option/OptParser.td"
+
+class F<string name, string help> : Flag<["--"], name>, HelpText<help>;
+class J<string name, string meta, string help>
+    : Joined<["--"], name # "=">, MetaVarName<meta>, HelpText<help>;
+// `--name=value` and `--name value`.
+multiclass JS<string name, string meta, string help> {
+  def NAME # _EQ : J<name, meta, help>;
+  def : Separate<["--"], name>, Alias<!cast<Joined>(NAME # "_EQ")>;
+}
+
+def grp_output : OptionGroup<"output">, HelpText<"OUTPUT">;
+def grp_diag : OptionGroup<"diag">, HelpText<"DIAGNOSTICS">;
+
+def json : F<"json",
+  "Print the entries as a JSON array instead of a table">, Group<grp_output>;
+defm extract : JS<"extract", "<dir>",
+  "Write every entry to <dir> (created if needed) under the name the table "
+  "shows: <file>.<index>.<arch>.<cubin|ptx|bc|...>">, Group<grp_output>;
+
+def verbose : Flag<["-"], "v">, Group<grp_diag>,
+  HelpText<"Print each file scanned and each file --extract writes">;
+def verbose_long : Flag<["--"], "verbose">, Alias<verbose>;
+def help : F<"help", "Print this help">;
+def help_short : Flag<["-"], "h">, Alias<help>;
+def version : F<"version", "Print the version">;
