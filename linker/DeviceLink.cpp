@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "linker/Context.h"
+#include "linker/DeviceBuild.h"
 #include "linker/Linker.h"
 #include "linker/Options.h"
 #include "linker/Targets.h"
@@ -79,31 +80,7 @@ public:
       : GenericOptTable(OptionStrTable, OptionPrefixesTable, InfoTable) {}
 };
 
-enum class OutputKind {
-  File,       ///< one .cubin or .ptx
-  Directory,  ///< <target>.cubin / <target>.ptx
-  Fatbin,     ///< every target in one fatbin
-  HostObject, ///< the fatbin in a host ELF object
-};
-
-struct Config {
-  std::vector<std::string> Inputs;
-  std::string Output;
-  OutputKind OutKind = OutputKind::Directory;
-  std::vector<std::string> ArchLists;
-  std::optional<unsigned> PtxVersion;
-  lto::LinkOptions Link;
-  unsigned Jobs = 0; // 0: all cores
-  bool EmitPTX = false;
-  bool ListTargets = false;
-  std::string JsonPath;
-  std::string TimeTracePath;
-  unsigned TimeTraceGranularity = 500;
-  packager::FatbinOptions Fatbin;
-  packager::HostArch HostArch = packager::HostArch::X86_64;
-  ToolkitPaths Paths;
-  unsigned PtxasTimeout = 0;
-};
+using Config = DeviceLinkConfig;
 
 } // namespace
 
@@ -111,8 +88,38 @@ const char *versionString() {
   return "fatlink 0.1.0 (LLVM " LLVM_VERSION_STRING ")";
 }
 
-/// The host triple for --host-arch (an arch name), or this machine's.
-static std::string hostTriple(StringRef Arch) {
+Expected<packager::FatbinOptions> parseCompression(StringRef Name,
+                                                  StringRef Value) {
+  packager::FatbinOptions F;
+  StringRef V = Value;
+  unsigned Level = 19;
+  if (V == "none")
+    F.Compress = packager::Compression::None;
+  else if (V == "zstd" || (V.consume_front("zstd-") &&
+                           !V.getAsInteger(10, Level) && Level >= 1 &&
+                           Level <= 22))
+    F.ZstdLevel = int(Level);
+  else
+    return createStringError(inconvertibleErrorCode(),
+                             "invalid value for %s: '%s' (expected none, "
+                             "zstd or zstd-1 to zstd-22)",
+                             Name.str().c_str(), Value.str().c_str());
+  return F;
+}
+
+Expected<packager::HostArch> parseHostArch(StringRef TripleStr) {
+  Triple Host(TripleStr);
+  if (Host.getArch() == Triple::x86_64)
+    return packager::HostArch::X86_64;
+  if (Host.getArch() == Triple::aarch64)
+    return packager::HostArch::AArch64;
+  return createStringError(inconvertibleErrorCode(),
+                           "unsupported host architecture '%s': fatlink "
+                           "writes host objects for x86_64 and aarch64",
+                           Host.getArchName().str().c_str());
+}
+
+std::string hostTriple(StringRef Arch) {
   if (Arch.empty())
     return sys::getDefaultTargetTriple();
   return (Arch + "-unknown-linux-gnu").str();
@@ -196,30 +203,18 @@ static Expected<Config> parseConfig(Context &Ctx, const opt::InputArgList &Args)
   }
 
   if (const opt::Arg *A = Args.getLastArg(OPT_compress_EQ)) {
-    StringRef V = A->getValue();
-    unsigned Level = 19;
-    if (V == "none")
-      C.Fatbin.Compress = packager::Compression::None;
-    else if (V == "zstd" ||
-             (V.consume_front("zstd-") && !V.getAsInteger(10, Level) &&
-              Level >= 1 && Level <= 22))
-      C.Fatbin.ZstdLevel = int(Level);
+    Expected<packager::FatbinOptions> F =
+        parseCompression("--compress", A->getValue());
+    if (F)
+      C.Fatbin = *F;
     else
-      Fail(createStringError(inconvertibleErrorCode(),
-                             "invalid value for --compress: '%s' (expected "
-                             "none, zstd or zstd-1 to zstd-22)",
-                             A->getValue()));
+      Fail(F.takeError());
   }
-  Triple Host(hostTriple(Args.getLastArgValue(OPT_host_arch_EQ)));
-  if (Host.getArch() == Triple::x86_64)
-    C.HostArch = packager::HostArch::X86_64;
-  else if (Host.getArch() == Triple::aarch64)
-    C.HostArch = packager::HostArch::AArch64;
+  if (Expected<packager::HostArch> H =
+          parseHostArch(hostTriple(Args.getLastArgValue(OPT_host_arch_EQ))))
+    C.HostArch = *H;
   else
-    Fail(createStringError(inconvertibleErrorCode(),
-                           "unsupported host architecture '%s': fatlink "
-                           "writes host objects for x86_64 and aarch64",
-                           Host.getArchName().str().c_str()));
+    Fail(H.takeError());
 
   // --save-temps keeps intermediates beside the output (or in the given
   // directory), named after the output.
@@ -251,8 +246,7 @@ static Expected<Config> parseConfig(Context &Ctx, const opt::InputArgList &Args)
 // Passes
 //===----------------------------------------------------------------------===//
 
-/// What LLVM and the installed ptxas support.
-static Expected<ToolFacts> probeTools(Context &Ctx, const Config &C) {
+Expected<ToolFacts> probeTools(Context &Ctx, const Config &C) {
   TimeTraceScope Scope("Probe tools");
   ToolFacts F;
   F.LLVMMajor = LLVM_VERSION_MAJOR;
@@ -285,16 +279,6 @@ static void printTargets(Context &Ctx, const ToolFacts &Facts) {
     Ctx.Out << left_justify(T.Name, 15) << " " << left_justify(T.IsPTX ? "ptx" : "cubin", 7)
             << " " << T.ptxVersionString() << "\n";
 }
-
-namespace {
-
-/// The code of one target.
-struct TargetOutput {
-  std::string PTX;
-  std::string Cubin; // empty for compute_XX targets
-};
-
-} // namespace
 
 /// Generates PTX for one target and assembles it (sm_XX) or checks it
 /// (compute_XX) with ptxas.
@@ -396,11 +380,7 @@ struct OutputFile {
   StringRef Data;
 };
 
-/// Packaged outputs (.fatbin, .o) own their bytes.
-struct Packaged {
-  std::string Fatbin;
-  std::string Object;
-};
+
 
 } // namespace
 
@@ -408,7 +388,7 @@ struct Packaged {
 /// when asked for a .o.
 static Error package(const Config &C, ArrayRef<lto::Target> Targets,
                      ArrayRef<TargetOutput> Outputs,
-                     const lto::LinkedProgram &Program, Packaged &Out) {
+                     const lto::LinkedProgram &Program, DeviceBuild &Out) {
   TimeTraceScope Scope("Package");
   std::vector<packager::FatbinImage> Images;
   for (auto [T, O] : zip(Targets, Outputs)) {
@@ -442,7 +422,7 @@ static Error package(const Config &C, ArrayRef<lto::Target> Targets,
 
 static Expected<std::vector<OutputFile>>
 planOutputs(const Config &C, ArrayRef<lto::Target> Targets,
-            ArrayRef<TargetOutput> Outputs, const Packaged &Pack) {
+            ArrayRef<TargetOutput> Outputs, const DeviceBuild &Pack) {
   std::vector<OutputFile> Files;
   if (C.OutKind == OutputKind::Fatbin)
     return std::vector<OutputFile>{{C.Output, Pack.Fatbin}};
@@ -588,6 +568,52 @@ static Error writeJSON(Context &Ctx, const Config &C,
 // The command
 //===----------------------------------------------------------------------===//
 
+Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
+                                  std::vector<lto::Target> Targets,
+                                  const lto::InputSet &Inputs) {
+  DeviceBuild B;
+  B.Targets = std::move(Targets);
+  for (const lto::Target &T : B.Targets)
+    Ctx.verbose("target " + T.Name + ": " + (T.IsPTX ? "PTX" : "cubin") +
+                ", PTX ISA " + T.ptxVersionString());
+  for (const lto::DeviceImage &Image : Inputs.Images)
+    Ctx.verbose("input " + Image.Origin +
+                (Image.Arch.empty() ? "" : " [" + Image.Arch + "]"));
+  for (const std::string &Note : Inputs.Skipped)
+    Ctx.verbose("skipped " + Note);
+
+  // From here on, the set of device images is fixed.
+  Expected<lto::LinkedProgram> Program =
+      lto::linkAndOptimize(Inputs, B.Targets, C.Link);
+  if (!Program)
+    return Program.takeError();
+  B.Program = std::move(*Program);
+  if (B.Program.Kernels.empty())
+    Ctx.warn("the linked program has no kernels: nothing can be launched");
+  for (const lto::KernelInfo &K : B.Program.Kernels)
+    Ctx.verbose("kernel " + K.Name);
+  if (!B.Program.LibdeviceFunctions.empty())
+    Ctx.verbose("libdevice: " + join(B.Program.LibdeviceFunctions, " "));
+  for (const lto::OptimizedModule &M : B.Program.Modules) {
+    std::vector<std::string> Names;
+    for (size_t I : M.TargetIndices)
+      Names.push_back(B.Targets[I].Name);
+    Ctx.verbose("optimized module for " + join(Names, ", ") + ": " +
+                Twine(M.Bitcode.size()) + " bytes of bitcode");
+  }
+
+  Expected<std::vector<TargetOutput>> Outputs =
+      compileTargets(Ctx, C, B.Program, B.Targets);
+  if (!Outputs)
+    return Outputs.takeError();
+  B.Outputs = std::move(*Outputs);
+
+  if (C.OutKind == OutputKind::Fatbin || C.OutKind == OutputKind::HostObject)
+    if (Error E = package(C, B.Targets, B.Outputs, B.Program, B))
+      return std::move(E);
+  return std::move(B);
+}
+
 static Error deviceLink(Context &Ctx, const Config &C) {
   // The tools decide what can be built; ask them before reading anything.
   Expected<ToolFacts> Facts = probeTools(Ctx, C);
@@ -597,61 +623,27 @@ static Error deviceLink(Context &Ctx, const Config &C) {
     printTargets(Ctx, *Facts);
     return Error::success();
   }
-
-  // Refuse targets the tools cannot serve before any expensive work.
+  // Refuse targets the tools cannot serve before reading anything.
   Expected<std::vector<lto::Target>> Targets =
       planTargets(C.ArchLists, *Facts, C.PtxVersion);
   if (!Targets)
     return Targets.takeError();
-  for (const lto::Target &T : *Targets)
-    Ctx.verbose("target " + T.Name + ": " + (T.IsPTX ? "PTX" : "cubin") +
-                ", PTX ISA " + T.ptxVersionString());
 
   Expected<lto::InputSet> Inputs = lto::readInputs(C.Inputs);
   if (!Inputs)
     return Inputs.takeError();
-  for (const lto::DeviceImage &Image : Inputs->Images)
-    Ctx.verbose("input " + Image.Origin +
-                (Image.Arch.empty() ? "" : " [" + Image.Arch + "]"));
-  for (const std::string &Note : Inputs->Skipped)
-    Ctx.verbose("skipped " + Note);
+  Expected<DeviceBuild> B = buildDevice(Ctx, C, std::move(*Targets), *Inputs);
+  if (!B)
+    return B.takeError();
 
-  // From here on, the set of device images is fixed.
-  Expected<lto::LinkedProgram> Program =
-      lto::linkAndOptimize(*Inputs, *Targets, C.Link);
-  if (!Program)
-    return Program.takeError();
-  if (Program->Kernels.empty())
-    Ctx.warn("the linked program has no kernels: nothing can be launched");
-  for (const lto::KernelInfo &K : Program->Kernels)
-    Ctx.verbose("kernel " + K.Name);
-  if (!Program->LibdeviceFunctions.empty())
-    Ctx.verbose("libdevice: " + join(Program->LibdeviceFunctions, " "));
-  for (const lto::OptimizedModule &M : Program->Modules) {
-    std::vector<std::string> Names;
-    for (size_t I : M.TargetIndices)
-      Names.push_back((*Targets)[I].Name);
-    Ctx.verbose("optimized module for " + join(Names, ", ") + ": " +
-                Twine(M.Bitcode.size()) + " bytes of bitcode");
-  }
-
-  Expected<std::vector<TargetOutput>> Outputs =
-      compileTargets(Ctx, C, *Program, *Targets);
-  if (!Outputs)
-    return Outputs.takeError();
-
-  Packaged Pack;
-  if (C.OutKind == OutputKind::Fatbin || C.OutKind == OutputKind::HostObject)
-    if (Error E = package(C, *Targets, *Outputs, *Program, Pack))
-      return E;
   Expected<std::vector<OutputFile>> Files =
-      planOutputs(C, *Targets, *Outputs, Pack);
+      planOutputs(C, B->Targets, B->Outputs, *B);
   if (!Files)
     return Files.takeError();
   if (Error E = writeOutputs(C, *Files))
     return E;
   if (!C.JsonPath.empty())
-    return writeJSON(Ctx, C, *Targets, *Outputs, *Files, *Program);
+    return writeJSON(Ctx, C, B->Targets, B->Outputs, *Files, B->Program);
   return Error::success();
 }
 

@@ -22,6 +22,19 @@ const char *versionString();
 int deviceLinkMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
                    llvm::raw_ostream &Err);
 
+/// `fatlink embed`: device bitcode in, a host object with OffloadBinaries out.
+int embedMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
+              llvm::raw_ostream &Err);
+
+/// `fatlink inspect`: lists and extracts the GPU code inside any file.
+int inspectMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
+                llvm::raw_ostream &Err);
+
+/// `fatlink cc` (fatlink-cc): a cc/clang link command line in; the device
+/// link of its inputs' device code, then the host link with the result.
+int hostLinkMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
+                 llvm::raw_ostream &Err);
+
 } // namespace fatlink
 
 #endif // FATLINK_LINKER_LINKER_H

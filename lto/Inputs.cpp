@@ -84,6 +84,9 @@ namespace {
 /// reports every bad input.
 class InputReader {
 public:
+  explicit InputReader(InputMode Mode) : Mode(Mode) {}
+
+  InputMode Mode;
   InputSet Set;
   ErrorList Errors;
   /// Source number of the next container (file, member or object).
@@ -102,6 +105,16 @@ private:
 
 void InputReader::addBitcode(MemoryBufferRef MB, std::string Origin,
                              std::string Arch, size_t &Found) {
+  // In a host link, bitcode for another target is host LTO input.
+  if (Mode == InputMode::HostLink) {
+    Expected<std::string> TripleOrErr = getBitcodeTargetTriple(MB);
+    if (!TripleOrErr || Triple(*TripleOrErr).getArch() != Triple::nvptx64) {
+      if (!TripleOrErr)
+        consumeError(TripleOrErr.takeError());
+      Set.Skipped.push_back(Origin + ": host bitcode");
+      return;
+    }
+  }
   if (Error E = checkBitcode(MB, Origin)) {
     Errors.add(std::move(E));
     return;
@@ -204,6 +217,10 @@ void InputReader::readFile(const std::string &Path) {
       MemoryBuffer::getFile(Path, /*IsText=*/false,
                             /*RequiresNullTerminator=*/false);
   if (!MBOrErr) {
+    if (Mode == InputMode::HostLink) {
+      Set.Skipped.push_back(Path + ": cannot open (left to the host linker)");
+      return;
+    }
     Errors.add(makeError("cannot open %s: %s", Path.c_str(),
                          MBOrErr.getError().message().c_str()));
     return;
@@ -217,6 +234,7 @@ void InputReader::readFile(const std::string &Path) {
   // not hide that this one has no device code.
   unsigned ErrorsBefore = Errors.count();
   auto FailedHere = [&] { return Errors.count() != ErrorsBefore; };
+  bool Strict = Mode == InputMode::Device;
   file_magic Magic = identify_magic(MB.getBuffer());
   switch (Magic) {
   case file_magic::bitcode:
@@ -225,24 +243,34 @@ void InputReader::readFile(const std::string &Path) {
     return;
   case file_magic::archive:
     readArchive(MB, Path, Found);
-    if (Found == 0 && !FailedHere())
+    if (Strict && Found == 0 && !FailedHere())
       Errors.add(makeError(
           "%s: archive contains no device bitcode: build the crate or "
           "library for the GPU (rustc --target nvptx64-nvidia-cuda, or "
           "objects from clang --offload-new-driver -fgpu-rdc -foffload-lto)",
           Path.c_str()));
     return;
-  case file_magic::elf_relocatable:
   case file_magic::elf_executable:
   case file_magic::elf_shared_object:
+    if (!Strict) {
+      // Linked images carry their own fatbins, registered at run time.
+      Set.Skipped.push_back(Path + ": shared library or executable");
+      return;
+    }
+    [[fallthrough]];
+  case file_magic::elf_relocatable:
     readOffloadObject(MB, Path, Found);
-    if (Found == 0 && !FailedHere())
+    if (Strict && Found == 0 && !FailedHere())
       Errors.add(makeError(
           "%s: object carries no device bitcode (no .llvm.offloading "
           "section with nvptx64 bitcode)",
           Path.c_str()));
     return;
   default:
+    if (!Strict) {
+      Set.Skipped.push_back(Path + ": not device code");
+      return;
+    }
     Errors.add(makeError("%s: unknown file type: expected LLVM bitcode, an "
                          "archive or an ELF object with device code",
                          Path.c_str()));
@@ -250,11 +278,11 @@ void InputReader::readFile(const std::string &Path) {
   }
 }
 
-Expected<InputSet> readInputs(ArrayRef<std::string> Paths) {
+Expected<InputSet> readInputs(ArrayRef<std::string> Paths, InputMode Mode) {
   TimeTraceScope Scope("Read inputs");
-  if (Paths.empty())
+  if (Paths.empty() && Mode == InputMode::Device)
     return makeError("no input files");
-  InputReader R;
+  InputReader R(Mode);
   for (const std::string &Path : Paths)
     R.readFile(Path);
   if (Error E = R.Errors.take())

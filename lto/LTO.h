@@ -110,13 +110,23 @@ private:
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> Buffers;
 };
 
+enum class InputMode {
+  /// A device link: every input must carry device code.
+  Device,
+  /// The inputs of a host link: files without device code (host objects,
+  /// shared libraries, linker scripts, host bitcode, missing files, which
+  /// the host linker reports) are skipped, not errors.
+  HostLink,
+};
+
 /// Reads device code from files: bitcode (.bc, rustc's .rcgu.o), ar archives
 /// (rlibs, static libraries: every bitcode member; `lib.rmeta` and other
 /// non-bitcode members skipped) and ELF objects carrying LLVM OffloadBinary
 /// images (`.llvm.offloading`). Every image is checked before LLVM parses it:
 /// it must be bitcode of an LLVM no newer than this one, for an nvptx64
 /// triple. Reports every bad input, not just the first.
-llvm::Expected<InputSet> readInputs(llvm::ArrayRef<std::string> Paths);
+llvm::Expected<InputSet> readInputs(llvm::ArrayRef<std::string> Paths,
+                                    InputMode Mode = InputMode::Device);
 
 //===----------------------------------------------------------------------===//
 // Link and optimize

@@ -28,6 +28,12 @@ struct Command {
 constexpr Command Commands[] = {
     {"device-link", fatlink::deviceLinkMain,
      "link GPU bitcode (Rust, CUDA C++) into cubins and PTX"},
+    {"embed", fatlink::embedMain,
+     "wrap device bitcode in a host object, as clang's offload driver does"},
+    {"inspect", fatlink::inspectMain,
+     "list and extract the GPU code in fatbins, objects and executables"},
+    {"cc", fatlink::hostLinkMain,
+     "a cc link command line, with the device link of its device code"},
 };
 
 void printUsage(raw_ostream &OS) {

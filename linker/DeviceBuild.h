@@ -1,0 +1,93 @@
+//===- linker/DeviceBuild.h - The device link as a reusable step ---------===//
+//
+// Internal to linker/. The part of `fatlink device-link` that the host-link
+// wrappers (`fatlink cc`, `fatlink llbc`) reuse: from device images and a
+// configuration to per-target code, a fatbin and a host object, in memory.
+// Writing files is left to each command.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FATLINK_LINKER_DEVICEBUILD_H
+#define FATLINK_LINKER_DEVICEBUILD_H
+
+#include "linker/Context.h"
+#include "linker/Targets.h"
+#include "linker/Toolkit.h"
+#include "lto/LTO.h"
+#include "packager/Packager.h"
+
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fatlink {
+
+enum class OutputKind {
+  File,       ///< one .cubin or .ptx
+  Directory,  ///< <target>.cubin / <target>.ptx
+  Fatbin,     ///< every target in one fatbin
+  HostObject, ///< the fatbin in a host ELF object
+};
+
+struct DeviceLinkConfig {
+  std::vector<std::string> Inputs;
+  std::string Output;
+  OutputKind OutKind = OutputKind::Directory;
+  std::vector<std::string> ArchLists;
+  std::optional<unsigned> PtxVersion;
+  lto::LinkOptions Link;
+  unsigned Jobs = 0; // 0: all cores
+  bool EmitPTX = false;
+  bool ListTargets = false;
+  std::string JsonPath;
+  std::string TimeTracePath;
+  unsigned TimeTraceGranularity = 500;
+  packager::FatbinOptions Fatbin;
+  packager::HostArch HostArch = packager::HostArch::X86_64;
+  ToolkitPaths Paths;
+  unsigned PtxasTimeout = 0;
+};
+
+
+/// The code of one target.
+struct TargetOutput {
+  std::string PTX;
+  std::string Cubin; // empty for compute_XX targets
+};
+
+/// Everything one device link produced.
+struct DeviceBuild {
+  std::vector<lto::Target> Targets;
+  lto::LinkedProgram Program;
+  std::vector<TargetOutput> Outputs; ///< one per target
+  std::string Fatbin; ///< for Fatbin and HostObject outputs
+  std::string Object; ///< for HostObject outputs
+};
+
+/// What LLVM and the installed ptxas support.
+llvm::Expected<ToolFacts> probeTools(Context &Ctx, const DeviceLinkConfig &C);
+
+/// Links and optimizes the images for Targets (from planTargets), compiles
+/// every target (in parallel) and, for Fatbin and HostObject outputs,
+/// packages them.
+llvm::Expected<DeviceBuild> buildDevice(Context &Ctx,
+                                        const DeviceLinkConfig &C,
+                                        std::vector<lto::Target> Targets,
+                                        const lto::InputSet &Inputs);
+
+/// Parses a compression setting: none, zstd, zstd-N. Name is the option or
+/// setting, for the message.
+llvm::Expected<packager::FatbinOptions>
+parseCompression(llvm::StringRef Name, llvm::StringRef Value);
+
+/// The host object format for a host triple (x86_64 or aarch64).
+llvm::Expected<packager::HostArch> parseHostArch(llvm::StringRef Triple);
+
+/// The host triple for an arch name ("aarch64"), or this machine's for "".
+std::string hostTriple(llvm::StringRef Arch);
+
+} // namespace fatlink
+
+#endif // FATLINK_LINKER_DEVICEBUILD_H

@@ -1,0 +1,217 @@
+//===- linker/Settings.cpp - fatlink's own settings inside host links ----===//
+//
+// See Settings.h for the sources and their precedence.
+//
+//===----------------------------------------------------------------------===//
+
+#include "linker/Settings.h"
+#include "linker/Options.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace llvm;
+
+namespace fatlink {
+
+namespace {
+
+struct KeyInfo {
+  const char *Key;
+  bool IsFlag;
+};
+
+/// Every key; flags take no value on the command line.
+constexpr KeyInfo Keys[] = {
+    {"arch", false},      {"opt", false},        {"ptx-version", false},
+    {"compress", false},  {"jobs", false},       {"cuda-path", false},
+    {"ptxas", false},     {"linker", false},     {"verbose", true},
+    {"dry-run", true},    {"save-temps", true},  {"time-trace", false},
+    {"config", false},    {"host-arch", false},
+};
+
+const KeyInfo *findKey(StringRef Key) {
+  for (const KeyInfo &K : Keys)
+    if (Key == K.Key)
+      return &K;
+  return nullptr;
+}
+
+/// "dry-run" -> "FATLINK_DRY_RUN".
+std::string envName(StringRef Key) {
+  std::string Name = "FATLINK_";
+  for (char C : Key)
+    Name += C == '-' ? '_' : toUpper(C);
+  return Name;
+}
+
+Error unknownKey(StringRef Key, StringRef Where) {
+  std::string Best;
+  unsigned BestDistance = 3;
+  for (const KeyInfo &K : Keys) {
+    unsigned D = Key.edit_distance(K.Key);
+    if (D < BestDistance) {
+      BestDistance = D;
+      Best = K.Key;
+    }
+  }
+  return createStringError(inconvertibleErrorCode(),
+                           "%s: unknown fatlink setting '%s'%s",
+                           Where.str().c_str(), Key.str().c_str(),
+                           Best.empty() ? ""
+                                        : (": did you mean '" + Best + "'?")
+                                              .c_str());
+}
+
+} // namespace
+
+std::optional<StringRef> Settings::get(StringRef Key) const {
+  auto It = Values.find(Key);
+  if (It == Values.end())
+    return std::nullopt;
+  return StringRef(It->second);
+}
+
+bool Settings::flag(StringRef Key) const {
+  std::optional<StringRef> V = get(Key);
+  return V && *V != "0" && *V != "false" && *V != "no" && *V != "";
+}
+
+bool isFatlinkArg(StringRef Arg) { return Arg.starts_with("--fatlink-"); }
+
+/// Reads `key = value` lines; later lines win.
+static Error readConfigFile(StringRef Path, Settings &S) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(Path);
+  if (!MB)
+    return createStringError(MB.getError(), "cannot read fatlink config %s: %s",
+                             Path.str().c_str(),
+                             MB.getError().message().c_str());
+  SmallVector<StringRef, 16> Lines;
+  (*MB)->getBuffer().split(Lines, '\n');
+  for (auto [I, Line] : enumerate(Lines)) {
+    Line = Line.split('#').first.trim();
+    if (Line.empty())
+      continue;
+    std::string Where = (Path + ":" + Twine(I + 1)).str();
+    auto [Key, Value] = Line.split('=');
+    Key = Key.trim();
+    Value = Value.trim();
+    if (!Line.contains('='))
+      return createStringError(inconvertibleErrorCode(),
+                               "%s: expected 'key = value', got '%s'",
+                               Where.c_str(), Line.str().c_str());
+    if (!findKey(Key) || Key == "config")
+      return unknownKey(Key, Where);
+    S.Values[Key] = Value.str();
+    S.Sources[Key] = Where;
+  }
+  return Error::success();
+}
+
+Expected<Settings>
+collectSettings(ArrayRef<std::string> Args,
+                std::function<std::optional<std::string>(StringRef)> GetEnv) {
+  // Command line first: it also decides which config file to read.
+  Settings FromArgs;
+  for (const std::string &Arg : Args) {
+    StringRef Rest = StringRef(Arg).drop_front(strlen("--fatlink-"));
+    auto [Key, Value] = Rest.split('=');
+    const KeyInfo *K = findKey(Key);
+    if (!K)
+      return unknownKey(Key, Arg);
+    bool HasValue = Rest.contains('=');
+    if (!K->IsFlag && !HasValue)
+      return createStringError(inconvertibleErrorCode(),
+                               "%s needs a value: --fatlink-%s=<value>",
+                               Arg.c_str(), K->Key);
+    FromArgs.Values[Key] = HasValue ? Value.str() : "1";
+    FromArgs.Sources[Key] = Arg;
+  }
+
+  Settings S;
+  std::optional<std::string> ConfigPath;
+  if (std::optional<StringRef> C = FromArgs.get("config"))
+    ConfigPath = C->str();
+  else if (std::optional<std::string> Env = GetEnv("FATLINK_CONFIG"))
+    ConfigPath = *Env;
+  if (ConfigPath && !ConfigPath->empty())
+    if (Error E = readConfigFile(*ConfigPath, S))
+      return std::move(E);
+
+  for (const KeyInfo &K : Keys) {
+    std::string Env = envName(K.Key);
+    if (std::optional<std::string> V = GetEnv(Env)) {
+      S.Values[K.Key] = *V;
+      S.Sources[K.Key] = Env;
+    }
+  }
+  // CUDA_PATH is the toolkit's own variable.
+  if (!S.get("cuda-path"))
+    if (std::optional<std::string> V = GetEnv("CUDA_PATH")) {
+      S.Values["cuda-path"] = *V;
+      S.Sources["cuda-path"] = "CUDA_PATH";
+    }
+  for (const auto &E : FromArgs.Values) {
+    S.Values[E.getKey()] = E.getValue();
+    S.Sources[E.getKey()] = FromArgs.Sources[E.getKey()];
+  }
+  return S;
+}
+
+Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
+                                                    StringRef DefaultArch) {
+  DeviceLinkConfig C;
+  C.OutKind = OutputKind::HostObject;
+  Error Errors = Error::success();
+  auto Fail = [&](Error E) {
+    Errors = joinErrors(std::move(Errors), std::move(E));
+  };
+  // Names the setting and its source in value errors.
+  auto Source = [&](StringRef Key) { return S.Sources.lookup(Key); };
+
+  C.ArchLists.push_back(S.get("arch").value_or(DefaultArch).str());
+  if (std::optional<StringRef> V = S.get("opt")) {
+    V->consume_front("-O");
+    V->consume_front("O");
+    if (Expected<unsigned> L = parseUnsigned(Source("opt"), *V, 3))
+      C.Link.OptLevel = *L;
+    else
+      Fail(L.takeError());
+  }
+  if (std::optional<StringRef> V = S.get("jobs")) {
+    Expected<unsigned> J = parseUnsigned(Source("jobs"), *V, 1024);
+    if (J && *J != 0)
+      C.Jobs = *J;
+    else if (J)
+      Fail(createStringError(inconvertibleErrorCode(),
+                             "invalid value for %s: '0' (expected 1 or more)",
+                             Source("jobs").c_str()));
+    else
+      Fail(J.takeError());
+  }
+  if (std::optional<StringRef> V = S.get("ptx-version")) {
+    C.PtxVersion = parsePtxVersion(*V);
+    if (!C.PtxVersion)
+      Fail(createStringError(inconvertibleErrorCode(),
+                             "invalid value for %s: '%s' (expected a PTX ISA "
+                             "version such as 7.8)",
+                             Source("ptx-version").c_str(), V->str().c_str()));
+  }
+  if (std::optional<StringRef> V = S.get("compress")) {
+    Expected<packager::FatbinOptions> F = parseCompression(Source("compress"), *V);
+    if (F)
+      C.Fatbin = *F;
+    else
+      Fail(F.takeError());
+  }
+  C.Paths = resolveToolkitPaths(S.get("cuda-path").value_or(""),
+                                S.get("ptxas").value_or(""), "");
+  C.Link.LibdevicePath = C.Paths.Libdevice;
+  C.TimeTracePath = S.get("time-trace").value_or("").str();
+  if (Errors)
+    return std::move(Errors);
+  return C;
+}
+
+} // namespace fatlink

@@ -1,0 +1,59 @@
+//===- linker/Settings.h - fatlink's own settings inside host links ------===//
+//
+// Internal to linker/. `fatlink cc` and `fatlink llbc` run inside other
+// tools' command lines (cargo, rustc, Bazel), so their own settings arrive
+// three ways, in this order of precedence:
+//
+//   1. `--fatlink-<key>[=<value>]` arguments, stripped before the host
+//      linker sees the command line (`-C link-arg=--fatlink-arch=sm_90`);
+//   2. `FATLINK_<KEY>` environment variables (cargo's `[env]` table);
+//   3. a config file of `key = value` lines, named by `--fatlink-config=`
+//      or FATLINK_CONFIG.
+//
+// Keys: arch, opt, ptx-version, compress, jobs, cuda-path, ptxas, linker,
+// verbose, dry-run, save-temps, time-trace, config.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FATLINK_LINKER_SETTINGS_H
+#define FATLINK_LINKER_SETTINGS_H
+
+#include "linker/DeviceBuild.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace fatlink {
+
+/// The settings, as key -> value ("1" for flags), with where each came from.
+struct Settings {
+  llvm::StringMap<std::string> Values;
+  llvm::StringMap<std::string> Sources; ///< "--fatlink-arch", "FATLINK_ARCH", "f.conf:3"
+
+  std::optional<llvm::StringRef> get(llvm::StringRef Key) const;
+  bool flag(llvm::StringRef Key) const;
+};
+
+/// Whether Arg is one of fatlink's own (`--fatlink-...`).
+bool isFatlinkArg(llvm::StringRef Arg);
+
+/// Merges the settings from Args (the `--fatlink-` arguments only), the
+/// environment (GetEnv, injectable for tests) and the config file.
+llvm::Expected<Settings>
+collectSettings(llvm::ArrayRef<std::string> Args,
+                std::function<std::optional<std::string>(llvm::StringRef)> GetEnv);
+
+/// The device-link configuration the settings describe, for a host object
+/// output. DefaultArch applies when no `arch` is set.
+llvm::Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
+                                                          llvm::StringRef DefaultArch);
+
+} // namespace fatlink
+
+#endif // FATLINK_LINKER_SETTINGS_H
