@@ -48,6 +48,9 @@ struct DeviceLinkConfig {
   packager::HostArch HostArch = packager::HostArch::X86_64;
   ToolkitPaths Paths;
   unsigned PtxasTimeout = 0;
+  /// false: PTX only, ptxas is neither run nor needed (rustc's llbc
+  /// interface asks for one PTX file, as llvm-bitcode-linker writes it).
+  bool RunPtxas = true;
 };
 
 
@@ -76,6 +79,11 @@ llvm::Expected<DeviceBuild> buildDevice(Context &Ctx,
                                         const DeviceLinkConfig &C,
                                         std::vector<lto::Target> Targets,
                                         const lto::InputSet &Inputs);
+
+/// The whole device link after probing the tools: plans the targets, reads
+/// C.Inputs, builds, and writes C.Output (and the --json summary).
+llvm::Error runDeviceLink(Context &Ctx, const DeviceLinkConfig &C,
+                          const ToolFacts &Facts);
 
 /// Parses a compression setting: none, zstd, zstd-N. Name is the option or
 /// setting, for the message.

@@ -293,6 +293,8 @@ static Expected<TargetOutput> compileTarget(Context &Ctx, const Config &C,
   if (!PTX)
     return PTX.takeError();
   Out.PTX = std::move(*PTX);
+  if (!C.RunPtxas)
+    return Out;
 
   TimeTraceScope Scope("ptxas", T.Name);
   Expected<std::string> PTXPath = Ctx.Temps.create(T.Name + ".ptx");
@@ -614,18 +616,10 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   return std::move(B);
 }
 
-static Error deviceLink(Context &Ctx, const Config &C) {
-  // The tools decide what can be built; ask them before reading anything.
-  Expected<ToolFacts> Facts = probeTools(Ctx, C);
-  if (!Facts)
-    return Facts.takeError();
-  if (C.ListTargets) {
-    printTargets(Ctx, *Facts);
-    return Error::success();
-  }
+Error runDeviceLink(Context &Ctx, const Config &C, const ToolFacts &Facts) {
   // Refuse targets the tools cannot serve before reading anything.
   Expected<std::vector<lto::Target>> Targets =
-      planTargets(C.ArchLists, *Facts, C.PtxVersion);
+      planTargets(C.ArchLists, Facts, C.PtxVersion);
   if (!Targets)
     return Targets.takeError();
 
@@ -645,6 +639,18 @@ static Error deviceLink(Context &Ctx, const Config &C) {
   if (!C.JsonPath.empty())
     return writeJSON(Ctx, C, B->Targets, B->Outputs, *Files, B->Program);
   return Error::success();
+}
+
+static Error deviceLink(Context &Ctx, const Config &C) {
+  // The tools decide what can be built; ask them before reading anything.
+  Expected<ToolFacts> Facts = probeTools(Ctx, C);
+  if (!Facts)
+    return Facts.takeError();
+  if (C.ListTargets) {
+    printTargets(Ctx, *Facts);
+    return Error::success();
+  }
+  return runDeviceLink(Ctx, C, *Facts);
 }
 
 int deviceLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,

@@ -35,6 +35,10 @@ int inspectMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
 int hostLinkMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
                  llvm::raw_ostream &Err);
 
+/// `fatlink llbc` (fatlink-llbc): rustc's nvptx64 device linker.
+int llbcMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
+             llvm::raw_ostream &Err);
+
 } // namespace fatlink
 
 #endif // FATLINK_LINKER_LINKER_H

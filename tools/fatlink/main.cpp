@@ -34,6 +34,8 @@ constexpr Command Commands[] = {
      "list and extract the GPU code in fatbins, objects and executables"},
     {"cc", fatlink::hostLinkMain,
      "a cc link command line, with the device link of its device code"},
+    {"llbc", fatlink::llbcMain,
+     "rustc's nvptx64 device linker (-C linker=fatlink-llbc)"},
 };
 
 void printUsage(raw_ostream &OS) {

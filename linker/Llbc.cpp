@@ -1,0 +1,225 @@
+//===- linker/Llbc.cpp - `fatlink llbc`: rustc's device linker -----------===//
+//
+// rustc links `nvptx64-nvidia-cuda` crates (cdylib, bin) through a linker of
+// flavor `llbc`, by default its llvm-bitcode-linker; `-C linker=fatlink-llbc`
+// puts fatlink in its place. rustc passes
+//
+//   --export-symbol NAME... INPUTS... -L DIR --target nvptx64-nvidia-cuda
+//   --target-cpu sm_XX -o out.ptx -O3 --debug
+//
+// and expects one PTX file for that CPU, which fatlink writes the way
+// llvm-bitcode-linker does (no ptxas needed), but with fatlink's link:
+// libdevice, reflection, undefined-symbol checks with origins. With
+// `--fatlink-arch=...` (`-C link-arg=`, FATLINK_ARCH or a config file)
+// the output is whatever its extension names: a multi-target fatbin, a host
+// object, a cubin, or a directory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "linker/Context.h"
+#include "linker/DeviceBuild.h"
+#include "linker/Linker.h"
+#include "linker/Options.h"
+#include "linker/Settings.h"
+
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Option/Arg.h"
+#include "llvm/Option/ArgList.h"
+#include "llvm/Option/OptTable.h"
+#include "llvm/Option/Option.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/StringSaver.h"
+
+using namespace llvm;
+
+namespace fatlink {
+
+namespace {
+
+enum ID {
+  OPT_INVALID = 0,
+#define OPTION(...) LLVM_MAKE_OPT_ID(__VA_ARGS__),
+#include "linker/LlbcOptions.inc"
+#undef OPTION
+};
+
+#define OPTTABLE_STR_TABLE_CODE
+#include "linker/LlbcOptions.inc"
+#undef OPTTABLE_STR_TABLE_CODE
+
+#define OPTTABLE_PREFIXES_TABLE_CODE
+#include "linker/LlbcOptions.inc"
+#undef OPTTABLE_PREFIXES_TABLE_CODE
+
+using namespace llvm::opt;
+constexpr opt::OptTable::Info InfoTable[] = {
+#define OPTION(...) LLVM_CONSTRUCT_OPT_INFO(__VA_ARGS__),
+#include "linker/LlbcOptions.inc"
+#undef OPTION
+};
+
+class LlbcOptTable : public opt::GenericOptTable {
+public:
+  LlbcOptTable()
+      : GenericOptTable(OptionStrTable, OptionPrefixesTable, InfoTable) {}
+};
+
+} // namespace
+
+/// An input as rustc names it: a path, else a name in a -L directory.
+static std::string findInput(StringRef Name, ArrayRef<std::string> Dirs) {
+  if (sys::fs::exists(Name) || sys::path::is_absolute(Name))
+    return Name.str();
+  for (const std::string &Dir : Dirs) {
+    SmallString<256> Path(Dir);
+    sys::path::append(Path, Name);
+    if (sys::fs::exists(Path))
+      return std::string(Path);
+  }
+  return Name.str(); // readInputs reports it
+}
+
+/// The device-link configuration for rustc's arguments and the settings.
+static Expected<DeviceLinkConfig> llbcConfig(const opt::InputArgList &Args,
+                                             const Settings &S) {
+  StringRef Triple = Args.getLastArgValue(OPT_target, "nvptx64-nvidia-cuda");
+  if (!Triple.starts_with("nvptx64-"))
+    return createStringError(inconvertibleErrorCode(),
+                             "--target %s: fatlink llbc links "
+                             "nvptx64-nvidia-cuda code only",
+                             Triple.str().c_str());
+  std::string Output = Args.getLastArgValue(OPT_output).str();
+  if (Output.empty())
+    return createStringError(inconvertibleErrorCode(), "no output: pass -o");
+
+  std::string Cpu = Args.getLastArgValue(OPT_target_cpu, "sm_30").str();
+  Expected<DeviceLinkConfig> C = deviceConfigFromSettings(S, "all-major");
+  if (!C)
+    return C.takeError();
+  C->Output = Output;
+  StringRef Ext = sys::path::extension(Output);
+  if (Ext == ".ptx" || Ext == ".cubin")
+    C->OutKind = OutputKind::File;
+  else if (Ext == ".fatbin")
+    C->OutKind = OutputKind::Fatbin;
+  else if (Ext == ".o")
+    C->OutKind = OutputKind::HostObject;
+  else
+    C->OutKind = OutputKind::Directory;
+
+  // rustc's own request: one PTX file for --target-cpu, no ptxas.
+  if (!S.get("arch") && Ext == ".ptx") {
+    C->ArchLists = {Cpu};
+    C->RunPtxas = false;
+  }
+
+  if (const opt::Arg *A = Args.getLastArg(OPT_opt_level)) {
+    StringRef L = A->getValue();
+    if (L == "s" || L == "z")
+      C->Link.OptLevel = 2;
+    else if (Expected<unsigned> N = parseUnsigned("-O", L, 3))
+      C->Link.OptLevel = *N;
+    else
+      return N.takeError();
+  }
+  // A +ptxNN feature from rustc's -C target-feature picks the PTX ISA.
+  for (StringRef Features : Args.getAllArgValues(OPT_target_feature)) {
+    SmallVector<StringRef, 4> Parts;
+    Features.split(Parts, ',');
+    for (StringRef F : Parts) {
+      unsigned V;
+      if (F.consume_front("+ptx") && !F.getAsInteger(10, V) && !C->PtxVersion)
+        C->PtxVersion = V;
+    }
+  }
+  C->Link.ExportSymbols = Args.getAllArgValues(OPT_export_symbol);
+  std::vector<std::string> Dirs = Args.getAllArgValues(OPT_lib_dir);
+  for (const opt::Arg *A : Args.filtered(OPT_INPUT))
+    C->Inputs.push_back(findInput(A->getValue(), Dirs));
+  return C;
+}
+
+/// ptxas facts when no ptxas runs: every arch LLVM knows is allowed.
+static Expected<ToolFacts> llvmOnlyFacts(Context &Ctx,
+                                         const DeviceLinkConfig &C) {
+  if (C.RunPtxas)
+    return probeTools(Ctx, C);
+  ToolFacts F;
+  F.LLVMMajor = LLVM_VERSION_MAJOR;
+  Expected<std::vector<lto::ArchInfo>> Arches = lto::getLLVMArches();
+  if (!Arches)
+    return Arches.takeError();
+  F.LLVMArches = std::move(*Arches);
+  for (lto::ArchInfo &A : F.LLVMArches) {
+    if (Error E = lto::fillMinPtxVersion(A))
+      return std::move(E);
+    F.PtxasArches.push_back(A.Cpu);
+    F.PtxasArches.push_back("compute_" + A.Cpu.substr(3));
+  }
+  Expected<unsigned> Max = lto::getLLVMMaxPtxVersion();
+  if (!Max)
+    return Max.takeError();
+  F.LLVMMaxPtx = F.PtxasMaxPtx = *Max;
+  F.PtxasRelease = "(not used)";
+  return F;
+}
+
+int llbcMain(ArrayRef<const char *> Args, raw_ostream &Out, raw_ostream &Err) {
+  Context Ctx(Out, Err);
+  BumpPtrAllocator Alloc;
+  StringSaver Saver(Alloc);
+
+  // fatlink's own settings travel among rustc's arguments.
+  SmallVector<const char *, 64> Argv(Args.begin(), Args.end());
+  if (Error E = expandResponseFiles(Argv, Saver)) {
+    Ctx.error(std::move(E));
+    return 1;
+  }
+  std::vector<std::string> Own;
+  SmallVector<const char *, 64> Rest;
+  for (const char *A : Argv)
+    (isFatlinkArg(A) ? (Own.push_back(A), void()) : Rest.push_back(A));
+
+  LlbcOptTable Table;
+  Expected<opt::InputArgList> ArgsOrErr =
+      parseArgs(Table, Rest, Saver, OPT_UNKNOWN);
+  if (!ArgsOrErr) {
+    Ctx.error(ArgsOrErr.takeError());
+    return 1;
+  }
+  if (ArgsOrErr->hasArg(OPT_help)) {
+    Table.printHelp(Out, "fatlink llbc [options] <inputs...>",
+                    "fatlink llbc: rustc's nvptx64 device linker (-C "
+                    "linker=fatlink-llbc); --fatlink-* settings as for "
+                    "fatlink cc");
+    return 0;
+  }
+  if (ArgsOrErr->hasArg(OPT_version)) {
+    Out << versionString() << "\n";
+    return 0;
+  }
+  Expected<Settings> S = collectSettings(
+      Own, [](StringRef Name) { return sys::Process::GetEnv(Name); });
+  if (!S) {
+    Ctx.error(S.takeError());
+    return 1;
+  }
+  Ctx.Verbose = S->flag("verbose");
+  Expected<DeviceLinkConfig> C = llbcConfig(*ArgsOrErr, *S);
+  if (!C) {
+    Ctx.error(C.takeError());
+    return 1;
+  }
+  if (Error E = [&]() -> Error {
+        Expected<ToolFacts> Facts = llvmOnlyFacts(Ctx, *C);
+        if (!Facts)
+          return Facts.takeError();
+        return runDeviceLink(Ctx, *C, *Facts);
+      }())
+    Ctx.error(std::move(E));
+  return Ctx.exitCode();
+}
+
+} // namespace fatlink
