@@ -29,6 +29,7 @@ enum class OutputKind {
   Directory,  ///< <target>.cubin / <target>.ptx
   Fatbin,     ///< every target in one fatbin
   HostObject, ///< the fatbin in a host ELF object
+  Bitcode,    ///< the optimized module, for a later --codegen-only run
 };
 
 struct DeviceLinkConfig {

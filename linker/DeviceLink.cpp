@@ -200,7 +200,10 @@ static Expected<Config> parseConfig(Context &Ctx, const opt::InputArgList &Args)
       C.OutKind = OutputKind::Fatbin;
     else if (Ext == ".o")
       C.OutKind = OutputKind::HostObject;
+    else if (Ext == ".bc")
+      C.OutKind = OutputKind::Bitcode;
   }
+  C.Link.CodegenOnly = Args.hasArg(OPT_codegen_only);
 
   if (const opt::Arg *A = Args.getLastArg(OPT_compress_EQ)) {
     Expected<packager::FatbinOptions> F =
@@ -426,6 +429,23 @@ static Expected<std::vector<OutputFile>>
 planOutputs(const Config &C, ArrayRef<lto::Target> Targets,
             ArrayRef<TargetOutput> Outputs, const DeviceBuild &Pack) {
   std::vector<OutputFile> Files;
+  if (C.OutKind == OutputKind::Bitcode) {
+    if (Pack.Program.Modules.size() != 1) {
+      std::string Groups;
+      for (const lto::OptimizedModule &M : Pack.Program.Modules) {
+        Groups += Groups.empty() ? "" : "; ";
+        for (auto [N, I] : enumerate(M.TargetIndices))
+          Groups += (N ? "," : "") + Targets[I].Name;
+      }
+      return createStringError(
+          inconvertibleErrorCode(),
+          "-o %s: the targets need %zu differently optimized modules (the "
+          "program asks for __CUDA_ARCH, or links per-arch images): write one "
+          ".bc per group (%s)",
+          C.Output.c_str(), Pack.Program.Modules.size(), Groups.c_str());
+    }
+    return std::vector<OutputFile>{{C.Output, Pack.Program.Modules[0].Bitcode}};
+  }
   if (C.OutKind == OutputKind::Fatbin)
     return std::vector<OutputFile>{{C.Output, Pack.Fatbin}};
   if (C.OutKind == OutputKind::HostObject)
@@ -603,6 +623,9 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
     Ctx.verbose("optimized module for " + join(Names, ", ") + ": " +
                 Twine(M.Bitcode.size()) + " bytes of bitcode");
   }
+
+  if (C.OutKind == OutputKind::Bitcode)
+    return std::move(B); // no code generation
 
   Expected<std::vector<TargetOutput>> Outputs =
       compileTargets(Ctx, C, B.Program, B.Targets);

@@ -19,8 +19,12 @@ def grp_diag : OptionGroup<"diag">, HelpText<"DIAGNOSTICS">;
 def output : Separate<["-"], "o">, MetaVarName<"<path>">, Group<grp_output>,
   HelpText<"Write output to <path>: a .fatbin (every target in one CUDA fat "
            "binary), a .o (a host object carrying it, ready to link), a "
-           ".cubin or .ptx (one target), else a directory that receives "
+           ".cubin or .ptx (one target), a .bc (the linked, optimized module, "
+           "for --codegen-only runs), else a directory that receives "
            "<target>.cubin / <target>.ptx">;
+def codegen_only : F<"codegen-only",
+  "Inputs are a .bc from an earlier run: skip linking optimizations, only "
+  "generate code (one build action per target)">, Group<grp_targets>;
 def output_EQ : Joined<["--"], "output=">, Alias<output>;
 
 defm arch : JS<"arch", "<list>",

@@ -64,7 +64,8 @@ struct HostLinkLine {
 };
 
 /// Stands in Forward for a response file that must be rewritten.
-constexpr const char *RewrittenMarker = "\x01fatlink-rewritten-rsp";
+// Two literals: "\x01fatlink" would be one hex escape, \x01fa (out of range).
+constexpr const char *RewrittenMarker = "\x01" "fatlink-rewritten-rsp";
 
 /// cc options whose value is the next argument.
 bool takesSeparateValue(StringRef Arg) {

@@ -39,6 +39,10 @@ int hostLinkMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
 int llbcMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
              llvm::raw_ostream &Err);
 
+/// `fatlink package`: cubins and PTX in, a fatbin or host object out.
+int packageMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
+                llvm::raw_ostream &Err);
+
 } // namespace fatlink
 
 #endif // FATLINK_LINKER_LINKER_H

@@ -134,6 +134,11 @@ llvm::Expected<InputSet> readInputs(llvm::ArrayRef<std::string> Paths,
 
 struct LinkOptions {
   unsigned OptLevel = 3; ///< 0..3
+  /// The inputs are already linked and optimized (a `-o prog.bc` output of
+  /// an earlier run): skip the IR pipeline, keep OptLevel for codegen. This
+  /// is how a build system splits the device link into one optimization
+  /// action and one code generation action per target.
+  bool CodegenOnly = false;
   /// Symbols that must stay visible, besides kernels and host-visible
   /// globals (rustc's `--export-symbol`).
   std::vector<std::string> ExportSymbols;
@@ -181,6 +186,10 @@ struct LinkedProgram {
 llvm::Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
                                               llvm::ArrayRef<Target> Targets,
                                               const LinkOptions &Opts);
+
+/// The kernels of an optimized module (a `-o prog.bc` output), sorted by
+/// name, for packaging its code separately.
+llvm::Expected<std::vector<KernelInfo>> readKernels(llvm::MemoryBufferRef Bitcode);
 
 /// Generates PTX for Targets[Index] from its optimized module. Thread-safe:
 /// each call works in its own LLVMContext.

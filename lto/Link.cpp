@@ -565,15 +565,17 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
     return E;
 
   // From here on the set of device modules is fixed: link them.
-  auto Composite = std::make_unique<Module>("fatlink", Ctx);
-  Composite->setTargetTriple(Modules.front()->getTargetTriple());
-  Composite->setDataLayout(Modules.front()->getDataLayout());
+  // The first module is the destination (as llvm-link does), so a single
+  // input, such as an optimized module given back with --codegen-only, keeps
+  // its order and codegen gives the same bytes as in the run that wrote it.
+  std::unique_ptr<Module> Composite = std::move(Modules.front());
   Linker L(*Composite);
   {
     TimeTraceScope Scope("Link modules");
-    for (auto [I, M] : zip(G.Images, Modules))
-      if (L.linkInModule(std::move(M)))
-        return Diags.takeError("cannot link " + Inputs.Images[I].Origin);
+    for (size_t I = 1; I < Modules.size(); ++I)
+      if (L.linkInModule(std::move(Modules[I])))
+        return Diags.takeError("cannot link " +
+                               Inputs.Images[G.Images[I]].Origin);
   }
   if (Error E = linkLibdevice(*Composite, L, Out))
     return E;
@@ -627,8 +629,9 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
       return std::nullopt;
     });
     setTargetAttributes(*M, Rep);
-    if (Error E = optimize(*M, Rep, Opts.OptLevel))
-      return E;
+    if (!Opts.CodegenOnly)
+      if (Error E = optimize(*M, Rep, Opts.OptLevel))
+        return E;
     if (Error E = Diags.takeError("optimization for " + Rep.Name))
       return E;
     if (Error E = saveTemp(*M, "opt." + Rep.Name))
@@ -641,6 +644,23 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
     Out.Modules.push_back(std::move(OM));
   }
   return Error::success();
+}
+
+Expected<std::vector<KernelInfo>> readKernels(MemoryBufferRef Bitcode) {
+  LLVMContext Ctx;
+  DiagnosticCollector Diags;
+  Diags.install(Ctx);
+  Expected<std::unique_ptr<Module>> MOrErr = parseBitcodeFile(Bitcode, Ctx);
+  if (!MOrErr)
+    return makeError("%s: corrupt bitcode: %s",
+                     Bitcode.getBufferIdentifier().str().c_str(),
+                     toString(MOrErr.takeError()).c_str());
+  LinkedProgram P;
+  collectInterface(**MOrErr, P);
+  llvm::sort(P.Kernels, [](const KernelInfo &A, const KernelInfo &B) {
+    return A.Name < B.Name;
+  });
+  return std::move(P.Kernels);
 }
 
 Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,

@@ -121,6 +121,19 @@ echo "@$D/self.rsp" > "$D/self.rsp"
 expect_error "response file that includes itself" "cannot expand response file" \
   "${L[@]}" "@$D/self.rsp"
 
+# Packaging.
+expect_error "package: output must be .fatbin or .o" "name a .fatbin or a .o output" \
+  package "$D/softplus.bc" -o "$OUT.cubin"
+expect_error "package: not an image" "$D/softplus.bc: " package "$D/softplus.bc" -o "$OUT.fatbin"
+expect_error "package: no images" "no images" package -o "$OUT.fatbin"
+"$FATLINK" device-link --arch=sm_80 $RLIBS "$D/softplus.bc" -o "$D/one.cubin"
+expect_error "package: two images for one arch" "two cubin images for sm_80" \
+  package "$D/one.cubin" "$D/one.cubin" -o "$OUT.fatbin"
+expect_error "package: corrupt kernel bitcode" "$D/corrupt.bc: corrupt bitcode" \
+  package "$D/one.cubin" --kernels-from="$D/corrupt.bc" -o "$OUT.o"
+expect_error "bad --compress" "invalid value for --compress: 'lz5'" \
+  "${L[@]}.fatbin" --arch=sm_80 --compress=lz5 $RLIBS "$D/softplus.bc"
+
 # Outputs: a failed link keeps the previous output intact.
 mkdir -p "$D/keep"
 "$FATLINK" device-link --arch=sm_80 -o "$D/keep/k.cubin" $RLIBS "$D/softplus.bc"

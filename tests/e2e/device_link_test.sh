@@ -112,4 +112,26 @@ check "sm_90a target uses PTX 8.0" grep -q '^\.version 8\.0$' a.ptx
 "$FATLINK" device-link --arch=sm_80 --ptx-version=8.0 $RLIBS "$D/softplus.bc" -o v80.ptx
 check "--ptx-version overrides the PTX ISA" grep -q '^\.version 8\.0$' v80.ptx
 
+# Packaged outputs: a fatbin and a host object.
+"$FATLINK" device-link --arch=sm_80,sm_90,compute_90 $RLIBS "$D/softplus.bc" -o whole.fatbin
+"$FATLINK" device-link --arch=sm_80,sm_90,compute_90 $RLIBS "$D/softplus.bc" -o whole.o --compress=none
+check "-o .fatbin starts with the fatbin magic" bash -c "head -c4 whole.fatbin | od -An -tx1 | grep -q '50 ed 55 ba'"
+check "-o .o is an ELF relocatable with .nv_fatbin" bash -c "readelf -S whole.o | grep -q '\.nv_fatbin'"
+"$FATLINK" inspect whole.o > whole.txt
+check "--compress=none stores entries uncompressed" bash -c "! grep -q zstd whole.txt && grep -c 'sm_' whole.txt | grep -qx 3"
+
+# The device link split into actions (as the Bazel rules run it): one
+# optimization to .bc, one --codegen-only run per target, then package.
+# The result is byte-identical to the one-step link.
+"$FATLINK" device-link --arch=sm_80,sm_90,compute_90 $RLIBS "$D/softplus.bc" -o split.bc
+for t in sm_80 sm_90; do
+  "$FATLINK" device-link --codegen-only --arch=$t split.bc -o split_$t.cubin
+done
+"$FATLINK" device-link --codegen-only --arch=compute_90 split.bc -o split_compute_90.ptx
+"$FATLINK" package split_sm_90.cubin split_compute_90.ptx split_sm_80.cubin --kernels-from=split.bc \
+  -o split.o --compress=none
+check "split link: same host object as the one-step link" cmp split.o whole.o
+"$FATLINK" package split_sm_80.cubin split_sm_90.cubin split_compute_90.ptx -o split.fatbin
+check "split link: same fatbin as the one-step link" cmp split.fatbin whole.fatbin
+
 finish

@@ -34,6 +34,8 @@ constexpr Command Commands[] = {
      "list and extract the GPU code in fatbins, objects and executables"},
     {"cc", fatlink::hostLinkMain,
      "a cc link command line, with the device link of its device code"},
+    {"package", fatlink::packageMain,
+     "pack cubins and PTX into a fatbin or a host object"},
     {"llbc", fatlink::llbcMain,
      "rustc's nvptx64 device linker (-C linker=fatlink-llbc)"},
 };

@@ -1,0 +1,181 @@
+//===- linker/Package.cpp - `fatlink package` ----------------------------===//
+//
+// The last step of a device link, on its own: cubins and PTX files (from
+// `fatlink device-link --codegen-only`, or any ptxas) become one fatbin, or
+// a host object carrying it with the kernel table the runtime reads. Build
+// systems run it as the packaging action after one code generation action
+// per target (rules/defs.bzl).
+//
+// Each image's kind, arch and PTX version are read from the image itself,
+// and the fatbin's entry order is fixed by the packager, so the output does
+// not depend on the order of the inputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "linker/Context.h"
+#include "linker/DeviceBuild.h"
+#include "linker/Linker.h"
+#include "linker/Options.h"
+
+#include "llvm/Option/Arg.h"
+#include "llvm/Option/ArgList.h"
+#include "llvm/Option/OptTable.h"
+#include "llvm/Option/Option.h"
+#include "llvm/Support/FileOutputBuffer.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+using namespace llvm;
+
+namespace fatlink {
+
+namespace {
+
+enum ID {
+  OPT_INVALID = 0,
+#define OPTION(...) LLVM_MAKE_OPT_ID(__VA_ARGS__),
+#include "linker/PackageOptions.inc"
+#undef OPTION
+};
+
+#define OPTTABLE_STR_TABLE_CODE
+#include "linker/PackageOptions.inc"
+#undef OPTTABLE_STR_TABLE_CODE
+
+#define OPTTABLE_PREFIXES_TABLE_CODE
+#include "linker/PackageOptions.inc"
+#undef OPTTABLE_PREFIXES_TABLE_CODE
+
+using namespace llvm::opt;
+constexpr opt::OptTable::Info InfoTable[] = {
+#define OPTION(...) LLVM_CONSTRUCT_OPT_INFO(__VA_ARGS__),
+#include "linker/PackageOptions.inc"
+#undef OPTION
+};
+
+class PackageOptTable : public opt::GenericOptTable {
+public:
+  PackageOptTable()
+      : GenericOptTable(OptionStrTable, OptionPrefixesTable, InfoTable) {}
+};
+
+} // namespace
+
+static Expected<std::unique_ptr<MemoryBuffer>> readFile(StringRef Path) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(Path);
+  if (!MB)
+    return createStringError(MB.getError(), "cannot open %s: %s",
+                             Path.str().c_str(), MB.getError().message().c_str());
+  return std::move(*MB);
+}
+
+static Error package(Context &Ctx, const opt::InputArgList &Args) {
+  std::string Output = Args.getLastArgValue(OPT_output).str();
+  StringRef Ext = sys::path::extension(Output);
+  if (Ext != ".fatbin" && Ext != ".o")
+    return createStringError(inconvertibleErrorCode(),
+                             "-o %s: name a .fatbin or a .o output",
+                             Output.empty() ? "(none)" : Output.c_str());
+  packager::FatbinOptions Fatbin;
+  if (const opt::Arg *A = Args.getLastArg(OPT_compress_EQ)) {
+    Expected<packager::FatbinOptions> F =
+        parseCompression("--compress", A->getValue());
+    if (!F)
+      return F.takeError();
+    Fatbin = *F;
+  }
+
+  std::vector<packager::FatbinImage> Images;
+  Error Errors = Error::success();
+  for (const opt::Arg *A : Args.filtered(OPT_INPUT)) {
+    Expected<std::unique_ptr<MemoryBuffer>> MB = readFile(A->getValue());
+    if (!MB) {
+      Errors = joinErrors(std::move(Errors), MB.takeError());
+      continue;
+    }
+    Expected<packager::FatbinImage> Image =
+        packager::describeImage((*MB)->getBuffer());
+    if (!Image) {
+      Errors = joinErrors(
+          std::move(Errors),
+          createStringError(inconvertibleErrorCode(), "%s: %s", A->getValue(),
+                            toString(Image.takeError()).c_str()));
+      continue;
+    }
+    Ctx.verbose(Twine(A->getValue()) + ": " +
+                (Image->Kind == packager::ImageKind::PTX ? "PTX" : "cubin") +
+                " for " + Image->Arch);
+    Images.push_back(std::move(*Image));
+  }
+  if (Errors)
+    return Errors;
+  if (Images.empty())
+    return createStringError(inconvertibleErrorCode(),
+                             "no images: pass .cubin and .ptx files");
+
+  Expected<std::string> Bytes = packager::writeFatbin(Images, Fatbin);
+  if (!Bytes)
+    return Bytes.takeError();
+  if (Ext == ".o") {
+    std::vector<packager::KernelInfo> Kernels;
+    if (const opt::Arg *A = Args.getLastArg(OPT_kernels_from_EQ)) {
+      Expected<std::unique_ptr<MemoryBuffer>> MB = readFile(A->getValue());
+      if (!MB)
+        return MB.takeError();
+      Expected<std::vector<lto::KernelInfo>> K =
+          lto::readKernels((*MB)->getMemBufferRef());
+      if (!K)
+        return K.takeError();
+      for (const lto::KernelInfo &KI : *K)
+        Kernels.push_back({KI.Name, std::vector<uint32_t>(KI.ParamSizes.begin(),
+                                                          KI.ParamSizes.end())});
+    }
+    Expected<packager::HostArch> Host =
+        parseHostArch(hostTriple(Args.getLastArgValue(OPT_host_arch_EQ)));
+    if (!Host)
+      return Host.takeError();
+    Expected<std::string> Object =
+        packager::writeHostObject(*Bytes, Kernels, *Host);
+    if (!Object)
+      return Object.takeError();
+    *Bytes = std::move(*Object);
+  }
+
+  Expected<std::unique_ptr<FileOutputBuffer>> Buf =
+      FileOutputBuffer::create(Output, Bytes->size());
+  if (!Buf)
+    return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
+                             Output.c_str(), toString(Buf.takeError()).c_str());
+  llvm::copy(*Bytes, (*Buf)->getBufferStart());
+  return (*Buf)->commit();
+}
+
+int packageMain(ArrayRef<const char *> Args, raw_ostream &Out,
+                raw_ostream &Err) {
+  Context Ctx(Out, Err);
+  PackageOptTable Table;
+  BumpPtrAllocator Alloc;
+  StringSaver Saver(Alloc);
+  Expected<opt::InputArgList> ArgsOrErr =
+      parseArgs(Table, Args, Saver, OPT_UNKNOWN);
+  if (!ArgsOrErr) {
+    Ctx.error(ArgsOrErr.takeError());
+    return 1;
+  }
+  if (ArgsOrErr->hasArg(OPT_help)) {
+    Table.printHelp(Out, "fatlink package [options] <images...> -o <out>",
+                    "fatlink package: cubins and PTX into a fatbin or a "
+                    "host object");
+    return 0;
+  }
+  if (ArgsOrErr->hasArg(OPT_version)) {
+    Out << versionString() << "\n";
+    return 0;
+  }
+  Ctx.Verbose = ArgsOrErr->hasArg(OPT_verbose);
+  if (Error E = package(Ctx, *ArgsOrErr))
+    Ctx.error(std::move(E));
+  return Ctx.exitCode();
+}
+
+} // namespace fatlink
