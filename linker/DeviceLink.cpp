@@ -42,6 +42,8 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <map>
+
 using namespace llvm;
 
 namespace fatlink {
@@ -283,70 +285,161 @@ static void printTargets(Context &Ctx, const ToolFacts &Facts) {
             << " " << T.ptxVersionString() << "\n";
 }
 
+/// Writes Data to a new temporary file named after Name.
+static Expected<std::string> writeTemp(Context &Ctx, StringRef Name,
+                                       StringRef Data) {
+  Expected<std::string> Path = Ctx.Temps.create(Name);
+  if (!Path)
+    return Path.takeError();
+  std::error_code EC;
+  raw_fd_ostream OS(*Path, EC);
+  if (EC)
+    return createStringError(EC, "cannot write %s: %s", Path->c_str(),
+                             EC.message().c_str());
+  OS << Data;
+  return Path;
+}
+
+static Expected<std::string> readBack(StringRef Path, StringRef What) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(Path);
+  if (!MB)
+    return createStringError(MB.getError(), "%s wrote no output to %s",
+                             What.str().c_str(), Path.str().c_str());
+  return (*MB)->getBuffer().str();
+}
+
+/// The relocatable cubins of target T (exact arch; checkObjects made sure
+/// every object container has one).
+static std::vector<const lto::DeviceObject *>
+objectsFor(const lto::InputSet &Inputs, const lto::Target &T) {
+  std::vector<const lto::DeviceObject *> Objs;
+  for (const lto::DeviceObject &O : Inputs.Objects)
+    if (O.Arch == T.Cpu)
+      Objs.push_back(&O);
+  return Objs;
+}
+
+/// Relocatable cubins are machine code for one arch: every target needs an
+/// object of its own arch from each container, and PTX targets cannot use
+/// them at all. Checked before any work.
+static Error checkObjects(const lto::InputSet &Inputs,
+                          ArrayRef<lto::Target> Targets) {
+  std::map<std::string, std::vector<std::string>> ArchesByContainer;
+  for (const lto::DeviceObject &O : Inputs.Objects)
+    ArchesByContainer[O.Origin.substr(0, O.Origin.rfind("(.llvm.offloading"))]
+        .push_back(O.Arch);
+  Error Errors = Error::success();
+  for (const auto &[Container, Arches] : ArchesByContainer)
+    for (const lto::Target &T : Targets) {
+      if (!T.IsPTX && is_contained(Arches, T.Cpu))
+        continue;
+      Errors = joinErrors(
+          std::move(Errors),
+          createStringError(
+              inconvertibleErrorCode(),
+              "%s: holds relocatable device code (cubins) for %s only, which "
+              "cannot serve target %s: compile it with -foffload-lto (device "
+              "bitcode serves every target)%s",
+              Container.c_str(), join(Arches, ", ").c_str(), T.Name.c_str(),
+              T.IsPTX ? ""
+                      : (" or add --offload-arch=" + T.Cpu).c_str()));
+    }
+  return Errors;
+}
+
 /// Generates PTX for one target and assembles it (sm_XX) or checks it
-/// (compute_XX) with ptxas.
+/// (compute_XX) with ptxas. With relocatable cubins of the target's arch in
+/// the inputs, the PTX is assembled relocatable (ptxas -c) and nvlink links
+/// it with them.
 static Expected<TargetOutput> compileTarget(Context &Ctx, const Config &C,
                                             const lto::LinkedProgram &Program,
+                                            const lto::InputSet &Inputs,
                                             ArrayRef<lto::Target> Targets,
                                             size_t I) {
   const lto::Target &T = Targets[I];
   TargetOutput Out;
-  Expected<std::string> PTX =
-      lto::generatePTX(Program, Targets, I, C.Link.OptLevel);
-  if (!PTX)
-    return PTX.takeError();
-  Out.PTX = std::move(*PTX);
+  bool HasBitcode = !Program.Modules.empty();
+  if (HasBitcode) {
+    Expected<std::string> PTX =
+        lto::generatePTX(Program, Targets, I, C.Link.OptLevel);
+    if (!PTX)
+      return PTX.takeError();
+    Out.PTX = std::move(*PTX);
+  }
   if (!C.RunPtxas)
     return Out;
 
   TimeTraceScope Scope("ptxas", T.Name);
-  Expected<std::string> PTXPath = Ctx.Temps.create(T.Name + ".ptx");
-  if (!PTXPath)
-    return PTXPath.takeError();
-  {
-    std::error_code EC;
-    raw_fd_ostream OS(*PTXPath, EC);
-    if (EC)
-      return createStringError(EC, "cannot write %s: %s", PTXPath->c_str(),
-                               EC.message().c_str());
-    OS << Out.PTX;
-  }
-
+  std::vector<const lto::DeviceObject *> Objs = objectsFor(Inputs, T);
   std::string OptFlag = "-O" + std::to_string(C.Link.OptLevel);
   std::string What = "ptxas for " + T.Name;
-  if (T.IsPTX) {
-    // A virtual arch makes ptxas parse and check the PTX without
-    // generating code: the driver will compile it on the user's GPU.
-    std::string Arch = "-arch=" + T.Name;
-    Expected<std::string> R =
-        runProgram(Ctx, C.Paths.Ptxas, {"ptxas", Arch, *PTXPath}, C.PtxasTimeout, What);
-    if (!R)
+  std::vector<std::string> Cubins; // to give nvlink
+  if (HasBitcode) {
+    Expected<std::string> PTXPath = writeTemp(Ctx, T.Name + ".ptx", Out.PTX);
+    if (!PTXPath)
+      return PTXPath.takeError();
+    if (T.IsPTX) {
+      // A virtual arch makes ptxas parse and check the PTX without
+      // generating code: the driver will compile it on the user's GPU.
+      std::string Arch = "-arch=" + T.Name;
+      Expected<std::string> R = runProgram(
+          Ctx, C.Paths.Ptxas, {"ptxas", Arch, *PTXPath}, C.PtxasTimeout, What);
+      if (!R)
+        return R.takeError();
+      return Out;
+    }
+    Expected<std::string> CubinPath = Ctx.Temps.create(T.Name + ".cubin");
+    if (!CubinPath)
+      return CubinPath.takeError();
+    std::string Arch = "-arch=" + T.Cpu;
+    std::vector<StringRef> Argv = {"ptxas", Arch, OptFlag};
+    if (!Objs.empty())
+      Argv.push_back("-c"); // relocatable, for nvlink
+    append_range(Argv, ArrayRef<StringRef>{*PTXPath, "-o", *CubinPath});
+    if (Expected<std::string> R =
+            runProgram(Ctx, C.Paths.Ptxas, Argv, C.PtxasTimeout, What);
+        !R)
       return R.takeError();
-    return Out;
+    if (Objs.empty()) {
+      Expected<std::string> Cubin = readBack(*CubinPath, What);
+      if (!Cubin)
+        return Cubin.takeError();
+      Out.Cubin = std::move(*Cubin);
+      return Out;
+    }
+    Cubins.push_back(*CubinPath);
   }
 
-  Expected<std::string> CubinPath = Ctx.Temps.create(T.Name + ".cubin");
-  if (!CubinPath)
-    return CubinPath.takeError();
+  for (auto [N, O] : enumerate(Objs)) {
+    Expected<std::string> Path = writeTemp(
+        Ctx, T.Name + "-object" + std::to_string(N) + ".cubin", O->Data.getBuffer());
+    if (!Path)
+      return Path.takeError();
+    Cubins.push_back(*Path);
+  }
+  Expected<std::string> Linked = Ctx.Temps.create(T.Name + ".linked.cubin");
+  if (!Linked)
+    return Linked.takeError();
   std::string Arch = "-arch=" + T.Cpu;
-  Expected<std::string> R =
-      runProgram(Ctx, C.Paths.Ptxas,
-                 {"ptxas", Arch, OptFlag, *PTXPath, "-o", *CubinPath},
-                 C.PtxasTimeout, What);
-  if (!R)
+  std::vector<StringRef> Argv = {"nvlink", Arch};
+  append_range(Argv, Cubins);
+  append_range(Argv, ArrayRef<StringRef>{"-o", *Linked});
+  std::string NvlinkWhat = "nvlink for " + T.Name;
+  if (Expected<std::string> R =
+          runProgram(Ctx, C.Paths.Nvlink, Argv, C.PtxasTimeout, NvlinkWhat);
+      !R)
     return R.takeError();
-  ErrorOr<std::unique_ptr<MemoryBuffer>> Cubin = MemoryBuffer::getFile(*CubinPath);
+  Expected<std::string> Cubin = readBack(*Linked, NvlinkWhat);
   if (!Cubin)
-    return createStringError(Cubin.getError(), "%s wrote no cubin to %s",
-                             What.c_str(), CubinPath->c_str());
-  Out.Cubin = (*Cubin)->getBuffer().str();
+    return Cubin.takeError();
+  Out.Cubin = std::move(*Cubin);
   return Out;
 }
 
 /// Compiles every target, in parallel, into its own slot.
 static Expected<std::vector<TargetOutput>>
 compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
-               ArrayRef<lto::Target> Targets) {
+               const lto::InputSet &Inputs, ArrayRef<lto::Target> Targets) {
   TimeTraceScope Scope("Compile targets");
   std::vector<TargetOutput> Outputs(Targets.size());
   std::vector<std::string> Errors(Targets.size());
@@ -357,7 +450,8 @@ compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
       Pool.async([&, I] {
         if (Tracing)
           timeTraceProfilerInitialize(C.TimeTraceGranularity, "fatlink");
-        Expected<TargetOutput> Out = compileTarget(Ctx, C, Program, Targets, I);
+        Expected<TargetOutput> Out =
+            compileTarget(Ctx, C, Program, Inputs, Targets, I);
         if (Out)
           Outputs[I] = std::move(*Out);
         else
@@ -601,8 +695,12 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   for (const lto::DeviceImage &Image : Inputs.Images)
     Ctx.verbose("input " + Image.Origin +
                 (Image.Arch.empty() ? "" : " [" + Image.Arch + "]"));
+  for (const lto::DeviceObject &O : Inputs.Objects)
+    Ctx.verbose("input " + O.Origin + " [" + O.Arch + ", relocatable cubin]");
   for (const std::string &Note : Inputs.Skipped)
     Ctx.verbose("skipped " + Note);
+  if (Error E = checkObjects(Inputs, B.Targets))
+    return std::move(E);
 
   // From here on, the set of device images is fixed.
   Expected<lto::LinkedProgram> Program =
@@ -628,7 +726,7 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
     return std::move(B); // no code generation
 
   Expected<std::vector<TargetOutput>> Outputs =
-      compileTargets(Ctx, C, B.Program, B.Targets);
+      compileTargets(Ctx, C, B.Program, Inputs, B.Targets);
   if (!Outputs)
     return Outputs.takeError();
   B.Outputs = std::move(*Outputs);

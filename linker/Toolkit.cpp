@@ -45,6 +45,10 @@ ToolkitPaths resolveToolkitPaths(StringRef CudaPath, StringRef Ptxas,
   Path = P.CudaPath;
   sys::path::append(Path, "nvvm", "libdevice", "libdevice.10.bc");
   P.Libdevice = Libdevice.empty() ? std::string(Path) : Libdevice.str();
+
+  Path = P.CudaPath;
+  sys::path::append(Path, "bin", "nvlink");
+  P.Nvlink = std::string(Path);
   return P;
 }
 

@@ -26,6 +26,7 @@ struct ToolkitPaths {
   std::string CudaPath;  ///< --cuda-path, else $CUDA_PATH, else /usr/local/cuda
   std::string Ptxas;     ///< --ptxas, else <CudaPath>/bin/ptxas
   std::string Libdevice; ///< --libdevice, else <CudaPath>/nvvm/libdevice/...
+  std::string Nvlink;    ///< <CudaPath>/bin/nvlink (relocatable cubins only)
 };
 
 /// What the installed ptxas accepts.

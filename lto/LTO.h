@@ -91,10 +91,23 @@ struct DeviceImage {
   unsigned Source = 0;
 };
 
+/// A relocatable cubin (clang `--offload-new-driver -fgpu-rdc` without
+/// -foffload-lto): machine code for one arch, linked with nvlink after the
+/// LTO part is compiled. Its symbols bound the LTO part: what it defines is
+/// not undefined there, what it references must stay visible.
+struct DeviceObject {
+  std::string Origin;
+  llvm::MemoryBufferRef Data; ///< owned by the InputSet
+  std::string Arch;           ///< "sm_80"
+  std::vector<std::string> Defined;
+  std::vector<std::string> Undefined;
+};
+
 /// Everything read from the command line's inputs. Owns the file contents.
 class InputSet {
 public:
   std::vector<DeviceImage> Images;
+  std::vector<DeviceObject> Objects;
   /// Paths of the files read, in command-line order (for the cache key and
   /// for `-v`).
   std::vector<std::string> Files;

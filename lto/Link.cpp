@@ -156,11 +156,13 @@ static bool isProvidedByPTX(StringRef Name) {
          Name == "__assertfail" || Name == "__nvvm_reflect";
 }
 
-static Error checkUndefined(const Module &M, const SymbolTable &Symtab) {
+static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
+                            const StringSet<> &ProvidedByObjects) {
   ErrorList Errors;
   for (const GlobalValue &GV : M.global_values()) {
     if (!GV.isDeclarationForLinker() || GV.getName().starts_with("llvm.") ||
-        isProvidedByPTX(GV.getName()) || GV.use_empty())
+        isProvidedByPTX(GV.getName()) || GV.use_empty() ||
+        ProvidedByObjects.contains(GV.getName()))
       continue;
     std::string Msg = "undefined device symbol: " + describeSymbol(GV.getName());
     auto It = Symtab.Symbols.find(GV.getName().str());
@@ -483,6 +485,10 @@ void DeviceLinker::internalize(Module &M) {
   StringSet<> Exports;
   for (const std::string &Name : Opts.ExportSymbols)
     Exports.insert(Name);
+  // Relocatable cubins linked later by nvlink may call into the LTO part.
+  for (const DeviceObject &O : Inputs.Objects)
+    for (const std::string &Name : O.Undefined)
+      Exports.insert(Name);
   SmallVector<GlobalValue *, 8> Used;
   collectUsedGlobalVariables(M, Used, /*CompilerUsed=*/false);
   for (GlobalValue *GV : Used)
@@ -583,7 +589,11 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
     return E;
 
   internalize(*Composite);
-  if (Error E = checkUndefined(*Composite, Symtab))
+  StringSet<> ProvidedByObjects;
+  for (const DeviceObject &O : Inputs.Objects)
+    for (const std::string &Name : O.Defined)
+      ProvidedByObjects.insert(Name);
+  if (Error E = checkUndefined(*Composite, Symtab, ProvidedByObjects))
     return E;
   if (First)
     collectInterface(*Composite, Out);
@@ -667,7 +677,7 @@ Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
                                         ArrayRef<Target> Targets,
                                         const LinkOptions &Opts) {
   TimeTraceScope Scope("Link and optimize");
-  if (Inputs.Images.empty())
+  if (Inputs.Images.empty() && Inputs.Objects.empty())
     return makeError("no device code in the inputs");
   if (Targets.empty())
     return makeError("no targets: pass --arch");
@@ -678,6 +688,8 @@ Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
     return GroupsOrErr.takeError();
 
   LinkedProgram Out;
+  if (Inputs.Images.empty())
+    return std::move(Out); // relocatable cubins only: nvlink does the link
   for (auto [I, G] : enumerate(*GroupsOrErr))
     if (Error E = DL.linkGroup(G, Out, I == 0))
       return std::move(E);

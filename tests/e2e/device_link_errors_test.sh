@@ -48,6 +48,14 @@ RUSTC_BOOTSTRAP=1 "$RUSTC" --target nvptx64-nvidia-cuda --edition 2021 -O --crat
 expect_error "bitcode compiled for a newer GPU" "compiled for sm_90, which is newer than target sm_80" \
   "${L[@]}" --arch=sm_80 "$D/libvecmath90.rlib" "$D/libminicore.rlib"
 
+cuda_obj_nolto softplus.cu sm_80 "$D/nolto80.o"
+expect_error "relocatable cubins for another arch" \
+  "$D/nolto80.o: holds relocatable device code (cubins) for sm_80 only, which cannot serve target sm_90" \
+  "${L[@]}" --arch=sm_80,sm_90 $RLIBS "$D/nolto80.o"
+expect_error "relocatable cubins cannot give PTX" \
+  "cannot serve target compute_80: compile it with -foffload-lto" \
+  "${L[@]}" --arch=compute_80 $RLIBS "$D/nolto80.o"
+
 # Targets.
 expect_error "misspelled arch" "unknown GPU target 'sm_8O': did you mean 'sm_80'?" \
   "${L[@]}" --arch=sm_8O $RLIBS

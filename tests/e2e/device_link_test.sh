@@ -120,6 +120,18 @@ check "-o .o is an ELF relocatable with .nv_fatbin" bash -c "readelf -S whole.o 
 "$FATLINK" inspect whole.o > whole.txt
 check "--compress=none stores entries uncompressed" bash -c "! grep -q zstd whole.txt && grep -c 'sm_' whole.txt | grep -qx 3"
 
+# Relocatable device code (clang -fgpu-rdc without -foffload-lto): the LTO
+# part is assembled with ptxas -c and nvlink links it with the cubins.
+cuda_obj_nolto softplus.cu sm_80,sm_90 "$D/softplus_nolto.o"
+"$FATLINK" device-link -v --arch=sm_80,sm_90 $RLIBS "$D/softplus_nolto.o" -o nolto 2>nolto.log
+check "relocatable cubins: link succeeds" test -s nolto/sm_90.cubin
+check "relocatable cubins: ptxas -c then nvlink" \
+  bash -c "grep -q 'ptxas -arch=sm_80 -O3 -c ' nolto.log && grep -q 'nvlink -arch=sm_80 ' nolto.log"
+check "relocatable cubins: Rust and CUDA kernels in one cubin" \
+  bash -c "readelf -s nolto/sm_80.cubin | grep -q ' rust_softplus\$' && readelf -s nolto/sm_80.cubin | grep -q ' cuda_scale\$'"
+"$FATLINK" device-link --arch=sm_80,sm_90 -j1 $RLIBS "$D/softplus_nolto.o" -o nolto_j1
+check "relocatable cubins: deterministic" diff -r nolto nolto_j1
+
 # The device link split into actions (as the Bazel rules run it): one
 # optimization to .bc, one --codegen-only run per target, then package.
 # The result is byte-identical to the one-step link.

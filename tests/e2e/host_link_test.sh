@@ -43,6 +43,15 @@ check "cc: the device object is removed after the link" test -z "$(ls -A "$TMPDI
 check "cc: inspect sees sm_80, sm_90 and compute_90 in the executable" \
   bash -c "grep -q sm_80 inspect.txt && grep -q sm_90 inspect.txt && grep -qi ptx inspect.txt"
 
+# 1b. clang objects without -foffload-lto (relocatable cubins) link too.
+cuda_obj_nolto softplus.cu sm_80 "$D/softplus_nolto.o"
+"$CC_WRAP" main.o "$D/rust_dev.o" "$D/softplus_nolto.o" -o app_nolto --fatlink-arch=sm_80 \
+  -L"$CUDA/lib64" -lcudart -Wl,-rpath,"$CUDA/lib64"
+check "cc + relocatable cubins: kernels from Rust embedded" bash -c "./app_nolto | grep -q 'kernel saxpy'"
+"$FATLINK" inspect --extract=nolto_x app_nolto >/dev/null
+check "cc + relocatable cubins: the cubin has the CUDA kernel too" \
+  bash -c "readelf -s nolto_x/*.cubin | grep -q ' cuda_scale\$'"
+
 # 2. A real rustc link line: rustc -> recorder -> fatlink-cc -> recorder -> cc.
 recorder "$WORK/rec-rustc" "$WORK/rustc-args.txt" "$CC_WRAP"
 "$RUSTC" --edition 2021 -O "$TESTDATA/host/list_modules.rs" -L "$D" -o list_modules \

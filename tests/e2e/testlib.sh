@@ -65,6 +65,14 @@ cuda_obj() {
     "$TESTDATA/cuda/$1" -o "$3"
 }
 
+# CUDA C++ to a host object carrying relocatable cubins (no -foffload-lto),
+# linked by nvlink: cuda_obj_nolto FILE ARCHES OUT.
+cuda_obj_nolto() {
+  "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version \
+    --offload-new-driver -fgpu-rdc --offload-arch="$2" -O3 -c \
+    "$TESTDATA/cuda/$1" -o "$3"
+}
+
 # Builds the bundled example's device code into $WORK/dev.
 build_testdata() {
   need_tool "$RUSTC"
