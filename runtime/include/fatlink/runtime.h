@@ -1,0 +1,242 @@
+/*===- fatlink/runtime.h - Find and launch the kernels fatlink embedded ---===*\
+ *
+ * The C API of fatlink's host runtime (libfatlink_rt.a). A program that
+ * links a host object written by `fatlink device-link ... -o kernels.o`
+ * and this library can list the device modules and kernels it carries,
+ * look a kernel up by name and launch it through the CUDA driver API, and
+ * move data to and from the GPU. CUDA C++ hosts that use the CUDA runtime
+ * (`kernel<<<...>>>`) need none of this API: linking the library registers
+ * every fatbin and kernel with the CUDA runtime (see docs/runtime.md).
+ *
+ * Policy:
+ *  - The CUDA driver (libcuda.so.1) is loaded at run time, on the first call
+ *    that needs it; nothing here needs it at link time. Listing modules and
+ *    kernels never touches the driver.
+ *  - Every function returns a fatlink_rt_status. On failure,
+ *    fatlink_rt_last_error() gives a message for the calling thread that
+ *    names what failed and what to do. Nothing aborts or exits the process,
+ *    and nothing is printed unless FATLINK_RT_LOG=1 is set.
+ *  - All functions are thread-safe. Modules are loaded on a device the
+ *    first time one of their kernels is needed there, once.
+ *  - Device calls act on the calling thread's current device (default 0,
+ *    fatlink_rt_set_device), in the device's primary context, which the
+ *    CUDA runtime shares.
+\*===----------------------------------------------------------------------===*/
+
+#ifndef FATLINK_RUNTIME_H
+#define FATLINK_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FATLINK_RT_API __attribute__((visibility("default")))
+
+typedef enum fatlink_rt_status {
+  FATLINK_RT_SUCCESS = 0,
+  /* A NULL or out-of-range argument. */
+  FATLINK_RT_ERROR_INVALID_VALUE = 1,
+  /* libcuda.so.1 cannot be loaded, lacks a function, or is the toolkit's
+   * stub library. */
+  FATLINK_RT_ERROR_NO_DRIVER = 2,
+  /* The driver works but there is no such GPU. */
+  FATLINK_RT_ERROR_NO_DEVICE = 3,
+  /* The driver is older than the embedded PTX ISA or compression needs. */
+  FATLINK_RT_ERROR_DRIVER_TOO_OLD = 4,
+  /* No cubin for this GPU and no PTX that can be JIT-compiled for it. */
+  FATLINK_RT_ERROR_NO_IMAGE = 5,
+  /* No kernel of that name; the message suggests the closest names. */
+  FATLINK_RT_ERROR_KERNEL_NOT_FOUND = 6,
+  /* Argument count or sizes differ from the kernel's parameters. */
+  FATLINK_RT_ERROR_ARGUMENTS = 7,
+  /* A malformed module descriptor or fatbin container, or a kernel of a
+   * shared library that has been unloaded. */
+  FATLINK_RT_ERROR_BAD_MODULE = 8,
+  /* The device is out of memory. */
+  FATLINK_RT_ERROR_OUT_OF_MEMORY = 9,
+  /* Any other error of the CUDA driver; the message names it. */
+  FATLINK_RT_ERROR_CUDA = 10
+} fatlink_rt_status;
+
+/* "FATLINK_RT_ERROR_NO_DRIVER" etc.; never NULL. */
+FATLINK_RT_API const char *fatlink_rt_status_name(fatlink_rt_status Status);
+
+/* The message of the calling thread's last failure ("" if none). Valid
+ * until the thread's next call into this library. */
+FATLINK_RT_API const char *fatlink_rt_last_error(void);
+
+/* The raw CUresult of the calling thread's last failed driver call, or 0. */
+FATLINK_RT_API int fatlink_rt_last_cuda_error(void);
+
+/*===------------------------ Modules and kernels ------------------------===*/
+/* These never load the driver. Module indices follow load order (shared
+ * libraries first, then the executable) and change when a shared library
+ * with device code is unloaded. */
+
+typedef enum fatlink_rt_image_kind {
+  FATLINK_RT_IMAGE_PTX = 1,
+  FATLINK_RT_IMAGE_CUBIN = 2,
+  FATLINK_RT_IMAGE_NVVM = 8
+} fatlink_rt_image_kind;
+
+typedef enum fatlink_rt_compression {
+  FATLINK_RT_COMPRESSION_NONE = 0,
+  FATLINK_RT_COMPRESSION_ZSTD = 1,
+  FATLINK_RT_COMPRESSION_LZ4 = 2
+} fatlink_rt_compression;
+
+/* One entry of a fatbin container. */
+typedef struct fatlink_rt_image {
+  fatlink_rt_image_kind kind;
+  uint32_t sm;                /* 80 for sm_80 / compute_80 */
+  char variant;               /* 0, 'a' (sm_90a) or 'f' (sm_100f) */
+  uint16_t ptx_major;         /* PTX ISA of a PTX entry; 0 for cubins */
+  uint16_t ptx_minor;
+  fatlink_rt_compression compression;
+  uint64_t size;              /* uncompressed bytes */
+} fatlink_rt_image;
+
+typedef struct fatlink_rt_module_info {
+  const char *origin;         /* the executable or shared library */
+  uint64_t fatbin_size;
+  uint32_t num_kernels;
+  uint32_t num_images;        /* 0 if the fatbin is malformed */
+} fatlink_rt_module_info;
+
+typedef struct fatlink_rt_kernel_info {
+  const char *name;           /* the symbol name (mangled for C++) */
+  uint32_t module;
+  uint32_t num_params;
+  const uint32_t *param_sizes; /* bytes of each parameter */
+} fatlink_rt_kernel_info;
+
+FATLINK_RT_API uint32_t fatlink_rt_module_count(void);
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_get_module_info(uint32_t Module, fatlink_rt_module_info *Info);
+FATLINK_RT_API fatlink_rt_status fatlink_rt_module_image(uint32_t Module,
+                                                         uint32_t Image,
+                                                         fatlink_rt_image *Out);
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_module_kernel(uint32_t Module, uint32_t Kernel,
+                         fatlink_rt_kernel_info *Info);
+
+/* Formats an image as "cubin sm_80", "PTX compute_90a (ISA 8.0)". */
+FATLINK_RT_API const char *fatlink_rt_image_string(const fatlink_rt_image *Image,
+                                                   char *Buf, size_t Size);
+
+/*===------------------------------ Devices ------------------------------===*/
+
+typedef struct fatlink_rt_device_info {
+  char name[256];
+  int cc_major, cc_minor;     /* compute capability: 8, 6 for sm_86 */
+  int driver_version;         /* cuDriverGetVersion: 12080 for CUDA 12.8 */
+  uint64_t total_memory;
+} fatlink_rt_device_info;
+
+/* Loads libcuda.so.1 (or $FATLINK_RT_LIBCUDA) and calls cuInit. Every other
+ * device function calls it; calling it first only makes the failure early. */
+FATLINK_RT_API fatlink_rt_status fatlink_rt_init(void);
+FATLINK_RT_API fatlink_rt_status fatlink_rt_device_count(int *Count);
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_get_device_info(int Device, fatlink_rt_device_info *Info);
+/* Sets the calling thread's current device. */
+FATLINK_RT_API fatlink_rt_status fatlink_rt_set_device(int Device);
+FATLINK_RT_API fatlink_rt_status fatlink_rt_get_device(int *Device);
+
+/*===---------------------------- Kernels --------------------------------===*/
+
+typedef struct fatlink_rt_kernel_s *fatlink_rt_kernel;
+
+/* Finds a kernel by name in every module (the first module that has it
+ * wins) and loads its module on the current device if it is not loaded
+ * yet: the driver picks the best cubin or JIT-compiles the PTX. */
+FATLINK_RT_API fatlink_rt_status fatlink_rt_get_kernel(const char *Name,
+                                                       fatlink_rt_kernel *Out);
+/* The same, in one module only. */
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_module_get_kernel(uint32_t Module, const char *Name,
+                             fatlink_rt_kernel *Out);
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_kernel_get_info(fatlink_rt_kernel Kernel, fatlink_rt_kernel_info *Info);
+
+typedef struct fatlink_rt_dim3 {
+  uint32_t x, y, z;
+} fatlink_rt_dim3;
+
+/* A CUstream; NULL is the default stream. */
+typedef void *fatlink_rt_stream;
+
+/* Launches Kernel on the current device. Args[i] points to the value of
+ * parameter i and ArgSizes[i] is its size in bytes; both arrays have
+ * NumArgs elements, which must equal the kernel's parameter count and
+ * sizes (ArgSizes may be NULL to check the count only). The launch is
+ * asynchronous: errors inside the kernel surface at the next
+ * fatlink_rt_synchronize or copy. */
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_launch(fatlink_rt_kernel Kernel, fatlink_rt_dim3 Grid,
+                  fatlink_rt_dim3 Block, uint32_t SharedMemBytes,
+                  fatlink_rt_stream Stream, void **Args, const size_t *ArgSizes,
+                  uint32_t NumArgs);
+
+/* Waits for all work on the current device (cuCtxSynchronize). */
+FATLINK_RT_API fatlink_rt_status fatlink_rt_synchronize(void);
+
+/*===----------------------------- Memory --------------------------------===*/
+
+typedef uint64_t fatlink_rt_devptr;
+
+FATLINK_RT_API fatlink_rt_status fatlink_rt_malloc(fatlink_rt_devptr *Ptr,
+                                                   size_t Bytes);
+FATLINK_RT_API fatlink_rt_status fatlink_rt_free(fatlink_rt_devptr Ptr);
+FATLINK_RT_API fatlink_rt_status fatlink_rt_memset(fatlink_rt_devptr Dst,
+                                                   unsigned char Value,
+                                                   size_t Bytes);
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_memcpy_htod(fatlink_rt_devptr Dst, const void *Src, size_t Bytes);
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_memcpy_dtoh(void *Dst, fatlink_rt_devptr Src, size_t Bytes);
+
+/*===------------------- Image selection (no driver) ---------------------===*/
+
+/* What fatlink_rt_select_image needs to know about a device. */
+typedef struct fatlink_rt_device_desc {
+  int cc_major, cc_minor;
+  int driver_version;         /* as cuDriverGetVersion; 0 = unknown */
+} fatlink_rt_device_desc;
+
+typedef struct fatlink_rt_choice {
+  int index;                  /* chosen image, -1 if none */
+  char reason[1024];          /* why (on success and on failure) */
+} fatlink_rt_choice;
+
+/* Predicts which image of a fatbin the driver loads on a device, following
+ * NVIDIA's compatibility rules (docs/runtime.md): the newest compatible
+ * cubin, else the newest PTX the device and driver can JIT. Returns
+ * FATLINK_RT_SUCCESS, FATLINK_RT_ERROR_DRIVER_TOO_OLD or
+ * FATLINK_RT_ERROR_NO_IMAGE, with the reason in Out->reason. Pure. */
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_select_image(const fatlink_rt_image *Images, size_t NumImages,
+                        const fatlink_rt_device_desc *Device,
+                        fatlink_rt_choice *Out);
+
+/* The CUDA version (1000 * major + 10 * minor, as cuDriverGetVersion
+ * reports it) of the first driver that loads PTX ISA Major.Minor, and the
+ * minimum Linux driver of that release in *LinuxDriver; 0 if unknown. */
+FATLINK_RT_API int fatlink_rt_ptx_min_driver(unsigned Major, unsigned Minor,
+                                             const char **LinuxDriver);
+
+/* Parses a fatbin container (possibly several back to back) into at most
+ * Capacity images; *Count receives the total. Bounds-checked; the error
+ * names the offset. Pure. */
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_parse_fatbin(const void *Data, uint64_t Size, fatlink_rt_image *Out,
+                        size_t Capacity, size_t *Count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FATLINK_RUNTIME_H */

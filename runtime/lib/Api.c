@@ -1,0 +1,524 @@
+/*===- runtime/lib/Api.c - Listing, lookup, launch and memory -------------===*\
+ *
+ * The public functions over the registry and the driver. Each checks its
+ * arguments, then enters the calling thread's current device (driver
+ * loaded, primary context current) before any driver call.
+ *
+ * Kernel lookup failures suggest the closest names: edit distance, plus
+ * names that contain the one asked for (so "scale" finds the C++ name
+ * "_Z5scalePfi").
+\*===----------------------------------------------------------------------===*/
+
+#include "Internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*===---------------------------- Listing --------------------------------===*/
+
+uint32_t fatlink_rt_module_count(void) {
+  flrt_registry_lock();
+  uint32_t N = flrt_registry_count_locked();
+  flrt_registry_unlock();
+  return N;
+}
+
+static flrt_module *moduleAt(uint32_t Index, const char *Fn) {
+  flrt_registry_lock();
+  uint32_t N = flrt_registry_count_locked();
+  flrt_module *M = flrt_registry_get_locked(Index);
+  flrt_registry_unlock();
+  if (!M)
+    flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+              "%s: module %u does not exist (this program has %u)", Fn, Index,
+              N);
+  return M;
+}
+
+fatlink_rt_status fatlink_rt_get_module_info(uint32_t Module,
+                                         fatlink_rt_module_info *Info) {
+  if (!Info)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "fatlink_rt_get_module_info: Info is NULL");
+  flrt_module *M = moduleAt(Module, "fatlink_rt_get_module_info");
+  if (!M)
+    return FATLINK_RT_ERROR_INVALID_VALUE;
+  Info->origin = M->origin;
+  Info->fatbin_size = M->desc->fatbin_size;
+  Info->num_kernels = M->parse_error ? 0 : M->desc->num_kernels;
+  Info->num_images = M->num_images;
+  if (M->parse_error)
+    return flrt_fail(FATLINK_RT_ERROR_BAD_MODULE,
+                     "the fatlink module in %s is unusable: %s", M->origin,
+                     M->parse_error);
+  return flrt_ok();
+}
+
+fatlink_rt_status fatlink_rt_module_image(uint32_t Module, uint32_t Image,
+                                          fatlink_rt_image *Out) {
+  if (!Out)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "fatlink_rt_module_image: Out is NULL");
+  flrt_module *M = moduleAt(Module, "fatlink_rt_module_image");
+  if (!M)
+    return FATLINK_RT_ERROR_INVALID_VALUE;
+  if (Image >= M->num_images)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "fatlink_rt_module_image: module %u has %u images, no "
+                     "image %u",
+                     Module, M->num_images, Image);
+  *Out = M->images[Image];
+  return flrt_ok();
+}
+
+static void fillKernelInfo(const flrt_module *M, uint32_t Index,
+                           uint32_t Module, fatlink_rt_kernel_info *Info) {
+  const struct fatlink_kernel *K = &M->desc->kernels[Index];
+  Info->name = K->name;
+  Info->module = Module;
+  Info->num_params = K->num_params;
+  Info->param_sizes = K->param_sizes;
+}
+
+fatlink_rt_status fatlink_rt_module_kernel(uint32_t Module, uint32_t Kernel,
+                                           fatlink_rt_kernel_info *Info) {
+  if (!Info)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "fatlink_rt_module_kernel: Info is NULL");
+  flrt_module *M = moduleAt(Module, "fatlink_rt_module_kernel");
+  if (!M)
+    return FATLINK_RT_ERROR_INVALID_VALUE;
+  uint32_t N = M->parse_error ? 0 : M->desc->num_kernels;
+  if (Kernel >= N)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "fatlink_rt_module_kernel: module %u has %u kernels, no "
+                     "kernel %u",
+                     Module, N, Kernel);
+  fillKernelInfo(M, Kernel, Module, Info);
+  return flrt_ok();
+}
+
+fatlink_rt_status fatlink_rt_kernel_get_info(fatlink_rt_kernel Kernel,
+                                             fatlink_rt_kernel_info *Info) {
+  if (!Kernel || !Info)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "fatlink_rt_kernel_get_info: NULL argument");
+  uint32_t Module = UINT32_MAX;
+  flrt_registry_lock();
+  for (uint32_t I = 0; I < flrt_registry_count_locked(); ++I)
+    if (flrt_registry_get_locked(I) == Kernel->module)
+      Module = I;
+  flrt_registry_unlock();
+  fillKernelInfo(Kernel->module, Kernel->index, Module, Info);
+  return flrt_ok();
+}
+
+/*===----------------------------- Lookup --------------------------------===*/
+
+static size_t editDistance(const char *A, const char *B) {
+  size_t LA = strlen(A), LB = strlen(B);
+  if (LB > 512 || LA > 512)
+    return (size_t)-1;
+  size_t Row[513];
+  for (size_t J = 0; J <= LB; ++J)
+    Row[J] = J;
+  for (size_t I = 1; I <= LA; ++I) {
+    size_t Diag = Row[0];
+    Row[0] = I;
+    for (size_t J = 1; J <= LB; ++J) {
+      size_t Up = Row[J];
+      size_t Best = Diag + (A[I - 1] != B[J - 1]);
+      if (Up + 1 < Best)
+        Best = Up + 1;
+      if (Row[J - 1] + 1 < Best)
+        Best = Row[J - 1] + 1;
+      Row[J] = Best;
+      Diag = Up;
+    }
+  }
+  return Row[LB];
+}
+
+enum { MaxSuggestions = 3 };
+
+typedef struct Suggestion {
+  const char *Name;
+  size_t Score;
+} Suggestion;
+
+static void consider(Suggestion *Best, const char *Query, const char *Name) {
+  size_t QL = strlen(Query);
+  size_t Limit = QL / 3 > 2 ? QL / 3 : 2;
+  size_t Score = strstr(Name, Query) ? 0 : editDistance(Query, Name);
+  if (Score > Limit)
+    return;
+  for (int I = 0; I < MaxSuggestions; ++I) {
+    if (Best[I].Name && strcmp(Best[I].Name, Name) == 0)
+      return;
+    if (!Best[I].Name || Score < Best[I].Score) {
+      for (int J = MaxSuggestions - 1; J > I; --J)
+        Best[J] = Best[J - 1];
+      Best[I].Name = Name;
+      Best[I].Score = Score;
+      return;
+    }
+  }
+}
+
+static fatlink_rt_status notFound(const char *Name, int OnlyModule,
+                                  uint32_t Module) {
+  flrt_str S;
+  flrt_str_init(&S);
+  Suggestion Best[MaxSuggestions];
+  memset(Best, 0, sizeof(Best));
+  uint32_t Modules = 0, Kernels = 0;
+  flrt_registry_lock();
+  uint32_t N = flrt_registry_count_locked();
+  for (uint32_t I = 0; I < N; ++I) {
+    if (OnlyModule && I != Module)
+      continue;
+    flrt_module *M = flrt_registry_get_locked(I);
+    ++Modules;
+    if (M->parse_error)
+      continue;
+    for (uint32_t K = 0; K < M->desc->num_kernels; ++K, ++Kernels)
+      consider(Best, Name, M->desc->kernels[K].name);
+  }
+  if (Modules == 0) {
+    flrt_registry_unlock();
+    return flrt_fail(FATLINK_RT_ERROR_KERNEL_NOT_FOUND,
+                     "kernel '%s' not found: this program carries no fatlink "
+                     "device code; link the kernels.o that `fatlink "
+                     "device-link` wrote (as an object file: a linker drops "
+                     "archive members that nothing references)",
+                     Name);
+  }
+  if (OnlyModule)
+    flrt_str_addf(&S, "kernel '%s' not found in module %u (%u kernel%s)", Name,
+                  Module, Kernels, Kernels == 1 ? "" : "s");
+  else
+    flrt_str_addf(&S, "kernel '%s' not found in %u module%s (%u kernel%s)",
+                  Name, Modules, Modules == 1 ? "" : "s", Kernels,
+                  Kernels == 1 ? "" : "s");
+  if (Best[0].Name) {
+    flrt_str_addf(&S, "; did you mean ");
+    for (int I = 0; I < MaxSuggestions && Best[I].Name; ++I)
+      flrt_str_addf(&S, "%s'%s'",
+                    I == 0                                          ? ""
+                    : (I + 1 < MaxSuggestions && Best[I + 1].Name) ? ", "
+                                                                    : " or ",
+                    Best[I].Name);
+    flrt_str_addf(&S, "?");
+  } else if (Kernels > 0 && Kernels <= 16) {
+    flrt_str_addf(&S, "; the kernels are: ");
+    uint32_t Listed = 0;
+    for (uint32_t I = 0; I < N; ++I) {
+      flrt_module *M = flrt_registry_get_locked(I);
+      if ((OnlyModule && I != Module) || M->parse_error)
+        continue;
+      for (uint32_t K = 0; K < M->desc->num_kernels; ++K)
+        flrt_str_addf(&S, "%s%s", Listed++ ? ", " : "",
+                      M->desc->kernels[K].name);
+    }
+  }
+  flrt_registry_unlock();
+  fatlink_rt_status St =
+      flrt_fail(FATLINK_RT_ERROR_KERNEL_NOT_FOUND, "%s", flrt_str_get(&S));
+  flrt_str_free(&S);
+  return St;
+}
+
+static fatlink_rt_status getKernel(const char *Name, int OnlyModule,
+                                   uint32_t Module, fatlink_rt_kernel *Out) {
+  if (!Out)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "fatlink_rt_get_kernel: Out is NULL");
+  *Out = NULL;
+  if (!Name || !*Name)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "fatlink_rt_get_kernel: the kernel name is empty");
+  fatlink_rt_kernel Found = NULL;
+  flrt_registry_lock();
+  uint32_t N = flrt_registry_count_locked();
+  if (OnlyModule && Module >= N) {
+    flrt_registry_unlock();
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "fatlink_rt_module_get_kernel: module %u does not exist "
+                     "(this program has %u)",
+                     Module, N);
+  }
+  for (uint32_t I = 0; I < N && !Found; ++I) {
+    if (OnlyModule && I != Module)
+      continue;
+    flrt_module *M = flrt_registry_get_locked(I);
+    if (M->parse_error)
+      continue;
+    long K = flrt_find_kernel(M->desc, Name);
+    if (K >= 0)
+      Found = &M->kernels[K];
+  }
+  flrt_registry_unlock();
+  if (!Found)
+    return notFound(Name, OnlyModule, Module);
+  CUfunction F;
+  fatlink_rt_status S = flrt_module_function(Found->module, Found->index,
+                                             flrt_current_device(), &F);
+  if (S != FATLINK_RT_SUCCESS)
+    return S;
+  *Out = Found;
+  return flrt_ok();
+}
+
+fatlink_rt_status fatlink_rt_get_kernel(const char *Name,
+                                        fatlink_rt_kernel *Out) {
+  return getKernel(Name, 0, 0, Out);
+}
+
+fatlink_rt_status fatlink_rt_module_get_kernel(uint32_t Module,
+                                               const char *Name,
+                                               fatlink_rt_kernel *Out) {
+  return getKernel(Name, 1, Module, Out);
+}
+
+/*===----------------------------- Launch --------------------------------===*/
+
+static void addSizes(flrt_str *S, const struct fatlink_kernel *K) {
+  for (uint32_t I = 0; I < K->num_params; ++I)
+    flrt_str_addf(S, "%s%u", I ? ", " : "", K->param_sizes[I]);
+}
+
+static fatlink_rt_status checkArguments(const struct fatlink_kernel *K,
+                                        void **Args, const size_t *Sizes,
+                                        uint32_t NumArgs) {
+  if (NumArgs && !Args)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "fatlink_rt_launch(%s): Args is NULL but NumArgs is %u",
+                     K->name, NumArgs);
+  flrt_str S;
+  flrt_str_init(&S);
+  if (NumArgs != K->num_params) {
+    flrt_str_addf(&S, "kernel %s takes %u argument%s", K->name, K->num_params,
+                  K->num_params == 1 ? "" : "s");
+    if (K->num_params) {
+      flrt_str_addf(&S, " (sizes in bytes: ");
+      addSizes(&S, K);
+      flrt_str_addf(&S, ")");
+    }
+    flrt_str_addf(&S, ", but the launch passes %u", NumArgs);
+  } else {
+    int Bad = 0;
+    for (uint32_t I = 0; I < NumArgs; ++I) {
+      if (!Args[I]) {
+        flrt_str_addf(&S, "%sargument %u of kernel %s is a NULL pointer (Args[i] "
+                          "must point to the value)",
+                      Bad++ ? "; " : "", I, K->name);
+        continue;
+      }
+      if (Sizes && Sizes[I] != K->param_sizes[I])
+        flrt_str_addf(&S, "%sargument %u of kernel %s is %u bytes, but the "
+                          "launch passes %zu",
+                      Bad++ ? "; " : "", I, K->name, K->param_sizes[I],
+                      Sizes[I]);
+    }
+    if (!Bad) {
+      flrt_str_free(&S);
+      return FATLINK_RT_SUCCESS;
+    }
+    flrt_str_addf(&S, " (parameter sizes: ");
+    addSizes(&S, K);
+    flrt_str_addf(&S, ")");
+  }
+  fatlink_rt_status St =
+      flrt_fail(FATLINK_RT_ERROR_ARGUMENTS, "%s", flrt_str_get(&S));
+  flrt_str_free(&S);
+  return St;
+}
+
+fatlink_rt_status fatlink_rt_launch(fatlink_rt_kernel Kernel,
+                                    fatlink_rt_dim3 Grid, fatlink_rt_dim3 Block,
+                                    uint32_t SharedMemBytes,
+                                    fatlink_rt_stream Stream, void **Args,
+                                    const size_t *ArgSizes, uint32_t NumArgs) {
+  if (!Kernel)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "fatlink_rt_launch: the kernel is NULL (did "
+                     "fatlink_rt_get_kernel fail?)");
+  flrt_module *M = Kernel->module;
+  if (atomic_load(&M->unloaded))
+    return flrt_module_function(M, Kernel->index, 0, NULL);
+  const struct fatlink_kernel *K = &M->desc->kernels[Kernel->index];
+  fatlink_rt_status S = checkArguments(K, Args, ArgSizes, NumArgs);
+  if (S != FATLINK_RT_SUCCESS)
+    return S;
+  if (!Grid.x || !Grid.y || !Grid.z || !Block.x || !Block.y || !Block.z)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "launch of kernel %s: grid %ux%ux%u and block %ux%ux%u "
+                     "must have every dimension >= 1",
+                     K->name, Grid.x, Grid.y, Grid.z, Block.x, Block.y,
+                     Block.z);
+  int Device = flrt_current_device();
+  CUfunction F;
+  S = flrt_module_function(M, Kernel->index, Device, &F);
+  if (S != FATLINK_RT_SUCCESS)
+    return S;
+  const flrt_driver_api *Api;
+  flrt_driver(&Api);
+  CUresult R = Api->cuLaunchKernel(F, Grid.x, Grid.y, Grid.z, Block.x, Block.y,
+                                   Block.z, SharedMemBytes, (CUstream)Stream,
+                                   Args, NULL);
+  if (R != CUDA_SUCCESS) {
+    int MaxThreads = 0;
+    unsigned long long Threads =
+        (unsigned long long)Block.x * Block.y * Block.z;
+    if (R == CUDA_ERROR_INVALID_VALUE &&
+        Api->cuFuncGetAttribute(&MaxThreads,
+                                CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                                F) == CUDA_SUCCESS &&
+        Threads > (unsigned long long)MaxThreads)
+      return flrt_cuda_fail(R,
+                            "cannot launch kernel %s on device %d: a block of "
+                            "%ux%ux%u = %llu threads exceeds its limit of %d",
+                            K->name, Device, Block.x, Block.y, Block.z,
+                            Threads, MaxThreads);
+    return flrt_cuda_fail(R,
+                          "cannot launch kernel %s on device %d (grid "
+                          "%ux%ux%u, block %ux%ux%u, %u bytes of shared "
+                          "memory)",
+                          K->name, Device, Grid.x, Grid.y, Grid.z, Block.x,
+                          Block.y, Block.z, SharedMemBytes);
+  }
+  return flrt_ok();
+}
+
+fatlink_rt_status fatlink_rt_synchronize(void) {
+  int Device = flrt_current_device();
+  fatlink_rt_status S = flrt_driver_enter(Device, NULL, NULL);
+  if (S != FATLINK_RT_SUCCESS)
+    return S;
+  const flrt_driver_api *Api;
+  flrt_driver(&Api);
+  CUresult R = Api->cuCtxSynchronize();
+  if (R != CUDA_SUCCESS)
+    return flrt_cuda_fail(R,
+                          "work on device %d failed (a kernel launched "
+                          "earlier faulted or timed out)",
+                          Device);
+  return flrt_ok();
+}
+
+/*===----------------------------- Memory --------------------------------===*/
+
+static fatlink_rt_status enter(const flrt_driver_api **Api, int *Device) {
+  *Device = flrt_current_device();
+  fatlink_rt_status S = flrt_driver_enter(*Device, NULL, NULL);
+  if (S == FATLINK_RT_SUCCESS)
+    flrt_driver(Api);
+  return S;
+}
+
+fatlink_rt_status fatlink_rt_malloc(fatlink_rt_devptr *Ptr, size_t Bytes) {
+  if (!Ptr)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "fatlink_rt_malloc: Ptr is NULL");
+  *Ptr = 0;
+  if (Bytes == 0)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "fatlink_rt_malloc: cannot allocate 0 bytes");
+  const flrt_driver_api *Api;
+  int Device;
+  fatlink_rt_status S = enter(&Api, &Device);
+  if (S != FATLINK_RT_SUCCESS)
+    return S;
+  CUdeviceptr P = 0;
+  CUresult R = Api->cuMemAlloc(&P, Bytes);
+  if (R != CUDA_SUCCESS) {
+    size_t Free = 0, Total = 0;
+    if (R == CUDA_ERROR_OUT_OF_MEMORY &&
+        Api->cuMemGetInfo(&Free, &Total) == CUDA_SUCCESS)
+      return flrt_cuda_fail(R,
+                            "cannot allocate %zu bytes on device %d (%zu of "
+                            "%zu bytes free)",
+                            Bytes, Device, Free, Total);
+    return flrt_cuda_fail(R, "cannot allocate %zu bytes on device %d", Bytes,
+                          Device);
+  }
+  *Ptr = P;
+  return flrt_ok();
+}
+
+fatlink_rt_status fatlink_rt_free(fatlink_rt_devptr Ptr) {
+  if (!Ptr)
+    return flrt_ok();
+  const flrt_driver_api *Api;
+  int Device;
+  fatlink_rt_status S = enter(&Api, &Device);
+  if (S != FATLINK_RT_SUCCESS)
+    return S;
+  CUresult R = Api->cuMemFree(Ptr);
+  if (R != CUDA_SUCCESS)
+    return flrt_cuda_fail(R, "cannot free device memory 0x%llx on device %d",
+                          (unsigned long long)Ptr, Device);
+  return flrt_ok();
+}
+
+fatlink_rt_status fatlink_rt_memset(fatlink_rt_devptr Dst,
+                                    unsigned char Value, size_t Bytes) {
+  if (Bytes == 0)
+    return flrt_ok();
+  if (!Dst)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "fatlink_rt_memset: the device pointer is 0");
+  const flrt_driver_api *Api;
+  int Device;
+  fatlink_rt_status S = enter(&Api, &Device);
+  if (S != FATLINK_RT_SUCCESS)
+    return S;
+  CUresult R = Api->cuMemsetD8(Dst, Value, Bytes);
+  if (R != CUDA_SUCCESS)
+    return flrt_cuda_fail(R, "cannot set %zu bytes at 0x%llx on device %d",
+                          Bytes, (unsigned long long)Dst, Device);
+  return flrt_ok();
+}
+
+fatlink_rt_status fatlink_rt_memcpy_htod(fatlink_rt_devptr Dst,
+                                         const void *Src, size_t Bytes) {
+  if (Bytes == 0)
+    return flrt_ok();
+  if (!Dst || !Src)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "fatlink_rt_memcpy_htod: %s pointer is NULL",
+                     Dst ? "the host" : "the device");
+  const flrt_driver_api *Api;
+  int Device;
+  fatlink_rt_status S = enter(&Api, &Device);
+  if (S != FATLINK_RT_SUCCESS)
+    return S;
+  CUresult R = Api->cuMemcpyHtoD(Dst, Src, Bytes);
+  if (R != CUDA_SUCCESS)
+    return flrt_cuda_fail(R, "cannot copy %zu bytes to device %d at 0x%llx",
+                          Bytes, Device, (unsigned long long)Dst);
+  return flrt_ok();
+}
+
+fatlink_rt_status fatlink_rt_memcpy_dtoh(void *Dst, fatlink_rt_devptr Src,
+                                         size_t Bytes) {
+  if (Bytes == 0)
+    return flrt_ok();
+  if (!Dst || !Src)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "fatlink_rt_memcpy_dtoh: %s pointer is NULL",
+                     Src ? "the host" : "the device");
+  const flrt_driver_api *Api;
+  int Device;
+  fatlink_rt_status S = enter(&Api, &Device);
+  if (S != FATLINK_RT_SUCCESS)
+    return S;
+  CUresult R = Api->cuMemcpyDtoH(Dst, Src, Bytes);
+  if (R != CUDA_SUCCESS)
+    return flrt_cuda_fail(R,
+                          "cannot copy %zu bytes from device %d at 0x%llx "
+                          "(errors of earlier kernel launches show up here)",
+                          Bytes, Device, (unsigned long long)Src);
+  return flrt_ok();
+}

@@ -1,0 +1,214 @@
+/*===- runtime/lib/CudaRuntime.c - Registration with the CUDA runtime -----===*\
+ *
+ * clang's new offload driver (`--offload-new-driver -fgpu-rdc`) leaves
+ * kernel launches `kernel<<<...>>>` as calls through host stubs, and
+ * records each kernel and device global in a 56-byte entry in section
+ * `llvm_offload_entries`:
+ *
+ *   u64 reserved 0 | u16 version 1 | u16 kind (2 = CUDA) | u32 flags
+ *   ptr address (host stub / host shadow of the global) | ptr name
+ *   u64 size (0 = kernel) | u64 data | ptr aux
+ *   flags & 7: 0 global, 1 managed, 2 surface, 3 texture;
+ *   0x8 extern, 0x10 constant (llvm/Frontend/Offloading/Utility.h)
+ *
+ * Normally clang-linker-wrapper generates a constructor that registers the
+ * fatbin and walks those entries. A program linked with a plain host link
+ * and fatlink's kernels.o gets the same from here, as LLVM's
+ * OffloadWrapper.cpp does it: __cudaRegisterFatBinary(&wrapper),
+ * __cudaRegisterFunction per kernel, __cudaRegisterVar per global,
+ * __cudaRegisterFatBinaryEnd, and __cudaUnregisterFatBinary from atexit
+ * (CUDA >= 9.2 forbids unregistering from a plain destructor).
+ *
+ * The __cuda* functions are referenced weakly: a program without the CUDA
+ * runtime links and runs, and this file then does nothing.
+ *
+ * The descriptor lists kernels but not globals, so a global is registered
+ * with the component's first module (with one module, as fatlink
+ * device-link writes, that is exact).
+\*===----------------------------------------------------------------------===*/
+
+#define _GNU_SOURCE /* dladdr */
+#include "Internal.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct OffloadEntry {
+  uint64_t Reserved;
+  uint16_t Version;
+  uint16_t Kind;
+  uint32_t Flags;
+  void *Address;
+  const char *Name;
+  uint64_t Size;
+  uint64_t Data;
+  void *Aux;
+};
+_Static_assert(sizeof(struct OffloadEntry) == 56, "llvm offload entry layout");
+
+enum {
+  OffloadKindCuda = 2,
+  EntryTypeMask = 0x7,
+  EntryGlobal = 0,
+  EntryManaged = 1,
+  EntrySurface = 2,
+  EntryTexture = 3,
+  EntryExtern = 0x8,
+  EntryConstant = 0x10,
+};
+
+extern const struct OffloadEntry __start_llvm_offload_entries[]
+    __attribute__((weak, visibility("hidden")));
+extern const struct OffloadEntry __stop_llvm_offload_entries[]
+    __attribute__((weak, visibility("hidden")));
+
+typedef struct {
+  unsigned x, y, z;
+} flrt_uint3;
+
+extern void **__cudaRegisterFatBinary(void *) __attribute__((weak));
+extern void __cudaRegisterFatBinaryEnd(void **) __attribute__((weak));
+extern void __cudaUnregisterFatBinary(void **) __attribute__((weak));
+extern void __cudaRegisterFunction(void **, const char *, char *, const char *,
+                                   int, flrt_uint3 *, flrt_uint3 *,
+                                   flrt_uint3 *, flrt_uint3 *, int *)
+    __attribute__((weak));
+extern void __cudaRegisterVar(void **, char *, char *, const char *, int,
+                              size_t, int, int) __attribute__((weak));
+
+/* This component's handles, unregistered at exit. */
+static void **Handles[64];
+static int NumHandles;
+
+static void unregisterAll(void) {
+  for (int I = NumHandles - 1; I >= 0; --I)
+    if (Handles[I] && __cudaUnregisterFatBinary)
+      __cudaUnregisterFatBinary(Handles[I]);
+  NumHandles = 0;
+}
+
+/* The host stub's symbol if the dynamic symbol table has it, else
+ * "file+0xOFFSET" (the offset is what `nm` shows for a PIE or a shared
+ * library). */
+static const char *symbolName(const void *Addr, char *Buf, size_t Size) {
+  Dl_info Info;
+  if (!dladdr(Addr, &Info))
+    return "?";
+  if (Info.dli_sname && Info.dli_saddr == Addr)
+    return Info.dli_sname;
+  const char *File = Info.dli_fname ? strrchr(Info.dli_fname, '/') : NULL;
+  snprintf(Buf, Size, "%s+0x%lx",
+           File ? File + 1 : (Info.dli_fname ? Info.dli_fname : "?"),
+           (unsigned long)((uintptr_t)Addr - (uintptr_t)Info.dli_fbase));
+  return Buf;
+}
+
+void flrt_cudart_register(const struct fatlink_module *Begin,
+                          const struct fatlink_module *End) {
+  const struct OffloadEntry *EB = __start_llvm_offload_entries;
+  const struct OffloadEntry *EE = __stop_llvm_offload_entries;
+  size_t NumEntries = 0;
+  for (const struct OffloadEntry *E = EB; EB && EE && E < EE; ++E)
+    if (E->Reserved == 0 && E->Version == 1 && E->Kind == OffloadKindCuda)
+      ++NumEntries;
+  if (NumEntries == 0)
+    return;
+  if (!__cudaRegisterFatBinary || !__cudaRegisterFunction) {
+    flrt_warn("this program has %zu CUDA kernel/global entries (first: %s) "
+              "but does not link the CUDA runtime's registration functions; "
+              "link with -lcudart (with -lcudart_static also pass "
+              "-Wl,-u,__cudaRegisterFatBinary)",
+              NumEntries, EB->Name ? EB->Name : "?");
+    return;
+  }
+
+  /* This component's modules. */
+  const struct fatlink_module *Mods[64];
+  int NumMods = 0;
+  const char *Pos = (const char *)Begin, *Stop = (const char *)End;
+  const struct fatlink_module *D;
+  while (Begin && End && (D = flrt_next_descriptor(&Pos, Stop)))
+    if (NumMods < 64 && D->wrapper && D->wrapper->magic == FATLINK_FATBINC_MAGIC)
+      Mods[NumMods++] = D;
+  if (NumMods == 0) {
+    flrt_warn("this program has %zu CUDA kernel/global entries (first: %s) "
+              "but no fatlink device code: device-link the objects with "
+              "`fatlink device-link --arch=... <objects> -o kernels.o` and "
+              "link kernels.o into the program",
+              NumEntries, EB->Name ? EB->Name : "?");
+    return;
+  }
+
+  int Base = NumHandles;
+  for (int I = 0; I < NumMods && NumHandles < 64; ++I)
+    Handles[NumHandles++] =
+        __cudaRegisterFatBinary((void *)(uintptr_t)Mods[I]->wrapper);
+  int Log = flrt_log_level() == 1;
+  flrt_str S;
+  flrt_str_init(&S);
+  size_t Kernels = 0, Vars = 0;
+  char Sym[512];
+  for (const struct OffloadEntry *E = EB; E < EE; ++E) {
+    if (E->Reserved != 0 || E->Version != 1 || E->Kind != OffloadKindCuda ||
+        !E->Name)
+      continue;
+    if (E->Size == 0) {
+      int Mod = -1;
+      for (int I = 0; I < NumMods && Mod < 0; ++I)
+        if (flrt_find_kernel(Mods[I], E->Name) >= 0)
+          Mod = I;
+      if (Mod < 0 || Base + Mod >= NumHandles) {
+        flrt_warn("kernel %s has a host stub (%s) but no device code in this "
+                  "program's fatlink modules; its launches will fail with "
+                  "cudaErrorInvalidDeviceFunction: pass the object that "
+                  "defines it to `fatlink device-link`",
+                  E->Name, symbolName(E->Address, Sym, sizeof(Sym)));
+        continue;
+      }
+      __cudaRegisterFunction(Handles[Base + Mod], (const char *)E->Address,
+                             (char *)E->Name, E->Name, -1, NULL, NULL, NULL,
+                             NULL, NULL);
+      if (Log)
+        flrt_str_addf(&S, "%skernel %s (host stub %s)",
+                      Kernels + Vars ? ", " : "", E->Name,
+                      symbolName(E->Address, Sym, sizeof(Sym)));
+      ++Kernels;
+      continue;
+    }
+    switch (E->Flags & EntryTypeMask) {
+    case EntryGlobal:
+      if (!__cudaRegisterVar)
+        break;
+      __cudaRegisterVar(Handles[Base], (char *)E->Address, (char *)E->Name,
+                        E->Name, (E->Flags & EntryExtern) ? 1 : 0,
+                        (size_t)E->Size, (E->Flags & EntryConstant) ? 1 : 0, 0);
+      if (Log)
+        flrt_str_addf(&S, "%s%s %s (%llu bytes)", Kernels + Vars ? ", " : "",
+                      (E->Flags & EntryConstant) ? "constant" : "variable",
+                      E->Name, (unsigned long long)E->Size);
+      ++Vars;
+      break;
+    default:
+      flrt_warn("%s is a %s variable: fatlink's runtime does not register "
+                "those with the CUDA runtime yet",
+                E->Name,
+                (E->Flags & EntryTypeMask) == EntryManaged ? "__managed__"
+                : (E->Flags & EntryTypeMask) == EntrySurface ? "surface"
+                                                             : "texture");
+      break;
+    }
+  }
+  if (__cudaRegisterFatBinaryEnd)
+    for (int I = Base; I < NumHandles; ++I)
+      __cudaRegisterFatBinaryEnd(Handles[I]);
+  if (Base == 0)
+    atexit(unregisterAll);
+  flrt_log("CUDA runtime: registered %d fatbin%s, %zu kernel%s and %zu "
+           "variable%s: %s",
+           NumHandles - Base, NumHandles - Base == 1 ? "" : "s", Kernels,
+           Kernels == 1 ? "" : "s", Vars, Vars == 1 ? "" : "s",
+           flrt_str_get(&S));
+  flrt_str_free(&S);
+}

@@ -1,0 +1,191 @@
+/* rt_probe.c: a C host that exercises the runtime's C API from the command
+ * line, for the end-to-end tests (which link it with a kernels.o from
+ * `fatlink device-link` and run it with or without a (fake) driver).
+ *
+ *   rt_probe list                     modules, images, kernels
+ *   rt_probe get NAME                 look a kernel up (loads its module)
+ *   rt_probe launch NAME SIZE...      launch with arguments of these sizes
+ *   rt_probe vec_add N                full round trip through vec_add
+ *   rt_probe device N                 set device N and print it
+ *   rt_probe select CC DRIVER         the image chosen for each module
+ *   rt_probe threads N                N threads look up and launch vec_add
+ *                                     at once (the module loads once)
+ *
+ * Prints "status NAME: message" for every failure and exits 1. */
+#include "fatlink/runtime.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failed(fatlink_rt_status S) {
+  printf("status %s: %s\n", fatlink_rt_status_name(S), fatlink_rt_last_error());
+  return 1;
+}
+
+static int list(void) {
+  uint32_t N = fatlink_rt_module_count();
+  printf("%u module%s\n", N, N == 1 ? "" : "s");
+  for (uint32_t M = 0; M < N; ++M) {
+    fatlink_rt_module_info Info;
+    fatlink_rt_status S = fatlink_rt_get_module_info(M, &Info);
+    const char *Base = strrchr(Info.origin, '/');
+    printf("module %u: %s, %llu-byte fatbin\n", M, Base ? Base + 1 : Info.origin,
+           (unsigned long long)Info.fatbin_size);
+    if (S != FATLINK_RT_SUCCESS)
+      return failed(S);
+    for (uint32_t I = 0; I < Info.num_images; ++I) {
+      fatlink_rt_image Img;
+      char Buf[64];
+      if ((S = fatlink_rt_module_image(M, I, &Img)) != FATLINK_RT_SUCCESS)
+        return failed(S);
+      printf("  image %s%s\n", fatlink_rt_image_string(&Img, Buf, sizeof(Buf)),
+             Img.compression == FATLINK_RT_COMPRESSION_ZSTD ? " zstd" : "");
+    }
+    for (uint32_t K = 0; K < Info.num_kernels; ++K) {
+      fatlink_rt_kernel_info KI;
+      if ((S = fatlink_rt_module_kernel(M, K, &KI)) != FATLINK_RT_SUCCESS)
+        return failed(S);
+      printf("  kernel %s(", KI.name);
+      for (uint32_t P = 0; P < KI.num_params; ++P)
+        printf("%s%u", P ? ", " : "", KI.param_sizes[P]);
+      printf(")\n");
+    }
+  }
+  return 0;
+}
+
+static void *threadMain(void *Arg) {
+  (void)Arg;
+  fatlink_rt_kernel K;
+  fatlink_rt_status S = fatlink_rt_get_kernel("vec_add", &K);
+  if (S == FATLINK_RT_SUCCESS) {
+    uint64_t Zero = 0;
+    void *Args[] = {&Zero, &Zero, &Zero};
+    size_t Sizes[] = {8, 8, 8};
+    fatlink_rt_dim3 One = {1, 1, 1};
+    S = fatlink_rt_launch(K, One, One, 0, NULL, Args, Sizes, 3);
+  }
+  return (void *)(intptr_t)S;
+}
+
+int main(int Argc, char **Argv) {
+  if (Argc < 2)
+    return list();
+  const char *Cmd = Argv[1];
+  fatlink_rt_status S;
+  if (!strcmp(Cmd, "list"))
+    return list();
+  if (!strcmp(Cmd, "init"))
+    return (S = fatlink_rt_init()) ? failed(S) : (puts("ok"), 0);
+  if (!strcmp(Cmd, "device") && Argc > 2) {
+    if ((S = fatlink_rt_set_device(atoi(Argv[2]))) != FATLINK_RT_SUCCESS)
+      return failed(S);
+    fatlink_rt_device_info D;
+    if ((S = fatlink_rt_get_device_info(atoi(Argv[2]), &D)))
+      return failed(S);
+    printf("device %s sm_%d%d driver %d\n", D.name, D.cc_major, D.cc_minor,
+           D.driver_version);
+    return 0;
+  }
+  if (!strcmp(Cmd, "get") && Argc > 2) {
+    fatlink_rt_kernel K;
+    if ((S = fatlink_rt_get_kernel(Argv[2], &K)) != FATLINK_RT_SUCCESS)
+      return failed(S);
+    puts("ok");
+    return 0;
+  }
+  if (!strcmp(Cmd, "launch") && Argc > 2) {
+    fatlink_rt_kernel K;
+    if ((S = fatlink_rt_get_kernel(Argv[2], &K)) != FATLINK_RT_SUCCESS)
+      return failed(S);
+    uint32_t N = (uint32_t)(Argc - 3);
+    size_t Sizes[16];
+    void *Args[16];
+    uint64_t Storage[16] = {0};
+    for (uint32_t I = 0; I < N && I < 16; ++I) {
+      Sizes[I] = (size_t)atoi(Argv[3 + I]);
+      Args[I] = &Storage[I];
+    }
+    fatlink_rt_dim3 Grid = {1, 1, 1}, Block = {32, 1, 1};
+    const char *B = getenv("PROBE_BLOCK");
+    if (B)
+      Block.x = (uint32_t)atoi(B);
+    if ((S = fatlink_rt_launch(K, Grid, Block, 0, NULL, Args, Sizes, N)))
+      return failed(S);
+    puts("ok");
+    return 0;
+  }
+  if (!strcmp(Cmd, "vec_add") && Argc > 2) {
+    int N = atoi(Argv[2]);
+    float *A = malloc(sizeof(float) * N), *B = malloc(sizeof(float) * N),
+          *C = malloc(sizeof(float) * N);
+    for (int I = 0; I < N; ++I) {
+      A[I] = (float)I;
+      B[I] = 0.5f * (float)I;
+    }
+    fatlink_rt_kernel K;
+    fatlink_rt_devptr DA, DB, DC;
+    size_t Bytes = sizeof(float) * (size_t)N;
+    if ((S = fatlink_rt_get_kernel("vec_add", &K)) ||
+        (S = fatlink_rt_malloc(&DA, Bytes)) ||
+        (S = fatlink_rt_malloc(&DB, Bytes)) ||
+        (S = fatlink_rt_malloc(&DC, Bytes)) ||
+        (S = fatlink_rt_memcpy_htod(DA, A, Bytes)) ||
+        (S = fatlink_rt_memcpy_htod(DB, B, Bytes)) ||
+        (S = fatlink_rt_memset(DC, 0, Bytes)))
+      return failed(S);
+    void *Args[] = {&DA, &DB, &DC};
+    size_t Sizes[] = {8, 8, 8};
+    fatlink_rt_dim3 Grid = {(uint32_t)(N / 32), 1, 1}, Block = {32, 1, 1};
+    if ((S = fatlink_rt_launch(K, Grid, Block, 0, NULL, Args, Sizes, 3)) ||
+        (S = fatlink_rt_synchronize()) ||
+        (S = fatlink_rt_memcpy_dtoh(C, DC, Bytes)))
+      return failed(S);
+    for (int I = 0; I < N; ++I)
+      if (C[I] != A[I] + B[I]) {
+        printf("mismatch at %d: %g != %g\n", I, C[I], A[I] + B[I]);
+        return 1;
+      }
+    fatlink_rt_free(DA);
+    fatlink_rt_free(DB);
+    fatlink_rt_free(DC);
+    free(A);
+    free(B);
+    free(C);
+    printf("vec_add ok (%d elements)\n", N);
+    return 0;
+  }
+  if (!strcmp(Cmd, "threads") && Argc > 2) {
+    int N = atoi(Argv[2]);
+    pthread_t T[64];
+    for (int I = 0; I < N && I < 64; ++I)
+      pthread_create(&T[I], NULL, threadMain, NULL);
+    int Failed = 0;
+    for (int I = 0; I < N && I < 64; ++I) {
+      void *R;
+      pthread_join(T[I], &R);
+      Failed += R != NULL;
+    }
+    printf("%d of %d threads failed\n", Failed, N);
+    return Failed != 0;
+  }
+  if (!strcmp(Cmd, "select") && Argc > 3) {
+    fatlink_rt_device_desc D = {atoi(Argv[2]) / 10, atoi(Argv[2]) % 10,
+                                atoi(Argv[3])};
+    for (uint32_t M = 0; M < fatlink_rt_module_count(); ++M) {
+      fatlink_rt_image Img[32];
+      uint32_t N = 0;
+      while (N < 32 && fatlink_rt_module_image(M, N, &Img[N]) == 0)
+        ++N;
+      fatlink_rt_choice C;
+      S = fatlink_rt_select_image(Img, N, &D, &C);
+      printf("module %u: %s: %s\n", M, fatlink_rt_status_name(S), C.reason);
+    }
+    return 0;
+  }
+  fprintf(stderr, "usage: rt_probe [list|init|device N|get NAME|launch NAME "
+                  "SIZE...|vec_add N|select CC DRIVER|threads N]\n");
+  return 2;
+}

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# run.sh: the runtime's check on a real NVIDIA GPU.
+#
+#   tests/gpu/run.sh build [DIR]   on the build machine (rustc, clang-22, CUDA
+#                                  toolkit, Bazel): builds everything into DIR
+#                                  (default build/gpu), which is self-contained
+#   tests/gpu/run.sh run [DIR]     on the GPU machine (needs only the NVIDIA
+#                                  driver): runs the checks, exit 0 = all pass
+#   tests/gpu/run.sh [DIR]         both
+#
+# Programs (all CUDA C++ hosts, tests/gpu/gpu_app.cu, plus the Rust host):
+#   app_full   cubins for sm_75..sm_120 + compute_120 PTX: every kernel runs
+#              and matches the host computation (CUDA runtime <<<>>>, Rust
+#              kernels, Rust calling CUDA C++ device code, by-name launches)
+#   app_ptx    only compute_75 PTX: JIT-loads on any GPU >= sm_75
+#   app_sm75 / app_sm120   one cubin of one arch: on a GPU of another major
+#              version it must fail with the documented message
+#   rust_host  the fatlink-rt crate: saxpy through typed arguments
+# The run takes well under a minute (JIT included); the build about one.
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+MODE=all
+case "${1:-}" in build | run) MODE="$1"; shift ;; esac
+OUT="$(mkdir -p "${1:-$ROOT/build/gpu}" && cd "${1:-$ROOT/build/gpu}" && pwd)"
+
+build() {
+  set -e
+  cd "$ROOT"
+  export PATH="$HOME/.cargo/bin:$PATH"
+  local CUDA="${CUDA_PATH:-/usr/local/cuda}" CLANG=clang++-22
+  bazel build //tools/fatlink //runtime:fatlink_rt >/dev/null 2>&1 ||
+    bazel build //tools/fatlink //runtime:fatlink_rt
+  local FATLINK="$ROOT/bazel-bin/tools/fatlink/fatlink" LIB="$ROOT/bazel-bin/runtime/libfatlink_rt.a"
+  local T="$ROOT/testdata" W="$OUT/work"
+  rm -rf "$W" && mkdir -p "$W"
+  echo "== device code (rustc, clang-22) into $W"
+  rust() {
+    RUSTC_BOOTSTRAP=1 rustc --target nvptx64-nvidia-cuda --edition 2021 -O \
+      --crate-type rlib --crate-name "$1" "$T/rust/$1.rs" -L "$W" -o "$W/lib$1.rlib" "${@:2}"
+  }
+  rust minicore
+  rust vecmath --extern minicore="$W/libminicore.rlib"
+  rust saxpy --extern minicore="$W/libminicore.rlib" --extern vecmath="$W/libvecmath.rlib"
+  "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --cuda-device-only \
+    --offload-arch=sm_75 -fgpu-rdc -O3 -emit-llvm -c "$T/cuda/softplus.cu" -o "$W/softplus.bc"
+  "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --offload-new-driver \
+    -fgpu-rdc -foffload-lto --offload-arch=sm_75 -O2 -I"$ROOT/runtime/include" \
+    -c "$ROOT/tests/gpu/gpu_app.cu" -o "$W/gpu_app.o"
+  local INPUTS="$W/gpu_app.o $W/libsaxpy.rlib $W/libvecmath.rlib $W/libminicore.rlib $W/softplus.bc"
+  link_app() { # NAME ARCHS
+    "$FATLINK" device-link --arch="$2" $INPUTS -o "$W/kernels_$1.o"
+    "$CLANG" "$W/gpu_app.o" "$W/kernels_$1.o" -Wl,--whole-archive "$LIB" -Wl,--no-whole-archive \
+      -L"$CUDA/lib64" -lcudart -ldl -lpthread -Wl,-rpath,'$ORIGIN' -o "$OUT/app_$1"
+    echo "   app_$1: --arch=$2"
+  }
+  echo "== fatlink device-link and host links"
+  link_app full sm_75,sm_80,sm_90,sm_100,sm_120,compute_120
+  link_app ptx compute_75
+  link_app sm75 sm_75
+  link_app sm120 sm_120
+  cp -L "$CUDA"/lib64/libcudart.so.1[0-9] "$OUT/"
+  echo "== Rust host (fatlink-rt crate)"
+  rustc --edition 2021 -O --crate-type rlib --crate-name fatlink_rt \
+    "$ROOT/runtime/rust/fatlink-rt/src/lib.rs" -o "$W/libfatlink_rt.rlib"
+  mkdir -p "$W/native" && cp "$LIB" "$W/native/"
+  rustc --edition 2021 -O "$ROOT/runtime/tests/rust_host.rs" --extern fatlink_rt="$W/libfatlink_rt.rlib" \
+    -L native="$W/native" -C link-arg="$W/kernels_full.o" -o "$OUT/rust_host"
+  echo "== built into $OUT ($(du -sh "$OUT" | cut -f1)); run: tests/gpu/run.sh run $OUT"
+  set +e
+}
+
+PASSED=0 FAILED=0
+pass() { PASSED=$((PASSED + 1)); echo "PASS: $*"; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
+
+run() {
+  cd "$OUT" || exit 1
+  for f in app_full app_ptx app_sm75 app_sm120 rust_host; do
+    [ -x "$f" ] || { echo "FAIL: $OUT/$f missing: run 'tests/gpu/run.sh build' first"; exit 1; }
+  done
+  nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader || true
+  local CC
+  CC=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+  [ -n "$CC" ] || { echo "FAIL: no GPU visible to nvidia-smi"; exit 1; }
+  local MAJOR=$((CC / 10))
+  echo "== device 0 is sm_$CC"
+
+  echo "== app_full: every kernel against the host computation"
+  FATLINK_RT_LOG=1 timeout 120 ./app_full >full.txt 2>&1; local rc=$?
+  cat full.txt
+  [ $rc -eq 0 ] && grep -q 'gpu_app: all checks passed' full.txt &&
+    pass "app_full: all kernels correct" || fail "app_full (exit $rc)"
+  grep -q 'Rust rust_softplus calling CUDA C++ cuda_softplus' full.txt &&
+    grep -q '^PASS: Rust rust_softplus' full.txt &&
+    pass "rust_softplus -> cuda_softplus result" || fail "rust_softplus check missing"
+  grep -q '^fatlink-rt: CUDA runtime: registered 1 fatbin, 1 kernel and 1 variable' full.txt &&
+    pass "CUDA runtime registration logged" || fail "CUDA runtime registration not logged"
+  grep -q "on device 0 .*: expecting cubin sm_" full.txt &&
+    pass "image choice logged (cubin)" || fail "no image choice in the log"
+
+  echo "== app_ptx: compute_75 PTX only, JIT-compiled"
+  FATLINK_RT_LOG=1 timeout 180 ./app_ptx >ptx.txt 2>&1; rc=$?
+  cat ptx.txt
+  [ $rc -eq 0 ] && grep -q 'gpu_app: all checks passed' ptx.txt &&
+    pass "app_ptx: JIT-loaded PTX, all kernels correct" || fail "app_ptx (exit $rc)"
+  grep -q "expecting PTX compute_75 (ISA [0-9.]*) is JIT-compiled for sm_$CC" ptx.txt &&
+    pass "app_ptx: log says the PTX is JIT-compiled for sm_$CC" || fail "app_ptx: JIT choice not logged"
+  grep -q "the driver reports binary sm_$CC, PTX compute_75" ptx.txt &&
+    pass "app_ptx: the driver confirms JIT for sm_$CC" || fail "app_ptx: driver attributes not as expected"
+
+  echo "== a cubin for another GPU only: the documented message"
+  local checked=0
+  for app in sm75:75 sm120:120; do
+    local name=${app%%:*} sm=${app##*:}
+    [ $((sm / 10)) -eq $MAJOR ] && continue
+    checked=1
+    timeout 60 ./app_$name >$name.txt 2>&1; rc=$?
+    cat $name.txt
+    [ $rc -ne 0 ] &&
+      grep -qF "FATLINK_RT_ERROR_NO_IMAGE: cannot load module 0 ($OUT/app_$name) on device 0 (" $name.txt &&
+      grep -qF "no image runs on sm_$CC (the module has cubin sm_$sm): a cubin runs only on GPUs of its major version" $name.txt &&
+      grep -qF "relink with \`fatlink device-link --arch=sm_$CC\`" $name.txt &&
+      pass "app_$name on sm_$CC: NO_IMAGE with the documented message" ||
+      fail "app_$name on sm_$CC: expected the NO_IMAGE message"
+  done
+  [ $checked -eq 1 ] || fail "no single-arch program is incompatible with sm_$CC"
+
+  echo "== rust_host: the fatlink-rt crate"
+  timeout 60 ./rust_host >rust.txt 2>&1; rc=$?
+  cat rust.txt
+  [ $rc -eq 0 ] && grep -q '^saxpy ok$' rust.txt && pass "rust_host: saxpy through typed arguments" ||
+    fail "rust_host (exit $rc)"
+
+  echo "$PASSED passed, $FAILED failed"
+  [ $FAILED -eq 0 ]
+}
+
+case $MODE in
+build) build ;;
+run) run ;;
+all) build && run ;;
+esac
