@@ -20,11 +20,14 @@
 
 #include "lto/LTO.h"
 #include "lto/Support.h"
+#include "packager/Packager.h"
 
 #include "llvm/BinaryFormat/Magic.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Object/Archive.h"
+#include "llvm/Object/ObjectFile.h"
+#include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Object/OffloadBinary.h"
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/TargetParser/Triple.h"
@@ -97,6 +100,8 @@ public:
 private:
   void addBitcode(MemoryBufferRef MB, std::string Origin, std::string Arch,
                   size_t &Found);
+  void addObject(MemoryBufferRef MB, std::string Origin, std::string Arch,
+                 size_t &Found);
   void readArchive(MemoryBufferRef MB, StringRef Path, size_t &Found);
   void readOffloadObject(MemoryBufferRef MB, StringRef Origin, size_t &Found);
 };
@@ -123,10 +128,78 @@ void InputReader::addBitcode(MemoryBufferRef MB, std::string Origin,
   ++Found;
 }
 
+/// A relocatable cubin: an ELF for EM_CUDA whose global symbols are read.
+void InputReader::addObject(MemoryBufferRef MB, std::string Origin,
+                            std::string Arch, size_t &Found) {
+  Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
+      object::ObjectFile::createObjectFile(MB);
+  if (!ObjOrErr) {
+    Errors.add(makeError("%s: corrupt relocatable cubin: %s", Origin.c_str(),
+                         toString(ObjOrErr.takeError()).c_str()));
+    return;
+  }
+  DeviceObject Obj;
+  for (const object::SymbolRef &Sym : (*ObjOrErr)->symbols()) {
+    Expected<uint32_t> Flags = Sym.getFlags();
+    Expected<StringRef> Name = Sym.getName();
+    if (!Flags || !Name) {
+      if (!Flags)
+        consumeError(Flags.takeError());
+      if (!Name)
+        consumeError(Name.takeError());
+      Errors.add(makeError("%s: corrupt symbol table", Origin.c_str()));
+      return;
+    }
+    if (!(*Flags & object::SymbolRef::SF_Global) || Name->empty())
+      continue;
+    if (*Flags & object::SymbolRef::SF_Undefined)
+      Obj.Undefined.push_back(Name->str());
+    else
+      Obj.Defined.push_back(Name->str());
+  }
+  Obj.Origin = std::move(Origin);
+  Obj.Data = MB;
+  Obj.Arch = std::move(Arch);
+  Set.Objects.push_back(std::move(Obj));
+  ++Found;
+}
+
+/// LLVM's OffloadBinary reader trusts the string and image offsets inside
+/// each binary (see packager::checkOffloadBinary). Checks every binary of
+/// every SHT_LLVM_OFFLOADING section, walked as extractOffloadBinaries walks
+/// them, before that runs.
+static Error checkOffloadSections(MemoryBufferRef MB) {
+  Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
+      object::ObjectFile::createObjectFile(MB);
+  if (!ObjOrErr)
+    return ObjOrErr.takeError();
+  if (!isa<object::ELFObjectFileBase>(ObjOrErr->get()))
+    return Error::success();
+  for (const object::SectionRef &Sec : (*ObjOrErr)->sections()) {
+    if (object::ELFSectionRef(Sec).getType() != ELF::SHT_LLVM_OFFLOADING)
+      continue;
+    Expected<StringRef> Contents = Sec.getContents();
+    if (!Contents)
+      return Contents.takeError();
+    for (uint64_t Off = 0; Off < Contents->size();) {
+      Expected<uint64_t> Size =
+          packager::checkOffloadBinary(Contents->drop_front(Off));
+      if (!Size)
+        return makeError("offset %llu: %s", (unsigned long long)Off,
+                         toString(Size.takeError()).c_str());
+      Off += *Size;
+    }
+  }
+  return Error::success();
+}
+
 void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
                                     size_t &Found) {
   SmallVector<object::OffloadFile> Binaries;
-  if (Error E = object::extractOffloadBinaries(MB, Binaries)) {
+  Error E = checkOffloadSections(MB);
+  if (!E)
+    E = object::extractOffloadBinaries(MB, Binaries);
+  if (E) {
     Errors.add(makeError("%s: cannot read its .llvm.offloading section: %s",
                          Origin.str().c_str(),
                          toString(std::move(E)).c_str()));
@@ -142,13 +215,15 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
                             ", not an NVIDIA GPU");
       continue;
     }
-    if (OB.getImageKind() != object::IMG_Bitcode) {
+    object::ImageKind Kind = OB.getImageKind();
+    if (Kind != object::IMG_Bitcode && Kind != object::IMG_Object &&
+        Kind != object::IMG_Cubin) {
       Errors.add(makeError(
-          "%s: the %s image is %s, not LLVM bitcode: fatlink links device "
-          "code as bitcode; compile it with -foffload-lto (clang) or embed "
-          "bitcode (fatlink embed)",
+          "%s: the %s image is %s, which fatlink cannot link: it links LLVM "
+          "bitcode (clang -foffload-lto, fatlink embed) and relocatable "
+          "cubins (clang -fgpu-rdc)",
           ImageOrigin.c_str(), OB.getArch().str().c_str(),
-          object::getImageKindName(OB.getImageKind()).str().c_str()));
+          object::getImageKindName(Kind).str().c_str()));
       continue;
     }
     // The OffloadFile owns its bytes; keep a copy that lives as long as the
@@ -157,7 +232,10 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
         MemoryBuffer::getMemBufferCopy(OB.getImage(), ImageOrigin);
     MemoryBufferRef Ref = Copy->getMemBufferRef();
     Set.addBuffer(std::move(Copy));
-    addBitcode(Ref, ImageOrigin, OB.getArch().str(), Found);
+    if (Kind == object::IMG_Bitcode)
+      addBitcode(Ref, ImageOrigin, OB.getArch().str(), Found);
+    else
+      addObject(Ref, ImageOrigin, OB.getArch().str(), Found);
   }
   ++NextSource;
 }
@@ -190,6 +268,20 @@ void InputReader::readArchive(MemoryBufferRef MB, StringRef Path,
       break;
     }
     std::string Origin = (Path + "(" + *NameOrErr + ")").str();
+    // LLVM checks a member's size against the archive only when it moves to
+    // the next member, after this one has been handed out.
+    StringRef Whole = MB.getBuffer(), Member = BufOrErr->getBuffer();
+    if (!(*ArchiveOrErr)->isThin() &&
+        (Member.data() < Whole.data() ||
+         Member.size() > size_t(Whole.end() - Member.data()))) {
+      Errors.add(makeError("%s: corrupt archive: member %s of %zu bytes at "
+                           "offset %zu goes past the end of the archive "
+                           "(%zu bytes)",
+                           Path.str().c_str(), NameOrErr->str().c_str(),
+                           Member.size(), size_t(Member.data() - Whole.data()),
+                           Whole.size()));
+      break;
+    }
     switch (identify_magic(BufOrErr->getBuffer())) {
     case file_magic::bitcode:
       addBitcode(*BufOrErr, Origin, "", Found);

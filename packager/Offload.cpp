@@ -58,6 +58,16 @@ Error forEachMember(StringRef Data, StringRef Name,
     Expected<StringRef> Buf = C.getBuffer();
     if (!Buf)
       return createFileError(Name + "(" + *MemberName + ")", Buf.takeError());
+    // LLVM checks a member's size against the archive only when it moves to
+    // the next member, after this one has been handed out.
+    if (!(*ArOrErr)->isThin() &&
+        (Buf->data() < Data.data() ||
+         Buf->size() > size_t(Data.end() - Buf->data())))
+      return makeError(Name + ": corrupt archive: member " + *MemberName +
+                       " of " + Twine(Buf->size()) + " bytes at offset " +
+                       Twine(Buf->data() - Data.data()) +
+                       " goes past the end of the archive (" +
+                       Twine(Data.size()) + " bytes)");
     if (Error E = Fn(*MemberName, *Buf))
       return E;
   }
@@ -116,6 +126,10 @@ Error addOffloadBinaries(StringRef Data, StringRef Origin, StringRef Section,
       continue;
     }
     StringRef Rest = Data.drop_front(Off);
+    if (Expected<uint64_t> Checked = checkOffloadBinary(Rest); !Checked)
+      return createFileError(Origin + " section " + Section + " offset " +
+                                 Twine(Off),
+                             Checked.takeError());
     Expected<std::unique_ptr<OffloadBinary>> BinOrErr =
         OffloadBinary::create(MemoryBufferRef(Rest, Origin));
     if (!BinOrErr)
@@ -249,6 +263,46 @@ fatlink::packager::writeOffloadObject(ArrayRef<OffloadImage> Images,
     Sec.Data.resize(alignTo(Sec.Data.size(), Sec.Align), '\0');
   }
   return writeRelocatableElf(Sec, Arch);
+}
+
+Expected<uint64_t> fatlink::packager::checkOffloadBinary(StringRef Data) {
+  using support::endian::read64le;
+  // Header: magic, u32 version, u64 size, u64 entry offset, u64 entry size.
+  // Entry: u16 image kind, u16 offload kind, u32 flags, u64 string offset,
+  // u64 string count, u64 image offset, u64 image size. Strings: pairs of
+  // u64 key and value offsets to NUL-terminated strings.
+  constexpr uint64_t HeaderSize = 32, EntrySize = 40, StringEntrySize = 16;
+  if (Data.size() < HeaderSize ||
+      identify_magic(Data) != file_magic::offload_binary)
+    return makeError("not an OffloadBinary (no 10 ff 10 ad header)");
+  uint64_t Size = read64le(Data.data() + 8);
+  uint64_t EntryOff = read64le(Data.data() + 16);
+  if (Size < HeaderSize + EntrySize || Size > Data.size())
+    return makeError("OffloadBinary declares size " + Twine(Size) + " but " +
+                     Twine(Data.size()) + " bytes remain");
+  if (EntryOff > Size - EntrySize)
+    return makeError("OffloadBinary entry at offset " + Twine(EntryOff) +
+                     " lies outside its " + Twine(Size) + " bytes");
+  const char *E = Data.data() + EntryOff;
+  uint64_t StringOff = read64le(E + 8), NumStrings = read64le(E + 16);
+  uint64_t ImageOff = read64le(E + 24), ImageSize = read64le(E + 32);
+  if (StringOff > Size || NumStrings > (Size - StringOff) / StringEntrySize)
+    return makeError("OffloadBinary string table (" + Twine(NumStrings) +
+                     " entries at offset " + Twine(StringOff) +
+                     ") lies outside its " + Twine(Size) + " bytes");
+  for (uint64_t I = 0; I < NumStrings * 2; ++I) {
+    uint64_t Off = read64le(Data.data() + StringOff + I * 8);
+    if (Off >= Size ||
+        Data.substr(Off, Size - Off).find('\0') == StringRef::npos)
+      return makeError("OffloadBinary string at offset " + Twine(Off) +
+                       " is not a NUL-terminated string within its " +
+                       Twine(Size) + " bytes");
+  }
+  if (ImageOff > Size || ImageSize > Size - ImageOff)
+    return makeError("OffloadBinary image (" + Twine(ImageSize) +
+                     " bytes at offset " + Twine(ImageOff) +
+                     ") lies outside its " + Twine(Size) + " bytes");
+  return Size;
 }
 
 Expected<std::vector<EmbeddedImage>>

@@ -188,6 +188,14 @@ struct EmbeddedImage {
 llvm::Expected<std::vector<EmbeddedImage>> scanFile(llvm::StringRef Data,
                                                     llvm::StringRef Name);
 
+/// Checks the LLVM OffloadBinary at the start of \p Data and returns its
+/// declared size. LLVM's OffloadBinary::create checks the header but trusts
+/// the string table (each key and value is read up to a NUL) and the image
+/// size, so every reader here calls this first: the entry, the string
+/// table, every string with its NUL, and the image must lie within the
+/// binary's declared size, and that size within \p Data.
+llvm::Expected<uint64_t> checkOffloadBinary(llvm::StringRef Data);
+
 } // namespace packager
 } // namespace fatlink
 
