@@ -65,6 +65,9 @@ build() {
   mkdir -p "$W/native" && cp "$LIB" "$W/native/"
   rustc --edition 2021 -O "$ROOT/runtime/tests/rust_host.rs" --extern fatlink_rt="$W/libfatlink_rt.rlib" \
     -L native="$W/native" -C link-arg="$W/kernels_full.o" -o "$OUT/rust_host"
+  echo "== the cargo example (examples/cargo, fatlink-cc)"
+  (cd "$ROOT/examples/cargo" && CARGO_TARGET_DIR="$W/cargo-target" cargo build --release --offline -q)
+  cp "$W/cargo-target/release/app" "$OUT/cargo_app"
   echo "== built into $OUT ($(du -sh "$OUT" | cut -f1)); run: tests/gpu/run.sh run $OUT"
   set +e
 }
@@ -75,7 +78,7 @@ fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
 
 run() {
   cd "$OUT" || exit 1
-  for f in app_full app_ptx app_sm75 app_sm120 rust_host; do
+  for f in app_full app_ptx app_sm75 app_sm120 rust_host cargo_app; do
     [ -x "$f" ] || { echo "FAIL: $OUT/$f missing: run 'tests/gpu/run.sh build' first"; exit 1; }
   done
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader || true
@@ -130,6 +133,12 @@ run() {
   cat rust.txt
   [ $rc -eq 0 ] && grep -q '^saxpy ok$' rust.txt && pass "rust_host: saxpy through typed arguments" ||
     fail "rust_host (exit $rc)"
+
+  echo "== cargo_app: the cargo example (Rust kernels calling CUDA C++)"
+  timeout 60 ./cargo_app >cargo.txt 2>&1; rc=$?
+  cat cargo.txt
+  [ $rc -eq 0 ] && grep -q '^ran gelu_affine and axpy on 4096 values' cargo.txt &&
+    pass "cargo_app: gelu_affine and axpy match the host" || fail "cargo_app (exit $rc)"
 
   echo "$PASSED passed, $FAILED failed"
   [ $FAILED -eq 0 ]
