@@ -16,6 +16,7 @@
 #include "lto/LTO.h"
 #include "packager/Packager.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <optional>
@@ -52,6 +53,9 @@ struct DeviceLinkConfig {
   /// false: PTX only, ptxas is neither run nor needed (rustc's llbc
   /// interface asks for one PTX file, as llvm-bitcode-linker writes it).
   bool RunPtxas = true;
+  /// Where finished device links are kept and reused (linker/Cache.h);
+  /// empty: no cache.
+  std::string CacheDir;
 };
 
 
@@ -81,10 +85,20 @@ llvm::Expected<DeviceBuild> buildDevice(Context &Ctx,
                                         std::vector<lto::Target> Targets,
                                         const lto::InputSet &Inputs);
 
-/// The whole device link after probing the tools: plans the targets, reads
-/// C.Inputs, builds, and writes C.Output (and the --json summary).
+/// Asks the tools what they support; called only when a link must be built.
+using ProbeFn = llvm::function_ref<llvm::Expected<ToolFacts>()>;
+
+/// buildDevice behind the cache (when C.CacheDir is set): on a hit nothing
+/// runs, not even the tool probe; on a miss the result is stored.
+llvm::Expected<DeviceBuild> buildDeviceCached(Context &Ctx,
+                                              const DeviceLinkConfig &C,
+                                              const lto::InputSet &Inputs,
+                                              ProbeFn Probe);
+
+/// The whole device link: reads C.Inputs, builds (through the cache), and
+/// writes C.Output (and the --json summary).
 llvm::Error runDeviceLink(Context &Ctx, const DeviceLinkConfig &C,
-                          const ToolFacts &Facts);
+                          ProbeFn Probe);
 
 /// Parses a compression setting: none, zstd, zstd-N. Name is the option or
 /// setting, for the message.

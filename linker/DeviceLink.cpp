@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "linker/Cache.h"
 #include "linker/Context.h"
 #include "linker/DeviceBuild.h"
 #include "linker/Linker.h"
@@ -206,6 +207,7 @@ static Expected<Config> parseConfig(Context &Ctx, const opt::InputArgList &Args)
       C.OutKind = OutputKind::Bitcode;
   }
   C.Link.CodegenOnly = Args.hasArg(OPT_codegen_only);
+  C.CacheDir = Args.getLastArgValue(OPT_cache_dir_EQ).str();
 
   if (const opt::Arg *A = Args.getLastArg(OPT_compress_EQ)) {
     Expected<packager::FatbinOptions> F =
@@ -737,17 +739,35 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   return std::move(B);
 }
 
-Error runDeviceLink(Context &Ctx, const Config &C, const ToolFacts &Facts) {
-  // Refuse targets the tools cannot serve before reading anything.
+Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
+                                        const lto::InputSet &Inputs,
+                                        ProbeFn Probe) {
+  // Bitcode outputs feed build systems, which cache them themselves.
+  bool UseCache = !C.CacheDir.empty() && C.OutKind != OutputKind::Bitcode;
+  std::string Key;
+  if (UseCache) {
+    Key = deviceLinkKey(C, Inputs);
+    if (std::optional<DeviceBuild> B = cacheLookup(Ctx, C.CacheDir, Key))
+      return std::move(*B);
+  }
+  Expected<ToolFacts> Facts = Probe();
+  if (!Facts)
+    return Facts.takeError();
   Expected<std::vector<lto::Target>> Targets =
-      planTargets(C.ArchLists, Facts, C.PtxVersion);
+      planTargets(C.ArchLists, *Facts, C.PtxVersion);
   if (!Targets)
     return Targets.takeError();
+  Expected<DeviceBuild> B = buildDevice(Ctx, C, std::move(*Targets), Inputs);
+  if (B && UseCache)
+    cacheStore(Ctx, C.CacheDir, Key, *B);
+  return B;
+}
 
+Error runDeviceLink(Context &Ctx, const Config &C, ProbeFn Probe) {
   Expected<lto::InputSet> Inputs = lto::readInputs(C.Inputs);
   if (!Inputs)
     return Inputs.takeError();
-  Expected<DeviceBuild> B = buildDevice(Ctx, C, std::move(*Targets), *Inputs);
+  Expected<DeviceBuild> B = buildDeviceCached(Ctx, C, *Inputs, Probe);
   if (!B)
     return B.takeError();
 
@@ -763,15 +783,14 @@ Error runDeviceLink(Context &Ctx, const Config &C, const ToolFacts &Facts) {
 }
 
 static Error deviceLink(Context &Ctx, const Config &C) {
-  // The tools decide what can be built; ask them before reading anything.
-  Expected<ToolFacts> Facts = probeTools(Ctx, C);
-  if (!Facts)
-    return Facts.takeError();
   if (C.ListTargets) {
+    Expected<ToolFacts> Facts = probeTools(Ctx, C);
+    if (!Facts)
+      return Facts.takeError();
     printTargets(Ctx, *Facts);
     return Error::success();
   }
-  return runDeviceLink(Ctx, C, *Facts);
+  return runDeviceLink(Ctx, C, [&] { return probeTools(Ctx, C); });
 }
 
 int deviceLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,

@@ -67,6 +67,10 @@ defm json : JS<"json", "<file>",
   "Write a JSON summary of each target's kernels and sizes ('-' for stdout)">,
   Group<grp_output>;
 
+defm cache_dir : JS<"cache-dir", "<dir>",
+  "Reuse the results of earlier identical device links kept in <dir> "
+  "(keyed by a hash of every device input, option and tool)">,
+  Group<grp_tools>;
 defm cuda_path : JS<"cuda-path", "<dir>",
   "CUDA toolkit (ptxas, libdevice); default $CUDA_PATH, else /usr/local/cuda">,
   Group<grp_tools>;

@@ -25,6 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "linker/Cache.h"
 #include "linker/Context.h"
 #include "linker/DeviceBuild.h"
 #include "linker/Linker.h"
@@ -316,6 +317,49 @@ static int runHostLinker(Context &Ctx, StringRef Linker,
   return RC;
 }
 
+/// --fatlink-dry-run: what a link would do, without doing it.
+static Expected<std::string> printPlan(Context &Ctx, const DeviceLinkConfig &C,
+                                       const lto::InputSet &Inputs) {
+  Expected<ToolFacts> Facts = probeTools(Ctx, C);
+  if (!Facts)
+    return Facts.takeError();
+  Expected<std::vector<lto::Target>> Targets =
+      planTargets(C.ArchLists, *Facts, C.PtxVersion);
+  if (!Targets)
+    return Targets.takeError();
+
+  raw_ostream &OS = Ctx.Out;
+  OS << "fatlink: device inputs:\n";
+  for (const lto::DeviceImage &Image : Inputs.Images)
+    OS << "  " << Image.Origin
+       << (Image.Arch.empty() ? "" : " [" + Image.Arch + "]") << "\n";
+  for (const lto::DeviceObject &O : Inputs.Objects)
+    OS << "  " << O.Origin << " [" << O.Arch << ", relocatable cubin]\n";
+  OS << "fatlink: targets:";
+  for (const lto::Target &T : *Targets)
+    OS << " " << T.Name << " (" << (T.IsPTX ? "ptx" : "cubin") << ", PTX ISA "
+       << T.ptxVersionString() << ")";
+  OS << "\nfatlink: would run:\n  link and optimize (O" << C.Link.OptLevel
+     << ")\n";
+  for (const lto::Target &T : *Targets) {
+    OS << "  " << C.Paths.Ptxas << " -arch=" << (T.IsPTX ? T.Name : T.Cpu);
+    if (!T.IsPTX)
+      OS << " -O" << C.Link.OptLevel;
+    OS << " <" << T.Name << ".ptx>";
+    if (!T.IsPTX)
+      OS << " -o <" << T.Name << ".cubin>";
+    OS << "\n";
+  }
+  OS << "  package: fatbin ("
+     << (C.Fatbin.Compress == packager::Compression::None
+             ? std::string("uncompressed")
+             : "zstd-" + std::to_string(C.Fatbin.ZstdLevel))
+     << ") in a host object\n";
+  if (!C.CacheDir.empty())
+    OS << "  cache: " << C.CacheDir << "/" << deviceLinkKey(C, Inputs) << "\n";
+  return std::string("<fatlink-device.o>");
+}
+
 /// The device half of the link: device images in, host object path out
 /// (empty when the inputs carry no device code).
 static Expected<std::string> deviceLinkForHost(Context &Ctx,
@@ -342,36 +386,11 @@ static Expected<std::string> deviceLinkForHost(Context &Ctx,
     return Host.takeError();
   C->HostArch = *Host;
 
-  Expected<ToolFacts> Facts = probeTools(Ctx, *C);
-  if (!Facts)
-    return Facts.takeError();
-  Expected<std::vector<lto::Target>> Targets =
-      planTargets(C->ArchLists, *Facts, C->PtxVersion);
-  if (!Targets)
-    return Targets.takeError();
+  if (DryRun)
+    return printPlan(Ctx, *C, *Inputs);
 
-  if (DryRun) {
-    Ctx.Out << "fatlink: device inputs:\n";
-    for (const lto::DeviceImage &Image : Inputs->Images)
-      Ctx.Out << "  " << Image.Origin
-              << (Image.Arch.empty() ? "" : " [" + Image.Arch + "]") << "\n";
-    Ctx.Out << "fatlink: targets:";
-    for (const lto::Target &T : *Targets)
-      Ctx.Out << " " << T.Name << " (" << (T.IsPTX ? "ptx" : "cubin")
-              << ", PTX ISA " << T.ptxVersionString() << ")";
-    Ctx.Out << "\nfatlink: would run:\n  link and optimize (O"
-            << C->Link.OptLevel << ")\n";
-    for (const lto::Target &T : *Targets)
-      Ctx.Out << "  " << C->Paths.Ptxas << " -arch=" << (T.IsPTX ? T.Name : T.Cpu)
-              << (T.IsPTX ? "" : " -O" + std::to_string(C->Link.OptLevel))
-              << " <" << T.Name << ".ptx>"
-              << (T.IsPTX ? "" : " -o <" + T.Name + ".cubin>") << "\n";
-    Ctx.Out << "  package: fatbin (" << (C->Fatbin.Compress == packager::Compression::None ? std::string("uncompressed") : "zstd-" + std::to_string(C->Fatbin.ZstdLevel))
-            << ") in a host object\n";
-    return std::string("<fatlink-device.o>");
-  }
-
-  Expected<DeviceBuild> B = buildDevice(Ctx, *C, std::move(*Targets), *Inputs);
+  Expected<DeviceBuild> B =
+      buildDeviceCached(Ctx, *C, *Inputs, [&] { return probeTools(Ctx, *C); });
   if (!B)
     return B.takeError();
   Expected<std::string> Path = Ctx.Temps.create("device.o");

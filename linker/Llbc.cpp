@@ -213,10 +213,7 @@ int llbcMain(ArrayRef<const char *> Args, raw_ostream &Out, raw_ostream &Err) {
     return 1;
   }
   if (Error E = [&]() -> Error {
-        Expected<ToolFacts> Facts = llvmOnlyFacts(Ctx, *C);
-        if (!Facts)
-          return Facts.takeError();
-        return runDeviceLink(Ctx, *C, *Facts);
+        return runDeviceLink(Ctx, *C, [&] { return llvmOnlyFacts(Ctx, *C); });
       }())
     Ctx.error(std::move(E));
   return Ctx.exitCode();

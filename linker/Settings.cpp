@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "linker/Settings.h"
+#include "linker/Cache.h"
 #include "linker/Options.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -28,7 +29,7 @@ constexpr KeyInfo Keys[] = {
     {"compress", false},  {"jobs", false},       {"cuda-path", false},
     {"ptxas", false},     {"linker", false},     {"verbose", true},
     {"dry-run", true},    {"save-temps", true},  {"time-trace", false},
-    {"config", false},    {"host-arch", false},
+    {"config", false},    {"host-arch", false},  {"cache-dir", false},
 };
 
 const KeyInfo *findKey(StringRef Key) {
@@ -209,6 +210,9 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
                                 S.get("ptxas").value_or(""), "");
   C.Link.LibdevicePath = C.Paths.Libdevice;
   C.TimeTracePath = S.get("time-trace").value_or("").str();
+  // The wrappers cache by default: a host-only change skips the device link.
+  std::string Cache = S.get("cache-dir").value_or(defaultCacheDir()).str();
+  C.CacheDir = Cache == "off" || Cache == "0" ? "" : Cache;
   if (Errors)
     return std::move(Errors);
   return C;

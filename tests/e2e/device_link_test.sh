@@ -56,6 +56,15 @@ check "-j1 and -j2 outputs are identical" diff -r j1 j2
 check "-j1 and -j8 outputs are identical" diff -r j1 j8
 check "-j2 output equals the default run" diff -r j2 out
 
+# --cache-dir: a second identical link is served from the cache, byte for
+# byte (outputs and summary).
+"$FATLINK" device-link -v --arch=$ARCHS $RLIBS "$D/softplus.bc" -o cached1 --emit-ptx --cache-dir=dlcache --json=c1.json 2>dl1.log
+"$FATLINK" device-link -v --arch=$ARCHS $RLIBS "$D/softplus.bc" -o cached2 --emit-ptx --cache-dir=dlcache --json=c2.json 2>dl2.log
+check "--cache-dir: miss, then hit" bash -c "grep -q '^cache: miss' dl1.log && grep -q '^cache: hit' dl2.log"
+check "--cache-dir: the hit runs nothing" bash -c "! grep -q ptxas dl2.log"
+check "--cache-dir: same files as without the cache" bash -c "diff -r cached1 out && diff -r cached2 out"
+check "--cache-dir: same summary" bash -c "diff <(sed 's/cached1/X/' c1.json) <(sed 's/cached2/X/' c2.json)"
+
 # Inputs in a response file, and an rlib given through @file with options.
 printf '%s\n' --arch=sm_80 -o rsp.cubin $RLIBS "$D/softplus.bc" > link.rsp
 "$FATLINK" device-link @link.rsp

@@ -92,6 +92,28 @@ check "environment beats the config file" bash -c "./app_env | grep -q 'cubin fo
 FATLINK_ARCH=sm_86 "$CC_WRAP" main.o -L"$D" -ldev -o app_arg --fatlink-arch=sm_120
 check "argument beats the environment" bash -c "./app_arg | grep -q 'cubin for sm_120' && ! ./app_arg | grep -q sm_86"
 
+# 5b. The device-link cache: a host-only change reuses the device link.
+CACHE="$WORK/cache-test"
+"$CC_WRAP" main.o -L"$D" -ldev -o app_c1 --fatlink-arch=sm_80 --fatlink-cache-dir="$CACHE" --fatlink-verbose 2>c1.log
+check "cache: first link misses and stores" bash -c "grep -q '^cache: miss ' c1.log && grep -q '^cache: stored ' c1.log"
+cc -I"$RUNFILES" -DUNUSED_CHANGE=1 -c "$RUNFILES/examples/mixed/main.c" -o main2.o
+"$CC_WRAP" main2.o -L"$D" -ldev -o app_c2 --fatlink-arch=sm_80 --fatlink-cache-dir="$CACHE" --fatlink-verbose 2>c2.log
+check "cache: a host-only change hits" grep -q '^cache: hit ' c2.log
+check "cache: a hit runs no ptxas" bash -c "! grep -q ptxas c2.log"
+check "cache: same executable from the cache" cmp app_c1 app_c2
+"$CC_WRAP" main.o -L"$D" -ldev -o app_c3 --fatlink-arch=sm_80,sm_90 --fatlink-cache-dir="$CACHE" --fatlink-verbose 2>c3.log
+check "cache: another target list misses" grep -q '^cache: miss ' c3.log
+entry=$(ls "$CACHE" | head -1)
+printf 'garbage' | dd of="$CACHE/$entry" bs=1 seek=200 conv=notrunc 2>/dev/null
+"$CC_WRAP" main.o -L"$D" -ldev -o app_c4 --fatlink-arch=sm_80 --fatlink-cache-dir="$CACHE" --fatlink-verbose 2>c4.log
+"$CC_WRAP" main.o -L"$D" -ldev -o app_c5 --fatlink-arch=sm_80,sm_90 --fatlink-cache-dir="$CACHE" --fatlink-verbose 2>c5.log
+check "cache: a corrupted entry is detected and rebuilt" \
+  bash -c "cat c4.log c5.log | grep -q '^cache: corrupt entry $CACHE/$entry: ignored, rebuilding'"
+check "cache: rebuilt output is correct" cmp app_c1 app_c4
+check "cache: no temporary file left in the cache" bash -c "! ls '$CACHE' | grep -q tmp"
+"$CC_WRAP" main.o -L"$D" -ldev -o app_c6 --fatlink-arch=sm_80 --fatlink-cache-dir=off --fatlink-verbose 2>c6.log
+check "cache: off" bash -c "! grep -q '^cache:' c6.log && cmp app_c1 app_c6"
+
 # 6. --fatlink-dry-run prints the plan and runs nothing.
 "$CC_WRAP" main.o -L"$D" -ldev -o app_dry --fatlink-arch=sm_80,compute_80 --fatlink-dry-run > plan.txt
 check "dry run: no output written" test ! -e app_dry

@@ -23,6 +23,8 @@ WORK="$TEST_TMPDIR/work"
 rm -rf "$WORK"
 mkdir -p "$WORK/tmp"
 export TMPDIR="$WORK/tmp"
+# The wrappers cache device links; keep each test's cache its own.
+export FATLINK_CACHE_DIR="$WORK/cache"
 cd "$WORK"
 
 PASSED=0

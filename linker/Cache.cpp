@@ -1,0 +1,300 @@
+//===- linker/Cache.cpp - Content-addressed cache of device links --------===//
+//
+// See Cache.h for the key and the entry format. The payload is a sequence
+// of little-endian u64 counts and length-prefixed byte strings.
+//
+//===----------------------------------------------------------------------===//
+
+#include "linker/Cache.h"
+#include "linker/Linker.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/BLAKE3.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Signals.h"
+#include "llvm/Support/TimeProfiler.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace fatlink {
+
+static constexpr StringLiteral Magic = "FLCACHE1";
+
+namespace {
+
+/// Feeds values into a hash or a payload unambiguously: every string is
+/// length-prefixed.
+class Writer {
+public:
+  explicit Writer(std::string &Out) : Out(Out) {}
+  void u64(uint64_t V) {
+    char Buf[8];
+    support::endian::write64le(Buf, V);
+    Out.append(Buf, 8);
+  }
+  void str(StringRef S) {
+    u64(S.size());
+    Out.append(S.data(), S.size());
+  }
+
+private:
+  std::string &Out;
+};
+
+class Reader {
+public:
+  explicit Reader(StringRef In) : In(In) {}
+  bool u64(uint64_t &V) {
+    if (In.size() < 8)
+      return false;
+    V = support::endian::read64le(In.data());
+    In = In.drop_front(8);
+    return true;
+  }
+  bool str(std::string &S) {
+    uint64_t N;
+    if (!u64(N) || N > In.size())
+      return false;
+    S = In.take_front(N).str();
+    In = In.drop_front(N);
+    return true;
+  }
+  bool atEnd() const { return In.empty(); }
+
+private:
+  StringRef In;
+};
+
+} // namespace
+
+/// What identifies an installed tool without running it.
+static std::string toolIdentity(StringRef Path) {
+  sys::fs::file_status St;
+  if (sys::fs::status(Path, St))
+    return (Path + ":missing").str();
+  return (Path + ":" + Twine(St.getSize()) + ":" +
+          Twine(St.getLastModificationTime().time_since_epoch().count()))
+      .str();
+}
+
+std::string deviceLinkKey(const DeviceLinkConfig &C,
+                          const lto::InputSet &Inputs) {
+  std::string Data;
+  Writer W(Data);
+  W.str(Magic);
+  W.str(versionString());
+  W.str(LLVM_VERSION_STRING);
+  W.str(toolIdentity(C.Paths.Ptxas));
+  W.str(toolIdentity(C.Paths.Nvlink));
+  W.str(toolIdentity(C.Link.LibdevicePath));
+  W.u64(C.ArchLists.size());
+  for (const std::string &A : C.ArchLists)
+    W.str(A);
+  W.u64(C.PtxVersion.value_or(0));
+  W.u64(C.Link.OptLevel);
+  W.u64(C.Link.CodegenOnly);
+  W.u64(C.Link.FlushDenormals);
+  W.u64(C.Link.PreciseSqrt);
+  W.u64(C.Link.PreciseDiv);
+  W.u64(C.Link.ExportSymbols.size());
+  for (const std::string &S : C.Link.ExportSymbols)
+    W.str(S);
+  W.u64(unsigned(C.OutKind));
+  W.u64(unsigned(C.Fatbin.Compress));
+  W.u64(C.Fatbin.ZstdLevel);
+  W.u64(C.Fatbin.MinifyPtx);
+  W.u64(unsigned(C.HostArch));
+  W.u64(C.RunPtxas);
+
+  // Images are hashed one by one, so the key costs one pass over the bytes.
+  W.u64(Inputs.Images.size());
+  for (const lto::DeviceImage &I : Inputs.Images) {
+    W.str(I.Arch);
+    W.u64(I.Source);
+    BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(I.Bitcode.getBuffer()));
+    W.str(toStringRef(ArrayRef<uint8_t>(H)));
+  }
+  W.u64(Inputs.Objects.size());
+  for (const lto::DeviceObject &O : Inputs.Objects) {
+    W.str(O.Arch);
+    BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(O.Data.getBuffer()));
+    W.str(toStringRef(ArrayRef<uint8_t>(H)));
+  }
+  BLAKE3Result<32> Key = BLAKE3::hash(arrayRefFromStringRef(Data));
+  return toHex(ArrayRef<uint8_t>(Key), /*LowerCase=*/true);
+}
+
+static std::string serialize(const DeviceBuild &B) {
+  std::string Out;
+  Writer W(Out);
+  W.u64(B.Targets.size());
+  for (auto [T, O] : zip(B.Targets, B.Outputs)) {
+    W.str(T.Name);
+    W.str(T.Cpu);
+    W.u64(T.Sm);
+    W.u64(T.IsPTX);
+    W.u64(T.PtxVersion);
+    W.str(O.PTX);
+    W.str(O.Cubin);
+  }
+  W.u64(B.Program.Kernels.size());
+  for (const lto::KernelInfo &K : B.Program.Kernels) {
+    W.str(K.Name);
+    W.u64(K.ParamSizes.size());
+    for (unsigned S : K.ParamSizes)
+      W.u64(S);
+  }
+  for (const std::vector<std::string> *List :
+       {&B.Program.Globals, &B.Program.LibdeviceFunctions}) {
+    W.u64(List->size());
+    for (const std::string &S : *List)
+      W.str(S);
+  }
+  W.str(B.Fatbin);
+  W.str(B.Object);
+  return Out;
+}
+
+static std::optional<DeviceBuild> deserialize(StringRef Payload) {
+  Reader R(Payload);
+  DeviceBuild B;
+  uint64_t N;
+  if (!R.u64(N) || N > Payload.size())
+    return std::nullopt;
+  for (uint64_t I = 0; I < N; ++I) {
+    lto::Target T;
+    TargetOutput O;
+    uint64_t Sm, IsPTX, Ptx;
+    if (!R.str(T.Name) || !R.str(T.Cpu) || !R.u64(Sm) || !R.u64(IsPTX) ||
+        !R.u64(Ptx) || !R.str(O.PTX) || !R.str(O.Cubin))
+      return std::nullopt;
+    T.Sm = unsigned(Sm);
+    T.IsPTX = IsPTX != 0;
+    T.PtxVersion = unsigned(Ptx);
+    B.Targets.push_back(std::move(T));
+    B.Outputs.push_back(std::move(O));
+  }
+  if (!R.u64(N) || N > Payload.size())
+    return std::nullopt;
+  for (uint64_t I = 0; I < N; ++I) {
+    lto::KernelInfo K;
+    uint64_t NP;
+    if (!R.str(K.Name) || !R.u64(NP) || NP > Payload.size())
+      return std::nullopt;
+    for (uint64_t P = 0; P < NP; ++P) {
+      uint64_t S;
+      if (!R.u64(S))
+        return std::nullopt;
+      K.ParamSizes.push_back(unsigned(S));
+    }
+    B.Program.Kernels.push_back(std::move(K));
+  }
+  for (std::vector<std::string> *List :
+       {&B.Program.Globals, &B.Program.LibdeviceFunctions}) {
+    if (!R.u64(N) || N > Payload.size())
+      return std::nullopt;
+    List->resize(N);
+    for (std::string &S : *List)
+      if (!R.str(S))
+        return std::nullopt;
+  }
+  if (!R.str(B.Fatbin) || !R.str(B.Object) || !R.atEnd())
+    return std::nullopt;
+  return B;
+}
+
+std::optional<DeviceBuild> cacheLookup(Context &Ctx, StringRef Dir,
+                                       StringRef Key) {
+  TimeTraceScope Scope("Cache lookup");
+  SmallString<256> Path(Dir);
+  sys::path::append(Path, Key);
+  ErrorOr<std::unique_ptr<MemoryBuffer>> MB =
+      MemoryBuffer::getFile(Path, /*IsText=*/false,
+                            /*RequiresNullTerminator=*/false);
+  if (!MB) {
+    Ctx.verbose("cache: miss " + Key);
+    return std::nullopt;
+  }
+  StringRef Data = (*MB)->getBuffer();
+  constexpr size_t HeaderSize = 8 + 8 + 32;
+  std::optional<DeviceBuild> B;
+  if (Data.size() >= HeaderSize && Data.starts_with(Magic)) {
+    uint64_t Len = support::endian::read64le(Data.data() + 8);
+    StringRef Hash = Data.substr(16, 32);
+    StringRef Payload = Data.drop_front(HeaderSize);
+    BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(Payload));
+    if (Len == Payload.size() && Hash == toStringRef(ArrayRef<uint8_t>(H)))
+      B = deserialize(Payload);
+  }
+  if (!B) {
+    Ctx.verbose("cache: corrupt entry " + Path + ": ignored, rebuilding");
+    return std::nullopt;
+  }
+  Ctx.verbose("cache: hit " + Key);
+  return B;
+}
+
+void cacheStore(Context &Ctx, StringRef Dir, StringRef Key,
+                const DeviceBuild &B) {
+  TimeTraceScope Scope("Cache store");
+  std::string Payload = serialize(B);
+  BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(Payload));
+  std::string Entry;
+  Writer W(Entry);
+  Entry += Magic;
+  W.u64(Payload.size());
+  Entry += toStringRef(ArrayRef<uint8_t>(H));
+  Entry += Payload;
+
+  auto Fail = [&](const Twine &Why) {
+    Ctx.verbose("cache: cannot store " + Key + " in " + Dir + ": " + Why);
+  };
+  if (std::error_code EC = sys::fs::create_directories(Dir))
+    return Fail(EC.message());
+  SmallString<256> Path(Dir), Temp;
+  sys::path::append(Path, Key);
+  int FD;
+  if (std::error_code EC =
+          sys::fs::createUniqueFile(Path + ".tmp%%%%%%", FD, Temp))
+    return Fail(EC.message());
+  sys::RemoveFileOnSignal(Temp);
+  auto Done = make_scope_exit([&] { sys::DontRemoveFileOnSignal(Temp); });
+  {
+    raw_fd_ostream OS(FD, /*shouldClose=*/true);
+    OS << Entry;
+    OS.close();
+    if (OS.has_error()) {
+      OS.clear_error();
+      sys::fs::remove(Temp);
+      return Fail("write error");
+    }
+  }
+  if (std::error_code EC = sys::fs::rename(Temp, Path)) {
+    sys::fs::remove(Temp);
+    return Fail(EC.message());
+  }
+  Ctx.verbose("cache: stored " + Key);
+}
+
+std::string defaultCacheDir() {
+  if (std::optional<std::string> Dir = sys::Process::GetEnv("FATLINK_CACHE_DIR"))
+    return *Dir;
+  SmallString<256> Path;
+  if (std::optional<std::string> Xdg = sys::Process::GetEnv("XDG_CACHE_HOME"))
+    Path = *Xdg;
+  else if (!sys::path::home_directory(Path))
+    return "";
+  else
+    sys::path::append(Path, ".cache");
+  sys::path::append(Path, "fatlink");
+  return std::string(Path);
+}
+
+} // namespace fatlink

@@ -1,0 +1,55 @@
+//===- linker/Cache.h - Content-addressed cache of device links ----------===//
+//
+// Internal to linker/. A device link is a pure function of its device
+// inputs, its options and the tools that run it, so its result can be
+// reused whenever all three are unchanged: re-linking after a host-only
+// change then costs reading the inputs and one hash.
+//
+// The key is a BLAKE3 hash of, in order: a format tag, fatlink's and LLVM's
+// versions, the identity (path, size, modification time) of ptxas, nvlink
+// and libdevice, every option that can change the output, and every device
+// image's bytes with its arch and source grouping (not its origin, which
+// only appears in messages). It is computed before the tools are probed,
+// so a hit runs no subprocess at all.
+//
+// An entry is one file named by the key's hex digits: "FLCACHE1", the
+// payload's length and its BLAKE3 hash, then the payload (targets, their
+// PTX and cubins, the kernel table, the fatbin and host object). Entries
+// are written to a temporary file in the cache directory and renamed, so
+// concurrent links never see half an entry; an entry whose length or hash
+// does not match is treated as a miss and rewritten.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FATLINK_LINKER_CACHE_H
+#define FATLINK_LINKER_CACHE_H
+
+#include "linker/DeviceBuild.h"
+
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+
+namespace fatlink {
+
+/// The cache key of a device link (64 hex digits).
+std::string deviceLinkKey(const DeviceLinkConfig &C, const lto::InputSet &Inputs);
+
+/// The entry for Key in Dir, if present and intact. A damaged entry is
+/// reported through Ctx.verbose and treated as absent.
+std::optional<DeviceBuild> cacheLookup(Context &Ctx, llvm::StringRef Dir,
+                                       llvm::StringRef Key);
+
+/// Stores B under Key in Dir (created if needed). Failure to write is not
+/// an error of the link: it is reported with -v and the link goes on.
+void cacheStore(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
+                const DeviceBuild &B);
+
+/// The default cache directory of the host-link wrappers:
+/// $FATLINK_CACHE_DIR, else $XDG_CACHE_HOME/fatlink, else ~/.cache/fatlink.
+std::string defaultCacheDir();
+
+} // namespace fatlink
+
+#endif // FATLINK_LINKER_CACHE_H
