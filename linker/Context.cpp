@@ -55,6 +55,24 @@ Expected<std::string> TempFiles::create(StringRef Name) {
   return Files.back();
 }
 
+Expected<std::string> TempFiles::write(StringRef Name, StringRef Data) {
+  Expected<std::string> Path = create(Name);
+  if (!Path)
+    return Path.takeError();
+  std::error_code EC;
+  raw_fd_ostream OS(*Path, EC);
+  if (!EC) {
+    OS << Data;
+    OS.close();
+    EC = OS.error();
+    OS.clear_error();
+  }
+  if (EC)
+    return createStringError(EC, "cannot write %s: %s", Path->c_str(),
+                             EC.message().c_str());
+  return Path;
+}
+
 void Context::error(Error E) {
   handleAllErrors(std::move(E), [&](const ErrorInfoBase &EI) {
     error(EI.message());
@@ -99,6 +117,43 @@ void Context::verboseCommand(ArrayRef<StringRef> Argv) {
     Line += '\'';
   }
   verbose(Line);
+}
+
+Expected<StagedFile> StagedFile::create(StringRef Path, StringRef Data) {
+  auto Fail = [&](const Twine &Why) {
+    return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
+                             Path.str().c_str(), Why.str().c_str());
+  };
+  Expected<sys::fs::TempFile> T =
+      sys::fs::TempFile::create(Path + ".tmp%%%%%%%");
+  if (!T)
+    return Fail(toString(T.takeError()));
+  raw_fd_ostream OS(T->FD, /*shouldClose=*/false);
+  OS << Data;
+  OS.flush();
+  if (std::error_code EC = OS.error()) {
+    OS.clear_error();
+    consumeError(T->discard());
+    return Fail(EC.message());
+  }
+  StagedFile F;
+  F.Path = Path.str();
+  F.Temp.emplace(std::move(*T));
+  return std::move(F);
+}
+
+Error StagedFile::commit() {
+  Error E = Temp->keep(Path);
+  Temp.reset();
+  if (E)
+    return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
+                             Path.c_str(), toString(std::move(E)).c_str());
+  return Error::success();
+}
+
+StagedFile::~StagedFile() {
+  if (Temp)
+    consumeError(Temp->discard());
 }
 
 } // namespace fatlink

@@ -18,9 +18,11 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,11 +43,37 @@ public:
   /// "<tmp>/fatlink-<stem>-XXXXXX.<ext>", removed on exit and on signals.
   /// Thread-safe.
   llvm::Expected<std::string> create(llvm::StringRef Name);
+  /// create(Name), then Data written to it.
+  llvm::Expected<std::string> write(llvm::StringRef Name, llvm::StringRef Data);
 
 private:
   std::mutex Mu;
   std::string SaveDir;
   std::vector<std::string> Files;
+};
+
+/// An output file, written but not yet in place: its bytes went with
+/// write(2) to a temporary beside the destination (removed on error, on
+/// destruction and on signals), and commit() renames it over the
+/// destination. A mapped llvm::FileOutputBuffer would die of SIGBUS on a
+/// full disk; here that is an error naming the file.
+class StagedFile {
+public:
+  static llvm::Expected<StagedFile> create(llvm::StringRef Path,
+                                           llvm::StringRef Data);
+  StagedFile(StagedFile &&Other)
+      : Path(std::move(Other.Path)), Temp(std::move(Other.Temp)) {
+    Other.Temp.reset();
+  }
+  StagedFile &operator=(StagedFile &&) = delete;
+  ~StagedFile();
+  llvm::StringRef path() const { return Path; }
+  llvm::Error commit();
+
+private:
+  StagedFile() = default;
+  std::string Path;
+  std::optional<llvm::sys::fs::TempFile> Temp;
 };
 
 class Context {

@@ -31,7 +31,6 @@
 #include "llvm/Option/ArgList.h"
 #include "llvm/Option/OptTable.h"
 #include "llvm/Option/Option.h"
-#include "llvm/Support/FileOutputBuffer.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -55,33 +54,8 @@ namespace fatlink {
 
 namespace {
 
-enum ID {
-  OPT_INVALID = 0,
-#define OPTION(...) LLVM_MAKE_OPT_ID(__VA_ARGS__),
-#include "linker/DeviceLinkOptions.inc"
-#undef OPTION
-};
-
-#define OPTTABLE_STR_TABLE_CODE
-#include "linker/DeviceLinkOptions.inc"
-#undef OPTTABLE_STR_TABLE_CODE
-
-#define OPTTABLE_PREFIXES_TABLE_CODE
-#include "linker/DeviceLinkOptions.inc"
-#undef OPTTABLE_PREFIXES_TABLE_CODE
-
-using namespace llvm::opt;
-constexpr opt::OptTable::Info InfoTable[] = {
-#define OPTION(...) LLVM_CONSTRUCT_OPT_INFO(__VA_ARGS__),
-#include "linker/DeviceLinkOptions.inc"
-#undef OPTION
-};
-
-class DeviceLinkOptTable : public opt::GenericOptTable {
-public:
-  DeviceLinkOptTable()
-      : GenericOptTable(OptionStrTable, OptionPrefixesTable, InfoTable) {}
-};
+#define FATLINK_OPTIONS_INC "linker/DeviceLinkOptions.inc"
+#include "linker/CommandOptTable.inc"
 
 using Config = DeviceLinkConfig;
 
@@ -287,21 +261,6 @@ static void printTargets(Context &Ctx, const ToolFacts &Facts) {
             << " " << T.ptxVersionString() << "\n";
 }
 
-/// Writes Data to a new temporary file named after Name.
-static Expected<std::string> writeTemp(Context &Ctx, StringRef Name,
-                                       StringRef Data) {
-  Expected<std::string> Path = Ctx.Temps.create(Name);
-  if (!Path)
-    return Path.takeError();
-  std::error_code EC;
-  raw_fd_ostream OS(*Path, EC);
-  if (EC)
-    return createStringError(EC, "cannot write %s: %s", Path->c_str(),
-                             EC.message().c_str());
-  OS << Data;
-  return Path;
-}
-
 static Expected<std::string> readBack(StringRef Path, StringRef What) {
   ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(Path);
   if (!MB)
@@ -377,7 +336,7 @@ static Expected<TargetOutput> compileTarget(Context &Ctx, const Config &C,
   std::string What = "ptxas for " + T.Name;
   std::vector<std::string> Cubins; // to give nvlink
   if (HasBitcode) {
-    Expected<std::string> PTXPath = writeTemp(Ctx, T.Name + ".ptx", Out.PTX);
+    Expected<std::string> PTXPath = Ctx.Temps.write(T.Name + ".ptx", Out.PTX);
     if (!PTXPath)
       return PTXPath.takeError();
     if (T.IsPTX) {
@@ -413,8 +372,8 @@ static Expected<TargetOutput> compileTarget(Context &Ctx, const Config &C,
   }
 
   for (auto [N, O] : enumerate(Objs)) {
-    Expected<std::string> Path = writeTemp(
-        Ctx, T.Name + "-object" + std::to_string(N) + ".cubin", O->Data.getBuffer());
+    Expected<std::string> Path = Ctx.Temps.write(
+        T.Name + "-object" + std::to_string(N) + ".cubin", O->Data.getBuffer());
     if (!Path)
       return Path.takeError();
     Cubins.push_back(*Path);
@@ -602,21 +561,16 @@ static Error writeOutputs(const Config &C, ArrayRef<OutputFile> Files) {
                              C.Output.c_str());
   }
 
-  std::vector<std::unique_ptr<FileOutputBuffer>> Buffers;
+  std::vector<StagedFile> Staged;
   for (const OutputFile &F : Files) {
-    Expected<std::unique_ptr<FileOutputBuffer>> BufOrErr =
-        FileOutputBuffer::create(F.Path, F.Data.size());
-    if (!BufOrErr)
-      return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
-                               F.Path.c_str(),
-                               toString(BufOrErr.takeError()).c_str());
-    llvm::copy(F.Data, (*BufOrErr)->getBufferStart());
-    Buffers.push_back(std::move(*BufOrErr));
+    Expected<StagedFile> S = StagedFile::create(F.Path, F.Data);
+    if (!S)
+      return S.takeError();
+    Staged.push_back(std::move(*S));
   }
-  for (auto [F, Buf] : zip(Files, Buffers))
-    if (Error E = Buf->commit())
-      return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
-                               F.Path.c_str(), toString(std::move(E)).c_str());
+  for (StagedFile &S : Staged)
+    if (Error E = S.commit())
+      return E;
   return Error::success();
 }
 
@@ -672,14 +626,10 @@ static Error writeJSON(Context &Ctx, const Config &C,
     Ctx.Out << Text;
     return Error::success();
   }
-  Expected<std::unique_ptr<FileOutputBuffer>> BufOrErr =
-      FileOutputBuffer::create(C.JsonPath, Text.size());
-  if (!BufOrErr)
-    return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
-                             C.JsonPath.c_str(),
-                             toString(BufOrErr.takeError()).c_str());
-  llvm::copy(Text, (*BufOrErr)->getBufferStart());
-  return (*BufOrErr)->commit();
+  Expected<StagedFile> S = StagedFile::create(C.JsonPath, Text);
+  if (!S)
+    return S.takeError();
+  return S->commit();
 }
 
 //===----------------------------------------------------------------------===//
@@ -796,25 +746,19 @@ static Error deviceLink(Context &Ctx, const Config &C) {
 int deviceLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,
                    raw_ostream &Err) {
   Context Ctx(Out, Err);
-  DeviceLinkOptTable Table;
+  CommandOptTable Table;
   BumpPtrAllocator Alloc;
   StringSaver Saver(Alloc);
-  Expected<opt::InputArgList> ArgsOrErr =
-      parseArgs(Table, Args, Saver, OPT_UNKNOWN);
-  if (!ArgsOrErr) {
-    Ctx.error(ArgsOrErr.takeError());
-    return 1;
-  }
-  if (ArgsOrErr->hasArg(OPT_help)) {
-    Table.printHelp(Out, "fatlink device-link [options] <inputs...>",
-                    "fatlink device-link: whole-program link of GPU bitcode "
-                    "(Rust and CUDA C++) into cubins and PTX");
-    return 0;
-  }
-  if (ArgsOrErr->hasArg(OPT_version)) {
-    Out << versionString() << "\n";
-    return 0;
-  }
+  int ExitCode = 0;
+  std::optional<opt::InputArgList> ArgsOrErr = parseCommandLine(
+      Ctx, Table, Args, Saver,
+      {"fatlink device-link [options] <inputs...>",
+       "fatlink device-link: whole-program link of GPU bitcode "
+                    "(Rust and CUDA C++) into cubins and PTX",
+       OPT_UNKNOWN, OPT_help, OPT_version},
+      ExitCode);
+  if (!ArgsOrErr)
+    return ExitCode;
 
   Expected<Config> C = parseConfig(Ctx, *ArgsOrErr);
   if (!C) {

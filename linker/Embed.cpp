@@ -38,7 +38,6 @@
 #include "llvm/Option/ArgList.h"
 #include "llvm/Option/OptTable.h"
 #include "llvm/Option/Option.h"
-#include "llvm/Support/FileOutputBuffer.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/TargetParser/Host.h"
@@ -56,33 +55,8 @@ namespace fatlink {
 
 namespace {
 
-enum ID {
-  OPT_INVALID = 0,
-#define OPTION(...) LLVM_MAKE_OPT_ID(__VA_ARGS__),
-#include "linker/EmbedOptions.inc"
-#undef OPTION
-};
-
-#define OPTTABLE_STR_TABLE_CODE
-#include "linker/EmbedOptions.inc"
-#undef OPTTABLE_STR_TABLE_CODE
-
-#define OPTTABLE_PREFIXES_TABLE_CODE
-#include "linker/EmbedOptions.inc"
-#undef OPTTABLE_PREFIXES_TABLE_CODE
-
-using namespace llvm::opt;
-constexpr opt::OptTable::Info InfoTable[] = {
-#define OPTION(...) LLVM_CONSTRUCT_OPT_INFO(__VA_ARGS__),
-#include "linker/EmbedOptions.inc"
-#undef OPTION
-};
-
-class EmbedOptTable : public opt::GenericOptTable {
-public:
-  EmbedOptTable()
-      : GenericOptTable(OptionStrTable, OptionPrefixesTable, InfoTable) {}
-};
+#define FATLINK_OPTIONS_INC "linker/EmbedOptions.inc"
+#include "linker/CommandOptTable.inc"
 
 struct Config {
   std::vector<std::string> Inputs;
@@ -265,17 +239,10 @@ static Error writeOutput(const Config &C, StringRef Data) {
     return createStringError(inconvertibleErrorCode(),
                              "-o %s is a directory, not a file",
                              C.Output.c_str());
-  Expected<std::unique_ptr<FileOutputBuffer>> BufOrErr =
-      FileOutputBuffer::create(C.Output, Data.size());
-  if (!BufOrErr)
-    return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
-                             C.Output.c_str(),
-                             toString(BufOrErr.takeError()).c_str());
-  llvm::copy(Data, (*BufOrErr)->getBufferStart());
-  if (Error E = (*BufOrErr)->commit())
-    return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
-                             C.Output.c_str(), toString(std::move(E)).c_str());
-  return Error::success();
+  Expected<StagedFile> S = StagedFile::create(C.Output, Data);
+  if (!S)
+    return S.takeError();
+  return S->commit();
 }
 
 //===----------------------------------------------------------------------===//
@@ -315,26 +282,20 @@ static Error embed(Context &Ctx, const Config &C) {
 
 int embedMain(ArrayRef<const char *> Args, raw_ostream &Out, raw_ostream &Err) {
   Context Ctx(Out, Err);
-  EmbedOptTable Table;
+  CommandOptTable Table;
   BumpPtrAllocator Alloc;
   StringSaver Saver(Alloc);
-  Expected<opt::InputArgList> ArgsOrErr =
-      parseArgs(Table, Args, Saver, OPT_UNKNOWN);
-  if (!ArgsOrErr) {
-    Ctx.error(ArgsOrErr.takeError());
-    return 1;
-  }
-  if (ArgsOrErr->hasArg(OPT_help)) {
-    Table.printHelp(Out, "fatlink embed [options] <inputs...> -o <file.o>",
-                    "fatlink embed: wrap device bitcode (.bc, rustc .rcgu.o, "
+  int ExitCode = 0;
+  std::optional<opt::InputArgList> ArgsOrErr = parseCommandLine(
+      Ctx, Table, Args, Saver,
+      {"fatlink embed [options] <inputs...> -o <file.o>",
+       "fatlink embed: wrap device bitcode (.bc, rustc .rcgu.o, "
                     "rlibs) as LLVM OffloadBinaries in a host object, as "
-                    "clang --offload-new-driver does");
-    return 0;
-  }
-  if (ArgsOrErr->hasArg(OPT_version)) {
-    Out << versionString() << "\n";
-    return 0;
-  }
+                    "clang --offload-new-driver does",
+       OPT_UNKNOWN, OPT_help, OPT_version},
+      ExitCode);
+  if (!ArgsOrErr)
+    return ExitCode;
   Expected<Config> C = parseConfig(Ctx, *ArgsOrErr);
   if (!C) {
     Ctx.error(C.takeError());

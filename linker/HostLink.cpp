@@ -271,6 +271,12 @@ hostLinkerArgs(Context &Ctx, const HostLinkLine &Line, StringRef DeviceObject) {
                                EC.message().c_str());
     for (const std::string &Inner : Line.Rewritten[NextRewritten++])
       OS << quoteForResponseFile(Inner) << "\n";
+    OS.close();
+    if (std::error_code EC = OS.error()) {
+      OS.clear_error();
+      return createStringError(EC, "cannot write %s: %s", Path->c_str(),
+                               EC.message().c_str());
+    }
     Args.push_back("@" + *Path);
   }
   if (!DeviceObject.empty())
@@ -402,6 +408,12 @@ static Expected<std::string> deviceLinkForHost(Context &Ctx,
     return createStringError(EC, "cannot write %s: %s", Path->c_str(),
                              EC.message().c_str());
   OS << B->Object;
+  OS.close();
+  if (std::error_code EC = OS.error()) {
+    OS.clear_error();
+    return createStringError(EC, "cannot write %s: %s", Path->c_str(),
+                             EC.message().c_str());
+  }
   return *Path;
 }
 

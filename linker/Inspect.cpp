@@ -33,7 +33,6 @@
 #include "llvm/Option/OptTable.h"
 #include "llvm/Option/Option.h"
 #include "llvm/Support/Endian.h"
-#include "llvm/Support/FileOutputBuffer.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -54,33 +53,8 @@ namespace fatlink {
 
 namespace {
 
-enum ID {
-  OPT_INVALID = 0,
-#define OPTION(...) LLVM_MAKE_OPT_ID(__VA_ARGS__),
-#include "linker/InspectOptions.inc"
-#undef OPTION
-};
-
-#define OPTTABLE_STR_TABLE_CODE
-#include "linker/InspectOptions.inc"
-#undef OPTTABLE_STR_TABLE_CODE
-
-#define OPTTABLE_PREFIXES_TABLE_CODE
-#include "linker/InspectOptions.inc"
-#undef OPTTABLE_PREFIXES_TABLE_CODE
-
-using namespace llvm::opt;
-constexpr opt::OptTable::Info InfoTable[] = {
-#define OPTION(...) LLVM_CONSTRUCT_OPT_INFO(__VA_ARGS__),
-#include "linker/InspectOptions.inc"
-#undef OPTION
-};
-
-class InspectOptTable : public opt::GenericOptTable {
-public:
-  InspectOptTable()
-      : GenericOptTable(OptionStrTable, OptionPrefixesTable, InfoTable) {}
-};
+#define FATLINK_OPTIONS_INC "linker/InspectOptions.inc"
+#include "linker/CommandOptTable.inc"
 
 struct Config {
   std::vector<std::string> Inputs;
@@ -246,24 +220,19 @@ static Error extract(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
   if (std::error_code EC = sys::fs::create_directories(C.ExtractDir))
     return createStringError(EC, "cannot create directory %s: %s",
                              C.ExtractDir.c_str(), EC.message().c_str());
-  std::vector<std::unique_ptr<FileOutputBuffer>> Buffers;
+  std::vector<StagedFile> Staged;
   for (const Entry &E : Entries) {
     SmallString<256> Path(C.ExtractDir);
     sys::path::append(Path, E.Name);
-    Expected<std::unique_ptr<FileOutputBuffer>> BufOrErr =
-        FileOutputBuffer::create(Path, E.Bytes.size());
-    if (!BufOrErr)
-      return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
-                               Path.c_str(),
-                               toString(BufOrErr.takeError()).c_str());
-    llvm::copy(E.Bytes, (*BufOrErr)->getBufferStart());
-    Buffers.push_back(std::move(*BufOrErr));
+    Expected<StagedFile> S = StagedFile::create(Path, E.Bytes);
+    if (!S)
+      return S.takeError();
+    Staged.push_back(std::move(*S));
   }
-  for (auto [E, Buf] : zip(Entries, Buffers)) {
-    std::string Path = Buf->getPath().str();
-    if (Error Err = Buf->commit())
-      return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
-                               Path.c_str(), toString(std::move(Err)).c_str());
+  for (StagedFile &S : Staged) {
+    std::string Path = S.path().str();
+    if (Error Err = S.commit())
+      return Err;
     Ctx.verbose("wrote " + Path);
   }
   return Error::success();
@@ -360,26 +329,20 @@ static Error inspect(Context &Ctx, const Config &C) {
 int inspectMain(ArrayRef<const char *> Args, raw_ostream &Out,
                 raw_ostream &Err) {
   Context Ctx(Out, Err);
-  InspectOptTable Table;
+  CommandOptTable Table;
   BumpPtrAllocator Alloc;
   StringSaver Saver(Alloc);
-  Expected<opt::InputArgList> ArgsOrErr =
-      parseArgs(Table, Args, Saver, OPT_UNKNOWN);
-  if (!ArgsOrErr) {
-    Ctx.error(ArgsOrErr.takeError());
-    return 1;
-  }
-  if (ArgsOrErr->hasArg(OPT_help)) {
-    Table.printHelp(Out, "fatlink inspect [options] <files...>",
-                    "fatlink inspect: list (and extract) the GPU code in "
+  int ExitCode = 0;
+  std::optional<opt::InputArgList> ArgsOrErr = parseCommandLine(
+      Ctx, Table, Args, Saver,
+      {"fatlink inspect [options] <files...>",
+       "fatlink inspect: list (and extract) the GPU code in "
                     "fatbins, host objects, archives, executables and "
-                    "shared libraries");
-    return 0;
-  }
-  if (ArgsOrErr->hasArg(OPT_version)) {
-    Out << versionString() << "\n";
-    return 0;
-  }
+                    "shared libraries",
+       OPT_UNKNOWN, OPT_help, OPT_version},
+      ExitCode);
+  if (!ArgsOrErr)
+    return ExitCode;
   Expected<Config> C = parseConfig(Ctx, *ArgsOrErr);
   if (!C) {
     Ctx.error(C.takeError());

@@ -38,33 +38,8 @@ namespace fatlink {
 
 namespace {
 
-enum ID {
-  OPT_INVALID = 0,
-#define OPTION(...) LLVM_MAKE_OPT_ID(__VA_ARGS__),
-#include "linker/LlbcOptions.inc"
-#undef OPTION
-};
-
-#define OPTTABLE_STR_TABLE_CODE
-#include "linker/LlbcOptions.inc"
-#undef OPTTABLE_STR_TABLE_CODE
-
-#define OPTTABLE_PREFIXES_TABLE_CODE
-#include "linker/LlbcOptions.inc"
-#undef OPTTABLE_PREFIXES_TABLE_CODE
-
-using namespace llvm::opt;
-constexpr opt::OptTable::Info InfoTable[] = {
-#define OPTION(...) LLVM_CONSTRUCT_OPT_INFO(__VA_ARGS__),
-#include "linker/LlbcOptions.inc"
-#undef OPTION
-};
-
-class LlbcOptTable : public opt::GenericOptTable {
-public:
-  LlbcOptTable()
-      : GenericOptTable(OptionStrTable, OptionPrefixesTable, InfoTable) {}
-};
+#define FATLINK_OPTIONS_INC "linker/LlbcOptions.inc"
+#include "linker/CommandOptTable.inc"
 
 } // namespace
 
@@ -182,24 +157,18 @@ int llbcMain(ArrayRef<const char *> Args, raw_ostream &Out, raw_ostream &Err) {
   for (const char *A : Argv)
     (isFatlinkArg(A) ? (Own.push_back(A), void()) : Rest.push_back(A));
 
-  LlbcOptTable Table;
-  Expected<opt::InputArgList> ArgsOrErr =
-      parseArgs(Table, Rest, Saver, OPT_UNKNOWN);
-  if (!ArgsOrErr) {
-    Ctx.error(ArgsOrErr.takeError());
-    return 1;
-  }
-  if (ArgsOrErr->hasArg(OPT_help)) {
-    Table.printHelp(Out, "fatlink llbc [options] <inputs...>",
-                    "fatlink llbc: rustc's nvptx64 device linker (-C "
+  CommandOptTable Table;
+  int ExitCode = 0;
+  std::optional<opt::InputArgList> ArgsOrErr = parseCommandLine(
+      Ctx, Table, Rest, Saver,
+      {"fatlink llbc [options] <inputs...>",
+       "fatlink llbc: rustc's nvptx64 device linker (-C "
                     "linker=fatlink-llbc); --fatlink-* settings as for "
-                    "fatlink cc");
-    return 0;
-  }
-  if (ArgsOrErr->hasArg(OPT_version)) {
-    Out << versionString() << "\n";
-    return 0;
-  }
+                    "fatlink cc",
+       OPT_UNKNOWN, OPT_help, OPT_version},
+      ExitCode);
+  if (!ArgsOrErr)
+    return ExitCode;
   Expected<Settings> S = collectSettings(
       Own, [](StringRef Name) { return sys::Process::GetEnv(Name); });
   if (!S) {

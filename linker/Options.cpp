@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "linker/Options.h"
+#include "linker/Context.h"
+#include "linker/Linker.h"
 
 #include "llvm/Support/CommandLine.h"
 
@@ -50,6 +52,30 @@ Expected<opt::InputArgList> parseArgs(const opt::OptTable &Table,
   if (Errors)
     return std::move(Errors);
   return std::move(List);
+}
+
+std::optional<opt::InputArgList>
+parseCommandLine(Context &Ctx, const opt::OptTable &Table,
+                 ArrayRef<const char *> Args, StringSaver &Saver,
+                 const CommandSpec &Spec, int &ExitCode) {
+  Expected<opt::InputArgList> List =
+      parseArgs(Table, Args, Saver, Spec.UnknownID);
+  if (!List) {
+    Ctx.error(List.takeError());
+    ExitCode = 1;
+    return std::nullopt;
+  }
+  if (List->hasArg(Spec.HelpID)) {
+    Table.printHelp(Ctx.Out, Spec.Usage, Spec.Title);
+    ExitCode = 0;
+    return std::nullopt;
+  }
+  if (List->hasArg(Spec.VersionID)) {
+    Ctx.Out << versionString() << "\n";
+    ExitCode = 0;
+    return std::nullopt;
+  }
+  return std::move(*List);
 }
 
 Expected<unsigned> parseUnsigned(StringRef Name, StringRef Value,

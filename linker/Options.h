@@ -21,6 +21,8 @@
 
 namespace fatlink {
 
+class Context;
+
 /// Expands `@file` arguments in place.
 llvm::Error expandResponseFiles(llvm::SmallVectorImpl<const char *> &Argv,
                                 llvm::StringSaver &Saver);
@@ -30,6 +32,22 @@ llvm::Error expandResponseFiles(llvm::SmallVectorImpl<const char *> &Argv,
 llvm::Expected<llvm::opt::InputArgList>
 parseArgs(const llvm::opt::OptTable &Table, llvm::ArrayRef<const char *> Args,
           llvm::StringSaver &Saver, unsigned UnknownID);
+
+/// What parseCommandLine needs to know of a command.
+struct CommandSpec {
+  const char *Usage; ///< "fatlink package [options] <images...> -o <out>"
+  const char *Title; ///< one line: what the command does
+  unsigned UnknownID, HelpID, VersionID;
+};
+
+/// The common start of every command: parses Args with Table and answers
+/// --help and --version. Returns the arguments when the command should go
+/// on; otherwise the command is over and ExitCode says how (errors were
+/// reported to Ctx).
+std::optional<llvm::opt::InputArgList>
+parseCommandLine(Context &Ctx, const llvm::opt::OptTable &Table,
+                 llvm::ArrayRef<const char *> Args, llvm::StringSaver &Saver,
+                 const CommandSpec &Spec, int &ExitCode);
 
 /// Reads an unsigned option value; Name is used in the message.
 llvm::Expected<unsigned> parseUnsigned(llvm::StringRef Name,

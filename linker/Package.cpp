@@ -21,7 +21,6 @@
 #include "llvm/Option/ArgList.h"
 #include "llvm/Option/OptTable.h"
 #include "llvm/Option/Option.h"
-#include "llvm/Support/FileOutputBuffer.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -31,33 +30,8 @@ namespace fatlink {
 
 namespace {
 
-enum ID {
-  OPT_INVALID = 0,
-#define OPTION(...) LLVM_MAKE_OPT_ID(__VA_ARGS__),
-#include "linker/PackageOptions.inc"
-#undef OPTION
-};
-
-#define OPTTABLE_STR_TABLE_CODE
-#include "linker/PackageOptions.inc"
-#undef OPTTABLE_STR_TABLE_CODE
-
-#define OPTTABLE_PREFIXES_TABLE_CODE
-#include "linker/PackageOptions.inc"
-#undef OPTTABLE_PREFIXES_TABLE_CODE
-
-using namespace llvm::opt;
-constexpr opt::OptTable::Info InfoTable[] = {
-#define OPTION(...) LLVM_CONSTRUCT_OPT_INFO(__VA_ARGS__),
-#include "linker/PackageOptions.inc"
-#undef OPTION
-};
-
-class PackageOptTable : public opt::GenericOptTable {
-public:
-  PackageOptTable()
-      : GenericOptTable(OptionStrTable, OptionPrefixesTable, InfoTable) {}
-};
+#define FATLINK_OPTIONS_INC "linker/PackageOptions.inc"
+#include "linker/CommandOptTable.inc"
 
 } // namespace
 
@@ -141,37 +115,28 @@ static Error package(Context &Ctx, const opt::InputArgList &Args) {
     *Bytes = std::move(*Object);
   }
 
-  Expected<std::unique_ptr<FileOutputBuffer>> Buf =
-      FileOutputBuffer::create(Output, Bytes->size());
-  if (!Buf)
-    return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
-                             Output.c_str(), toString(Buf.takeError()).c_str());
-  llvm::copy(*Bytes, (*Buf)->getBufferStart());
-  return (*Buf)->commit();
+  Expected<StagedFile> S = StagedFile::create(Output, *Bytes);
+  if (!S)
+    return S.takeError();
+  return S->commit();
 }
 
 int packageMain(ArrayRef<const char *> Args, raw_ostream &Out,
                 raw_ostream &Err) {
   Context Ctx(Out, Err);
-  PackageOptTable Table;
+  CommandOptTable Table;
   BumpPtrAllocator Alloc;
   StringSaver Saver(Alloc);
-  Expected<opt::InputArgList> ArgsOrErr =
-      parseArgs(Table, Args, Saver, OPT_UNKNOWN);
-  if (!ArgsOrErr) {
-    Ctx.error(ArgsOrErr.takeError());
-    return 1;
-  }
-  if (ArgsOrErr->hasArg(OPT_help)) {
-    Table.printHelp(Out, "fatlink package [options] <images...> -o <out>",
-                    "fatlink package: cubins and PTX into a fatbin or a "
-                    "host object");
-    return 0;
-  }
-  if (ArgsOrErr->hasArg(OPT_version)) {
-    Out << versionString() << "\n";
-    return 0;
-  }
+  int ExitCode = 0;
+  std::optional<opt::InputArgList> ArgsOrErr = parseCommandLine(
+      Ctx, Table, Args, Saver,
+      {"fatlink package [options] <images...> -o <out>",
+       "fatlink package: cubins and PTX into a fatbin or a "
+                    "host object",
+       OPT_UNKNOWN, OPT_help, OPT_version},
+      ExitCode);
+  if (!ArgsOrErr)
+    return ExitCode;
   Ctx.Verbose = ArgsOrErr->hasArg(OPT_verbose);
   if (Error E = package(Ctx, *ArgsOrErr))
     Ctx.error(std::move(E));
