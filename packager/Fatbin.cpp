@@ -44,6 +44,7 @@
 #include "packager/Packager.h"
 #include "packager/Descriptor.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/MathExtras.h"
@@ -157,13 +158,27 @@ Error appendEntry(std::string &Out, const PendingEntry &E,
     return makeError(Img.Arch + " image of " + Twine(Stored.size()) +
                      " bytes does not fit a fatbin entry");
 
-  uint64_t HeaderSize = IsPtx ? EntryHeaderSize + 16 : EntryHeaderSize;
+  // The header's extension at offset 64: a (u32 offset, u32 size) pair
+  // naming a blob after it. PTX entries carry their (empty) ptxas options
+  // there; cubins for SM >= 100 carry their .nv.compat attributes, written as
+  // fatbinary writes them: a zero byte, then all but the last byte of the
+  // section (checked against fatbinary for sm_100, 100a, 110, 120, 121f).
+  std::string Extension;
+  if (IsPtx) {
+    Extension.append(8, '\0');
+  } else if (E.Arch.SM >= 100 && !Img.Compat.empty()) {
+    Extension = '\0' + Img.Compat.substr(0, Img.Compat.size() - 1);
+    Flags |= FlagCompatAttributes;
+  }
+  uint64_t HeaderSize =
+      Extension.empty() ? EntryHeaderSize
+                        : alignTo(EntryHeaderSize + 8 + Extension.size(), 8);
   appendU16(Out, uint16_t(Img.Kind));
   appendU16(Out, EntryLayout);
   appendU32(Out, HeaderSize);
   appendU64(Out, alignTo(Stored.size(), 8));
   appendU32(Out, CompressedSize);
-  appendU32(Out, IsPtx ? EntryHeaderSize : 0);
+  appendU32(Out, Extension.empty() ? 0 : EntryHeaderSize);
   appendU16(Out, Img.Minor);
   appendU16(Out, Img.Major);
   appendU32(Out, E.Arch.SM);
@@ -172,11 +187,11 @@ Error appendEntry(std::string &Out, const PendingEntry &E,
   appendU64(Out, Flags);
   appendU64(Out, 0);
   appendU64(Out, UncompressedSize);
-  if (IsPtx) {
-    // The empty options string: its (offset, length) pair, then the string.
+  if (!Extension.empty()) {
     appendU32(Out, EntryHeaderSize + 8);
-    appendU32(Out, 0);
-    appendU64(Out, 0);
+    appendU32(Out, IsPtx ? 0 : Extension.size());
+    Out += Extension;
+    padTo8(Out);
   }
   Out += Stored;
   padTo8(Out);
@@ -197,7 +212,9 @@ Expected<std::string> lz4Decompress(StringRef In, uint64_t OutSize,
                      hex(EntryOff) + ": " + What);
   };
   std::string Out;
-  Out.reserve(OutSize);
+  // A header may declare any size up to the limit; an LZ4 input byte yields
+  // at most 255 output bytes, so reserve no more than the input can fill.
+  Out.reserve(std::min<uint64_t>(OutSize, uint64_t(In.size()) * 255));
   size_t I = 0;
   auto ReadLength = [&](uint64_t &Len) -> bool {
     if (Len != 15)
@@ -256,11 +273,34 @@ Expected<std::string> zstdDecompress(StringRef In, uint64_t OutSize,
     return makeError("zstd frame in fatbin entry at offset " + hex(EntryOff) +
                      " holds " + Twine(Declared) + " bytes, header says " +
                      Twine(OutSize));
-  std::string Out(OutSize, '\0');
-  size_t N = ZSTD_decompress(Out.data(), Out.size(), In.data(), In.size());
-  if (ZSTD_isError(N))
+  // The output grows only as the frame really produces it: a header (and
+  // the frame's own size field) may declare up to 4 GiB over a few bytes.
+  ZSTD_DCtx *DCtx = ZSTD_createDCtx();
+  if (!DCtx)
     return makeError("cannot decompress fatbin entry at offset " +
-                     hex(EntryOff) + ": " + ZSTD_getErrorName(N));
+                     hex(EntryOff) + ": out of memory");
+  scope_exit FreeDCtx([&] { ZSTD_freeDCtx(DCtx); });
+  std::string Out;
+  std::vector<char> Chunk(1 << 16);
+  ZSTD_inBuffer Src{In.data(), In.size(), 0};
+  while (true) {
+    ZSTD_outBuffer Dst{Chunk.data(), Chunk.size(), 0};
+    size_t Ret = ZSTD_decompressStream(DCtx, &Dst, &Src);
+    if (ZSTD_isError(Ret))
+      return makeError("cannot decompress fatbin entry at offset " +
+                       hex(EntryOff) + ": " + ZSTD_getErrorName(Ret));
+    if (Dst.pos > OutSize - Out.size())
+      return makeError("zstd frame in fatbin entry at offset " +
+                       hex(EntryOff) + " holds more than the " +
+                       Twine(OutSize) + " bytes its header says");
+    Out.append(Chunk.data(), Dst.pos);
+    if (Ret == 0 && Src.pos == Src.size)
+      break;
+    if (Src.pos == Src.size && Dst.pos < Dst.size)
+      return makeError("cannot decompress fatbin entry at offset " +
+                       hex(EntryOff) + ": truncated zstd frame");
+  }
+  size_t N = Out.size();
   if (N != OutSize)
     return makeError("zstd frame in fatbin entry at offset " + hex(EntryOff) +
                      " holds " + Twine(N) + " bytes, header says " +

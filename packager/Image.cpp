@@ -163,6 +163,7 @@ Expected<FatbinImage> describeCubin(StringRef Data) {
   Expected<StringRef> Compat = Sections->find(".nv.compat");
   if (!Compat)
     return Compat.takeError();
+  Img.Compat = Compat->str();
   if (compatSaysArchSpecific(*Compat)) {
     Img.Arch += 'a';
     return Img;

@@ -45,6 +45,7 @@ enum FatbinFlag : uint64_t {
   FlagZstd = 0x8000,
   FlagArchSpecific = 0x100000, // sm_NNa
   FlagFamilySpecific = 0x200000, // sm_NNf
+  FlagCompatAttributes = 0x1000000, // header carries .nv.compat (SM >= 100)
 };
 
 /// A device image to put into a fatbin.
@@ -54,6 +55,9 @@ struct FatbinImage {
   unsigned Major = 0; ///< PTX ISA major; for a cubin, 1
   unsigned Minor = 0; ///< PTX ISA minor; for a cubin, its ELF ABI version
   std::string Data;   ///< the cubin, or the PTX text
+  /// A cubin's `.nv.compat` attributes. For SM >= 100 fatbinary copies them
+  /// into the entry header (flag 0x1000000), and so does writeFatbin.
+  std::string Compat;
 };
 
 /// Identifies \p Data as a cubin (NVIDIA ELF) or PTX text and reads its
