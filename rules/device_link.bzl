@@ -1,0 +1,192 @@
+"""`gpu_device_link`: the whole-program device link, split into actions.
+
+    fatlink device-link --arch=A,B,C <rlibs, CUDA objects> -o NAME.bc     link + LTO, once
+    fatlink device-link --codegen-only --arch=A NAME.bc -o NAME/A.cubin   one per target
+    fatlink package NAME/*.cubin NAME/*.ptx --kernels-from=NAME.bc -o NAME.o
+    fatlink package ... -o NAME.fatbin                                    (output group fatbin)
+
+Splitting lets Bazel run the targets' code generation in parallel (or
+remotely) and re-run only what changed: a new target reruns one codegen
+action and the packaging, not the link. The result is byte-identical to the
+one-step `fatlink device-link --arch=A,B,C ... -o NAME.o`. Every action sees
+only its declared inputs and writes no timestamps or paths.
+
+The targets come from `--//rules:archs` when it is given, else from `archs`.
+"""
+
+load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
+load(":library.bzl", "CC_TOOLCHAIN_ATTRS", "archive_objects")
+load(":providers.bzl", "GpuLibraryInfo")
+load(":toolchain.bzl", "ArchsInfo", "GpuToolchainInfo")
+
+DEFAULT_ARCHS = ["sm_75", "sm_80", "sm_90", "sm_100", "sm_120", "compute_120"]
+
+# Bazel's cc toolchain CPU names -> fatlink's --host-arch.
+_HOST_ARCHS = {
+    "k8": "x86_64",
+    "x86_64": "x86_64",
+    "aarch64": "aarch64",
+    "arm64": "aarch64",
+}
+
+def _targets(ctx):
+    archs = ctx.attr._archs[ArchsInfo].archs or ctx.attr.archs or DEFAULT_ARCHS
+    seen = {}
+    for a in archs:
+        if not (a.startswith("sm_") or a.startswith("compute_")):
+            fail("%s: GPU target '%s' is not sm_XX[a|f] or compute_XX[a|f] " % (ctx.label, a) +
+                 "(presets such as all-major are not expanded here: list the targets)")
+        seen[a] = True
+    return seen.keys()
+
+def _path(f):
+    return f.path
+
+def _package(ctx, tc, images, out, program, host_arch):
+    """`fatlink package`: a host object (with the kernel table) or a fatbin."""
+    args = ctx.actions.args()
+    args.add("package")
+    args.add_all(images)
+    if program:
+        args.add("--kernels-from=" + program.path)
+        args.add("--host-arch=" + host_arch)
+    if ctx.attr.compress:
+        args.add("--compress=" + ctx.attr.compress)
+    args.add("-o", out)
+    ctx.actions.run(
+        executable = tc.fatlink,
+        arguments = [args],
+        inputs = images + ([program] if program else []),
+        outputs = [out],
+        env = tc.env,
+        mnemonic = "GpuPackage",
+        progress_message = "Packaging %s" % out.short_path,
+    )
+
+def _gpu_device_link_impl(ctx):
+    tc = ctx.attr._toolchain[GpuToolchainInfo]
+    cc_toolchain = find_cpp_toolchain(ctx)
+    host_arch = _HOST_ARCHS.get(cc_toolchain.cpu)
+    if not host_arch:
+        fail("%s: no fatlink host object format for CPU '%s' (x86_64 and aarch64 only)" %
+             (ctx.label, cc_toolchain.cpu))
+    targets = _targets(ctx)
+    infos = [d[GpuLibraryInfo] for d in ctx.attr.deps]
+    # Sorted by path: the module order (and so the bytes) then does not
+    # depend on the order of deps, only on what is linked.
+    device_inputs = sorted(
+        depset(transitive = [i.device_inputs for i in infos]).to_list(),
+        key = _path,
+    )
+    tools_in = tc.cuda_inputs
+    cuda = "--cuda-path=" + tc.cuda_path
+    name = ctx.label.name
+
+    # 1. Link every library's bitcode and optimize the program once.
+    program = ctx.actions.declare_file(name + ".bc")
+    args = ctx.actions.args()
+    args.add("device-link")
+    args.add("--arch=" + ",".join(targets))
+    args.add(cuda)
+    args.add_all(ctx.attr.link_opts)
+    args.add_all(device_inputs)
+    args.add("-o", program)
+    ctx.actions.run(
+        executable = tc.fatlink,
+        arguments = [args],
+        inputs = depset(device_inputs, transitive = [tools_in]),
+        outputs = [program],
+        env = tc.env,
+        mnemonic = "GpuDeviceLink",
+        progress_message = "Device-linking %s for %s" % (ctx.label, ",".join(targets)),
+    )
+
+    # 2. Code generation and ptxas, one action per target.
+    images = []
+    for t in targets:
+        image = ctx.actions.declare_file(
+            "%s/%s.%s" % (name, t, "ptx" if t.startswith("compute_") else "cubin"),
+        )
+        images.append(image)
+        ctx.actions.run(
+            executable = tc.fatlink,
+            arguments = ["device-link", "--codegen-only", "--arch=" + t, cuda, "-j", "1"] +
+                        ctx.attr.codegen_opts + [program.path, "-o", image.path],
+            inputs = depset([program], transitive = [tools_in]),
+            outputs = [image],
+            env = tc.env,
+            mnemonic = "GpuCodegen",
+            progress_message = "Generating %s code for %s" % (t, ctx.label),
+        )
+
+    # 3. Package: a host object (for cc_binary) and a plain fatbin.
+    host_object = ctx.actions.declare_file(name + ".o")
+    _package(ctx, tc, images, host_object, program, host_arch)
+    fatbin = ctx.actions.declare_file(name + ".fatbin")
+    _package(ctx, tc, images, fatbin, None, None)
+
+    # The host object has no global symbols: link it whole.
+    archive = archive_objects(ctx, cc_toolchain, "lib%s_device.a" % name, [host_object])
+    feature_configuration = cc_common.configure_features(
+        ctx = ctx,
+        cc_toolchain = cc_toolchain,
+        requested_features = ctx.features,
+        unsupported_features = ctx.disabled_features,
+    )
+    library = cc_common.create_library_to_link(
+        actions = ctx.actions,
+        feature_configuration = feature_configuration,
+        cc_toolchain = cc_toolchain,
+        static_library = archive,
+        alwayslink = True,
+    )
+    own = CcInfo(linking_context = cc_common.create_linking_context(
+        linker_inputs = depset([cc_common.create_linker_input(
+            owner = ctx.label,
+            libraries = depset([library]),
+        )]),
+    ))
+    cc_info = cc_common.merge_cc_infos(
+        cc_infos = [own, tc.runtime] + [i.cc_info for i in infos],
+    )
+    return [
+        DefaultInfo(files = depset([host_object])),
+        cc_info,
+        OutputGroupInfo(
+            fatbin = depset([fatbin]),
+            bitcode = depset([program]),
+            images = depset(images),
+        ),
+    ]
+
+gpu_device_link = rule(
+    implementation = _gpu_device_link_impl,
+    doc = "Whole-program device link of GPU libraries: a host object with the multi-target fatbin (CcInfo for cc_binary / rust_binary), and a plain fatbin in output group `fatbin`.",
+    attrs = dict(CC_TOOLCHAIN_ATTRS, **{
+        "deps": attr.label_list(
+            providers = [GpuLibraryInfo],
+            mandatory = True,
+            doc = "rust_gpu_library and cuda_gpu_library targets; their dependencies are linked too.",
+        ),
+        "archs": attr.string_list(
+            doc = "GPU targets: sm_XX[a|f] (cubin) and compute_XX[a|f] (PTX for JIT). " +
+                  "--//rules:archs overrides it; default " + ",".join(DEFAULT_ARCHS) + ".",
+        ),
+        "link_opts": attr.string_list(
+            doc = "Extra `fatlink device-link` options for the link (e.g. --ftz, --export-symbol=NAME, -O2).",
+        ),
+        "codegen_opts": attr.string_list(
+            doc = "Extra options for each target's code generation (e.g. --ptx-version=8.0).",
+        ),
+        "compress": attr.string(
+            doc = "Fatbin entry compression: none, zstd or zstd-N (default: fatlink's, zstd-19, which needs an R550+ driver).",
+        ),
+        "_archs": attr.label(default = Label("//rules:archs")),
+        "_toolchain": attr.label(
+            default = Label("//rules:toolchain"),
+            providers = [GpuToolchainInfo],
+        ),
+    }),
+    fragments = ["cpp"],
+    toolchains = ["@bazel_tools//tools/cpp:toolchain_type"],
+)

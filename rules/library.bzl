@@ -1,0 +1,271 @@
+"""`rust_gpu_library` and `cuda_gpu_library`: device code compiled to bitcode.
+
+Neither rule generates machine code: each compiles its sources to LLVM
+bitcode that `gpu_device_link` links with everything else the program has,
+so that calls across crates and across languages are optimized away.
+
+- A Rust device crate becomes an rlib for `nvptx64-nvidia-cuda` (rustc's
+  rlibs for that target hold bitcode). Crate dependencies work as in Cargo:
+  `--extern` for direct dependencies, `-L dependency=` for the rest.
+- A CUDA C++ file becomes a host object from clang's new offload driver
+  (`--offload-new-driver -fgpu-rdc -foffload-lto`): the host code (the
+  kernels' launch stubs) in `.text`, the device bitcode in
+  `.llvm.offloading`. The objects go to `cc_binary` through CcInfo and to
+  the device link through GpuLibraryInfo.
+
+Both are deterministic: rustc runs with `-Zremap-cwd-prefix=.` (else the
+sandbox directory ends up in the rlib's metadata) and `-C metadata` derived
+from the label; clang sees relative paths only and no debug info is made.
+"""
+
+load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
+load(":providers.bzl", "GpuLibraryInfo")
+load(":toolchain.bzl", "GpuToolchainInfo")
+
+def _toolchain(ctx):
+    return ctx.attr._toolchain[GpuToolchainInfo]
+
+def _merge_cc(cc_infos):
+    return cc_common.merge_cc_infos(cc_infos = cc_infos) if cc_infos else CcInfo()
+
+def _crate_root(ctx):
+    if ctx.file.crate_root:
+        return ctx.file.crate_root
+    if len(ctx.files.srcs) == 1:
+        return ctx.files.srcs[0]
+    for f in ctx.files.srcs:
+        if f.basename == "lib.rs":
+            return f
+    fail("%s: several srcs and none is lib.rs: set crate_root" % ctx.label)
+
+def _rust_gpu_library_impl(ctx):
+    tc = _toolchain(ctx)
+    if not tc.rustc:
+        fail("rustc not found when @fatlink_gpu_toolchain was fetched: set " +
+             "FATLINK_RUSTC to a rustc built on LLVM <= 22 (or put rustc in PATH) " +
+             "and run `bazel sync --only=fatlink_gpu_toolchain`")
+    crate_name = ctx.attr.crate_name or ctx.label.name.replace("-", "_")
+    rlib = ctx.actions.declare_file("lib%s.rlib" % crate_name)
+
+    args = ctx.actions.args()
+    args.add("--target=nvptx64-nvidia-cuda")
+    args.add("--crate-type=rlib")
+    args.add("--crate-name=" + crate_name)
+    args.add("--edition=" + ctx.attr.edition)
+    args.add("-Copt-level=3")
+    args.add("-Cmetadata=%d" % hash(str(ctx.label)))
+    # No absolute path in the output: the sandbox directory differs per run.
+    args.add("-Zremap-cwd-prefix=.")
+    args.add_all(ctx.attr.rustc_flags)
+
+    rust_deps = []
+    for dep in ctx.attr.deps:
+        info = dep[GpuLibraryInfo]
+        if info.rlib:
+            rust_deps.append(info)
+            args.add("--extern=%s=%s" % (info.crate_name, info.rlib.path))
+    transitive_rlibs = depset(
+        [rlib],
+        transitive = [d.transitive_rlibs for d in rust_deps],
+    )
+    dep_rlibs = depset(transitive = [d.transitive_rlibs for d in rust_deps])
+    args.add_all(
+        dep_rlibs,
+        map_each = _dependency_dir,
+        uniquify = True,
+        format_each = "-Ldependency=%s",
+    )
+    args.add(_crate_root(ctx))
+    args.add("-o", rlib)
+
+    ctx.actions.run(
+        executable = tc.rustc,
+        arguments = [args],
+        inputs = depset(ctx.files.srcs, transitive = [dep_rlibs, tc.rustc_inputs]),
+        outputs = [rlib],
+        # #![no_core] and the ptx-kernel ABI are unstable; so is -Z.
+        env = dict(tc.env, RUSTC_BOOTSTRAP = "1"),
+        mnemonic = "RustGpuCompile",
+        progress_message = "Compiling Rust device crate %s (%s)" % (crate_name, ctx.label),
+    )
+
+    return [
+        DefaultInfo(files = depset([rlib])),
+        GpuLibraryInfo(
+            crate_name = crate_name,
+            rlib = rlib,
+            transitive_rlibs = transitive_rlibs,
+            device_inputs = depset(
+                [rlib],
+                transitive = [d[GpuLibraryInfo].device_inputs for d in ctx.attr.deps],
+            ),
+            cc_info = _merge_cc([d[GpuLibraryInfo].cc_info for d in ctx.attr.deps]),
+        ),
+    ]
+
+def _dependency_dir(f):
+    return f.dirname
+
+_TOOLCHAIN_ATTRS = {
+    "_toolchain": attr.label(
+        default = Label("//rules:toolchain"),
+        providers = [GpuToolchainInfo],
+    ),
+}
+
+rust_gpu_library = rule(
+    implementation = _rust_gpu_library_impl,
+    doc = "A Rust device crate compiled for nvptx64-nvidia-cuda to an rlib of bitcode.",
+    attrs = dict(_TOOLCHAIN_ATTRS, **{
+        "srcs": attr.label_list(
+            allow_files = [".rs"],
+            mandatory = True,
+            doc = "The crate's sources.",
+        ),
+        "crate_root": attr.label(
+            allow_single_file = [".rs"],
+            doc = "The crate root; default: the only source, else lib.rs.",
+        ),
+        "crate_name": attr.string(doc = "Default: the target name with - replaced by _."),
+        "deps": attr.label_list(
+            providers = [GpuLibraryInfo],
+            doc = "Rust device crates (passed with --extern) and CUDA C++ GPU libraries whose device functions this crate calls.",
+        ),
+        "edition": attr.string(default = "2021", values = ["2015", "2018", "2021", "2024"]),
+        "rustc_flags": attr.string_list(doc = "Extra rustc flags, e.g. -Ctarget-cpu=sm_80 or --cfg=feature=\"x\"."),
+    }),
+)
+
+def _cuda_gpu_library_impl(ctx):
+    tc = _toolchain(ctx)
+    cc_toolchain = find_cpp_toolchain(ctx)
+    feature_configuration = cc_common.configure_features(
+        ctx = ctx,
+        cc_toolchain = cc_toolchain,
+        requested_features = ctx.features,
+        unsupported_features = ctx.disabled_features,
+    )
+
+    cc_deps = [d[CcInfo] for d in ctx.attr.deps if CcInfo in d]
+    gpu_deps = [d[GpuLibraryInfo] for d in ctx.attr.deps if GpuLibraryInfo in d]
+    dep_cc = _merge_cc(cc_deps)
+    comp = dep_cc.compilation_context
+
+    own = cc_common.create_compilation_context(headers = depset(ctx.files.hdrs))
+    common = ctx.actions.args()
+    common.add_all([
+        "-x",
+        "cuda",
+        "--cuda-path=" + tc.cuda_path,
+        "-Wno-unknown-cuda-version",
+        "--offload-new-driver",
+        "-fgpu-rdc",
+        "-foffload-lto",
+        "--offload-arch=" + ctx.attr.offload_arch,
+        "-O3",
+        "-fPIC",
+    ])
+    common.add_all(ctx.attr.defines, format_each = "-D%s")
+    common.add_all(comp.defines, format_each = "-D%s")
+    # Includes relative to the repository root, as cc_library allows.
+    root = ctx.label.workspace_root
+    common.add_all(["-iquote", root or ".", "-iquote", ctx.bin_dir.path + ("/" + root if root else "")])
+    common.add_all(comp.quote_includes, before_each = "-iquote")
+    common.add_all(comp.includes, before_each = "-I")
+    common.add_all(comp.system_includes, before_each = "-isystem")
+    common.add_all(ctx.attr.copts)
+
+    objects = []
+    for src in ctx.files.srcs:
+        obj = ctx.actions.declare_file("_objs/%s/%s.o" % (ctx.label.name, src.basename.rsplit(".", 1)[0]))
+        objects.append(obj)
+        ctx.actions.run(
+            executable = tc.clang,
+            arguments = [common, "-c", src.path, "-o", obj.path],
+            inputs = depset(
+                [src] + ctx.files.hdrs,
+                transitive = [comp.headers, tc.clang_inputs],
+            ),
+            outputs = [obj],
+            env = tc.env,
+            mnemonic = "CudaGpuCompile",
+            progress_message = "Compiling CUDA C++ %s (%s)" % (src.short_path, ctx.label),
+        )
+
+    archive = _archive(ctx, cc_toolchain, "lib%s.a" % ctx.label.name, objects)
+    library = cc_common.create_library_to_link(
+        actions = ctx.actions,
+        feature_configuration = feature_configuration,
+        cc_toolchain = cc_toolchain,
+        static_library = archive,
+    )
+    own_cc = CcInfo(
+        compilation_context = own,
+        linking_context = cc_common.create_linking_context(
+            linker_inputs = depset([cc_common.create_linker_input(
+                owner = ctx.label,
+                libraries = depset([library]),
+            )]),
+        ),
+    )
+    host_cc = _merge_cc([own_cc, tc.cudart] + [g.cc_info for g in gpu_deps])
+    return [
+        DefaultInfo(files = depset(objects)),
+        _merge_cc([host_cc] + cc_deps),
+        GpuLibraryInfo(
+            crate_name = None,
+            rlib = None,
+            transitive_rlibs = depset(),
+            device_inputs = depset(objects, transitive = [g.device_inputs for g in gpu_deps]),
+            cc_info = host_cc,
+        ),
+    ]
+
+def _archive(ctx, cc_toolchain, name, objects):
+    """A static archive of objects: `ar rcsD` (D: no timestamps, uids, modes)."""
+    archive = ctx.actions.declare_file(name)
+    ctx.actions.run(
+        executable = cc_toolchain.ar_executable,
+        arguments = ["rcsD", archive.path] + [o.path for o in objects],
+        inputs = depset(objects, transitive = [cc_toolchain.all_files]),
+        outputs = [archive],
+        mnemonic = "GpuArchive",
+        progress_message = "Archiving %s" % archive.short_path,
+    )
+    return archive
+
+archive_objects = _archive
+
+CC_TOOLCHAIN_ATTRS = {
+    "_cc_toolchain": attr.label(default = Label("@bazel_tools//tools/cpp:current_cc_toolchain")),
+}
+
+cuda_gpu_library = rule(
+    implementation = _cuda_gpu_library_impl,
+    doc = "CUDA C++ compiled by clang's new offload driver: host objects (CcInfo) carrying device bitcode (GpuLibraryInfo).",
+    attrs = dict(_TOOLCHAIN_ATTRS, **dict(CC_TOOLCHAIN_ATTRS, **{
+        "srcs": attr.label_list(
+            allow_files = [".cu", ".cc", ".cpp"],
+            mandatory = True,
+            doc = "CUDA C++ sources, each compiled as CUDA (-x cuda).",
+        ),
+        "hdrs": attr.label_list(
+            allow_files = [".h", ".hpp", ".cuh", ".inc"],
+            doc = "Headers of this library, for it and its dependents.",
+        ),
+        "deps": attr.label_list(
+            providers = [[CcInfo], [GpuLibraryInfo]],
+            doc = "cc_library targets (headers, host code) and GPU libraries (Rust or CUDA C++) whose device functions this code calls.",
+        ),
+        "copts": attr.string_list(doc = "Extra clang flags."),
+        "defines": attr.string_list(doc = "Preprocessor definitions for these sources."),
+        "offload_arch": attr.string(
+            default = "sm_75",
+            doc = "The one GPU arch the device bitcode is compiled for (its __CUDA_ARCH__); " +
+                  "it must be the oldest target of every device link that uses this library. " +
+                  "sm_75 is the oldest that CUDA 13's ptxas accepts.",
+        ),
+    })),
+    fragments = ["cpp"],
+    toolchains = ["@bazel_tools//tools/cpp:toolchain_type"],
+)

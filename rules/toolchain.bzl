@@ -1,0 +1,115 @@
+"""The GPU toolchain: where rustc, clang and the CUDA toolkit are, and fatlink.
+
+A `gpu_toolchain` target names the compilers by path (they are installed on
+the machine, like a C++ toolchain's), fatlink and the host runtime by label
+(they are built from source), and the CUDA runtime library as a cc target.
+The rules find the toolchain through the label flag `//rules:toolchain`, so a
+machine with other paths overrides it for a whole build without editing any
+BUILD file:
+
+    bazel build --@fatlink//rules:toolchain=//tools:my_gpu_toolchain //...
+
+Also here: the `--//rules:archs` build setting, which overrides every
+`gpu_device_link`'s `archs` for a whole build.
+"""
+
+GpuToolchainInfo = provider(
+    doc = "Tools and libraries the GPU rules run and link.",
+    fields = {
+        "rustc": "path of the rustc binary (not a rustup proxy: actions run without HOME)",
+        "clang": "path of clang++ 22 or newer",
+        "cuda_path": "CUDA toolkit directory (headers, ptxas, libdevice)",
+        "fatlink": "FilesToRunProvider of the fatlink executable",
+        "runtime": "CcInfo of fatlink's host runtime, linked with every device link",
+        "cudart": "CcInfo of the CUDA runtime, linked with CUDA C++ host objects",
+        "rustc_inputs": "depset of files rustc needs in the sandbox (empty: it is on the machine)",
+        "clang_inputs": "depset of files clang needs in the sandbox",
+        "cuda_inputs": "depset of files ptxas and libdevice need in the sandbox",
+        "env": "environment of every action (includes the tool versions, so that a new compiler invalidates the cache)",
+    },
+)
+
+def _gpu_toolchain_impl(ctx):
+    if ctx.attr.runtime and CcInfo not in ctx.attr.runtime:
+        fail("runtime %s gives no CcInfo: name a cc_library" % ctx.attr.runtime.label)
+    env = dict(ctx.attr.env)
+    if ctx.attr.tool_versions:
+        env["FATLINK_TOOL_VERSIONS"] = ctx.attr.tool_versions
+    return [GpuToolchainInfo(
+        rustc = ctx.attr.rustc,
+        clang = ctx.attr.clang,
+        cuda_path = ctx.attr.cuda_path,
+        fatlink = ctx.attr.fatlink[DefaultInfo].files_to_run,
+        runtime = ctx.attr.runtime[CcInfo] if ctx.attr.runtime else CcInfo(),
+        cudart = ctx.attr.cudart[CcInfo] if ctx.attr.cudart else CcInfo(),
+        rustc_inputs = depset(ctx.files.rustc_files),
+        clang_inputs = depset(ctx.files.clang_files),
+        cuda_inputs = depset(ctx.files.cuda_files),
+        env = env,
+    )]
+
+gpu_toolchain = rule(
+    implementation = _gpu_toolchain_impl,
+    doc = "Declares where the GPU rules find rustc, clang, CUDA and fatlink.",
+    attrs = {
+        "rustc": attr.string(
+            doc = "Absolute path of rustc (for rustup: `$(rustc --print sysroot)/bin/rustc`).",
+        ),
+        "clang": attr.string(
+            default = "/usr/bin/clang++-22",
+            doc = "Absolute path of clang++ (22 or newer) for CUDA C++.",
+        ),
+        "cuda_path": attr.string(
+            default = "/usr/local/cuda",
+            doc = "CUDA toolkit directory: headers for clang, ptxas and libdevice for fatlink.",
+        ),
+        "fatlink": attr.label(
+            default = Label("//tools/fatlink"),
+            executable = True,
+            cfg = "exec",
+            doc = "The fatlink executable.",
+        ),
+        "runtime": attr.label(
+            default = Label("//runtime"),
+            providers = [CcInfo],
+            doc = "fatlink's host runtime, linked into every program with a device link.",
+        ),
+        "cudart": attr.label(
+            providers = [CcInfo],
+            doc = "The CUDA runtime (the host stubs of CUDA C++ kernels call cudaLaunchKernel).",
+        ),
+        "rustc_files": attr.label_list(
+            allow_files = True,
+            doc = "Files rustc needs as action inputs (its sysroot), for remote execution.",
+        ),
+        "clang_files": attr.label_list(
+            allow_files = True,
+            doc = "Files clang needs as action inputs, for remote execution.",
+        ),
+        "cuda_files": attr.label_list(
+            allow_files = True,
+            doc = "Files of the CUDA toolkit the actions need as inputs, for remote execution.",
+        ),
+        "tool_versions": attr.string(
+            doc = "`rustc -V; clang --version; ptxas --version` in one line: part of every action's key.",
+        ),
+        "env": attr.string_dict(
+            doc = "Extra environment of every action.",
+        ),
+    },
+)
+
+ArchsInfo = provider(
+    doc = "The value of the `--//rules:archs` build setting.",
+    fields = {"archs": "list of targets; empty when the setting is not given"},
+)
+
+def _archs_setting_impl(ctx):
+    value = ctx.build_setting_value
+    return [ArchsInfo(archs = [a.strip() for a in value.split(",") if a.strip()])]
+
+archs_setting = rule(
+    implementation = _archs_setting_impl,
+    build_setting = config.string(flag = True),
+    doc = "A comma-separated GPU target list that overrides every gpu_device_link's archs.",
+)
