@@ -52,6 +52,12 @@ check "cc + relocatable cubins: kernels from Rust embedded" bash -c "./app_nolto
 check "cc + relocatable cubins: the cubin has the CUDA kernel too" \
   bash -c "readelf -s nolto_x/*.cubin | grep -q ' cuda_scale\$'"
 
+# 1c. A shared library carries its own device code.
+cc -fPIC -c -x c - -o shlib.o <<<'int shlib_function(void) { return 1; }'
+"$CC_WRAP" -shared shlib.o "$D/libdev.a" -o libkernels.so --fatlink-arch=sm_80
+"$FATLINK" inspect libkernels.so > shlib.txt
+check "cc -shared: the shared library carries the sm_80 cubin" grep -q 'libkernels.so .*cubin *sm_80' shlib.txt
+
 # 2. A real rustc link line: rustc -> recorder -> fatlink-cc -> recorder -> cc.
 recorder "$WORK/rec-rustc" "$WORK/rustc-args.txt" "$CC_WRAP"
 "$RUSTC" --edition 2021 -O "$TESTDATA/host/list_modules.rs" -L "$D" -o list_modules \
