@@ -265,7 +265,7 @@ void cacheStore(Context &Ctx, StringRef Dir, StringRef Key,
           sys::fs::createUniqueFile(Path + ".tmp%%%%%%", FD, Temp))
     return Fail(EC.message());
   sys::RemoveFileOnSignal(Temp);
-  auto Done = make_scope_exit([&] { sys::DontRemoveFileOnSignal(Temp); });
+  scope_exit Done([&] { sys::DontRemoveFileOnSignal(Temp); });
   {
     raw_fd_ostream OS(FD, /*shouldClose=*/true);
     OS << Entry;
