@@ -129,6 +129,18 @@ Expected<PtxasInfo> probePtxas(Context &Ctx, StringRef Ptxas) {
       runProgram(Ctx, Ptxas, {"ptxas", "--help"}, 60, "ptxas");
   if (!Help)
     return Help.takeError();
+  // ptxas's output reaches us through a temporary file; on a full or
+  // read-only file system it is lost while ptxas still exits 0.
+  if (Version->empty() && Help->empty()) {
+    SmallString<128> Dir(Ctx.Temps.saveDir());
+    if (Dir.empty())
+      sys::path::system_temp_directory(/*ErasedOnReboot=*/true, Dir);
+    return createStringError(inconvertibleErrorCode(),
+                             "%s printed nothing for --version and --help; "
+                             "its output is captured in a temporary file in "
+                             "%s: is that file system full or read-only?",
+                             Ptxas.str().c_str(), Dir.c_str());
+  }
   return parsePtxasInfo(Ptxas, *Version, *Help);
 }
 

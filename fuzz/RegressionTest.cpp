@@ -1,0 +1,236 @@
+//===- fuzz/RegressionTest.cpp - Inputs the fuzzers found, as unit tests -===//
+//
+// Every crash a fuzz target found becomes a case here: the smallest input
+// that shows the bug, built byte by byte with a comment on what is wrong
+// with it, and the error message fatlink now gives instead of reading out
+// of bounds or allocating gigabytes. Run under `--config=asan` these also
+// catch the memory errors themselves.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lto/LTO.h"
+#include "packager/Packager.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "gtest/gtest.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+// Any single allocation over 1 GiB aborts the test: a header must not make
+// a reader allocate what it merely declares (the fuzzers' -malloc_limit_mb,
+// here for the plain and --config=asan builds).
+void *operator new(size_t N) {
+  if (N > (size_t(1) << 30)) {
+    std::fprintf(stderr, "FAIL: an allocation of %zu bytes\n", N);
+    std::abort();
+  }
+  void *P = std::malloc(N ? N : 1);
+  if (!P)
+    std::abort();
+  return P;
+}
+void *operator new[](size_t N) { return operator new(N); }
+void operator delete(void *P) noexcept { std::free(P); }
+void operator delete[](void *P) noexcept { std::free(P); }
+void operator delete(void *P, size_t) noexcept { std::free(P); }
+void operator delete[](void *P, size_t) noexcept { std::free(P); }
+
+using namespace llvm;
+using namespace fatlink;
+
+namespace {
+
+/// The message of the error in E ("<success>" if none).
+template <typename T> std::string errorOf(Expected<T> E) {
+  if (E)
+    return "<success>";
+  return toString(E.takeError());
+}
+
+void put64(std::string &S, size_t Off, uint64_t V) {
+  support::endian::write64le(&S[Off], V);
+}
+
+void append(std::string &S, uint64_t V, unsigned Bytes) {
+  for (unsigned I = 0; I < Bytes; ++I)
+    S += char(V >> (8 * I));
+}
+
+/// An ar member header declaring Size bytes.
+std::string arHeader(StringRef Name, size_t Size) {
+  std::string H;
+  raw_string_ostream OS(H);
+  OS << left_justify(Name, 16) << left_justify("0", 12) << left_justify("0", 6)
+     << left_justify("0", 6) << left_justify("644", 8)
+     << left_justify(std::to_string(Size), 10) << "`\n";
+  return H;
+}
+
+/// Writes Data to a temporary file, removed when the returned object dies.
+struct TempFile {
+  SmallString<128> Path;
+  explicit TempFile(StringRef Data) {
+    int FD;
+    EXPECT_FALSE(sys::fs::createTemporaryFile("fuzz-regression", "", FD, Path));
+    raw_fd_ostream OS(FD, /*shouldClose=*/true);
+    OS << Data;
+  }
+  ~TempFile() { sys::fs::remove(Path); }
+};
+
+/// A valid host object whose .llvm.offloading section holds one
+/// OffloadBinary (fatlink embed's layout), and the offset of that binary.
+std::pair<std::string, size_t> offloadObject() {
+  std::string FakeBitcode = std::string("BC\xc0\xde", 4) + std::string(60, 'x');
+  Expected<std::string> Obj = packager::writeOffloadObject(
+      {{"sm_80", "nvptx64-nvidia-cuda", FakeBitcode}},
+      packager::HostArch::X86_64);
+  EXPECT_TRUE(bool(Obj));
+  if (!Obj) {
+    consumeError(Obj.takeError());
+    return {};
+  }
+  size_t At = Obj->find("\x10\xff\x10\xad");
+  EXPECT_NE(At, std::string::npos);
+  return {*Obj, At};
+}
+
+// OffloadBinary field offsets: header u64 size @8, u64 entry offset @16;
+// entry u64 string offset @8, u64 image offset @24, u64 image size @32;
+// string table entries are (u64 key offset, u64 value offset).
+uint64_t get64(const std::string &S, size_t Off) {
+  return support::endian::read64le(S.data() + Off);
+}
+
+/// A fatbin with one cubin entry whose flags and sizes are given, followed
+/// by Payload.
+std::string fatbin(uint64_t Flags, uint32_t CompressedSize,
+                   uint64_t UncompressedSize, StringRef Payload) {
+  std::string S;
+  append(S, 0xba55ed50, 4);
+  append(S, 1, 2);
+  append(S, 16, 2);
+  append(S, 64 + Payload.size(), 8); // entries
+  append(S, 2, 2);                   // cubin
+  append(S, 0x0101, 2);
+  append(S, 64, 4);                  // header size
+  append(S, Payload.size(), 8);      // stored size
+  append(S, CompressedSize, 4);
+  append(S, 0, 4);                   // no options
+  append(S, 8, 2);                   // minor
+  append(S, 1, 2);                   // major
+  append(S, 80, 4);                  // sm_80
+  append(S, 0, 8);                   // no identifier
+  append(S, Flags, 8);
+  append(S, 0, 8);
+  append(S, UncompressedSize, 8);
+  return S + Payload.str();
+}
+
+} // namespace
+
+// archive_fuzzer, scan_fuzzer: the last member of an archive declares more
+// bytes than the file has. LLVM's archive reader checks a member's size only
+// when it steps to the next member, so the member was handed out reaching
+// past the end of the buffer (heap-buffer-overflow in collectBitcode's copy;
+// SEGV in LLVM's ELF reader for scanFile).
+TEST(FuzzRegression, ArchiveMemberPastTheEnd) {
+  std::string Bitcode("BC\xc0\xde\x35\x14\x00\x00", 8);
+  // "a.bc" declares 3056 bytes; 8 follow.
+  std::string Ar = "!<arch>\n" + arHeader("a.bc/", 3056) + Bitcode;
+  EXPECT_EQ(errorOf(packager::collectBitcode(Ar, "lib.rlib")),
+            "lib.rlib: corrupt archive: member a.bc of 3056 bytes at offset "
+            "68 goes past the end of the archive (76 bytes)");
+
+  // The same with an ELF member, for the scanner.
+  std::string Elf("\x7f" "ELF\x02\x01\x01\x00", 8);
+  std::string ElfAr = "!<arch>\n" + arHeader("k.o/", 6144) + Elf;
+  EXPECT_EQ(errorOf(packager::scanFile(ElfAr, "lib.a")),
+            "lib.a: corrupt archive: member k.o of 6144 bytes at offset 68 "
+            "goes past the end of the archive (76 bytes)");
+
+  TempFile F(Ar);
+  std::string Err = errorOf(lto::readInputs({std::string(F.Path)}));
+  EXPECT_NE(Err.find(": corrupt archive: member a.bc of 3056 bytes at offset "
+                     "68 goes past the end of the archive (76 bytes)"),
+            std::string::npos)
+      << Err;
+}
+
+// bitcode_fuzzer: an OffloadBinary whose string table points a value at
+// offset 0x69000000000075. LLVM's OffloadBinary::create checks the header
+// but reads each key and value with strlen at whatever offset the table
+// says (SEGV in strlen under extractOffloadBinaries).
+TEST(FuzzRegression, OffloadStringOutsideBinary) {
+  auto [Obj, At] = offloadObject();
+  ASSERT_NE(At, std::string::npos);
+  uint64_t Entry = At + get64(Obj, At + 16);
+  uint64_t Strings = At + get64(Obj, Entry + 8);
+  put64(Obj, Strings + 8, 0x0069000000000075); // first value offset
+  std::string Msg = "OffloadBinary string at offset 29554872554618997 is not "
+                    "a NUL-terminated string within its";
+
+  std::string Scan = errorOf(packager::scanFile(Obj, "k.o"));
+  EXPECT_NE(Scan.find(Msg), std::string::npos) << Scan;
+
+  TempFile F(Obj);
+  std::string Read = errorOf(lto::readInputs({std::string(F.Path)}));
+  EXPECT_NE(Read.find(": cannot read its .llvm.offloading section: offset "
+                      "0: " + Msg),
+            std::string::npos)
+      << Read;
+}
+
+// The same class of bug, for the image: LLVM checks the image's offset but
+// not its size, and getImage() returns a StringRef past the binary.
+TEST(FuzzRegression, OffloadImageOutsideBinary) {
+  auto [Obj, At] = offloadObject();
+  ASSERT_NE(At, std::string::npos);
+  uint64_t Entry = At + get64(Obj, At + 16);
+  put64(Obj, Entry + 32, uint64_t(1) << 40); // image size: 1 TiB
+  std::string Err = errorOf(packager::scanFile(Obj, "k.o"));
+  EXPECT_NE(Err.find("OffloadBinary image (1099511627776 bytes at offset"),
+            std::string::npos)
+      << Err;
+  // And the untouched object still reads.
+  auto [Good, GoodAt] = offloadObject();
+  Expected<std::vector<packager::EmbeddedImage>> Images =
+      packager::scanFile(Good, "k.o");
+  ASSERT_TRUE(bool(Images)) << toString(Images.takeError());
+  EXPECT_EQ(Images->size(), 1u);
+}
+
+// fatbin_fuzzer (out-of-memory): an LZ4 entry declaring 2 GiB of output for
+// a 2-byte payload. The reader reserved the declared size up front, so any
+// 100-byte file could make `fatlink inspect` allocate up to 4 GiB.
+TEST(FuzzRegression, Lz4DeclaresGigabytes) {
+  std::string Payload("\x10" "A\0\0\0\0\0\0", 8); // one literal 'A', padded
+  std::string F = fatbin(0x2011, 2, uint64_t(2) << 30, Payload);
+  EXPECT_EQ(errorOf(packager::readFatbin(F)),
+            "malformed LZ4 payload in fatbin entry at offset 0x10: decodes to "
+            "1 bytes, header says 2147483648");
+}
+
+// The zstd side of the same bug: a frame whose own header declares 3 GiB
+// (matching the entry header) over one 1-byte RLE block. The reader
+// allocated and zeroed all 3 GiB before zstd found the frame short ("Data
+// corruption detected"); the streaming decoder refuses the 3 GiB window
+// up front and grows the output only as blocks produce it.
+TEST(FuzzRegression, ZstdFrameDeclaresGigabytes) {
+  std::string Frame("\x28\xb5\x2f\xfd", 4); // zstd magic
+  Frame += '\xe0';                           // single segment, 8-byte size
+  append(Frame, uint64_t(3) << 30, 8);       // content size: 3 GiB
+  Frame += std::string("\x0b\x00\x00" "A", 4); // last block, RLE, 1 byte
+  uint32_t Stored = Frame.size();
+  Frame.resize(24, '\0');                    // payload padded to 8
+  std::string F = fatbin(0x8011, Stored, uint64_t(3) << 30, Frame);
+  EXPECT_EQ(errorOf(packager::readFatbin(F)),
+            "cannot decompress fatbin entry at offset 0x10: Frame requires "
+            "too much memory for decoding");
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# run.sh [SECONDS]: builds the fuzz targets (fuzz/build.sh), makes their
+# seed corpora from real outputs (fuzz/seeds.sh), then fuzzes every target
+# for SECONDS (default 20) and prints each target's executions and time.
+# Fails on any crash, leak, timeout or out-of-memory, leaving the input in
+# build/fuzz/crashes/. Every crash found so far is a case of
+# fuzz/RegressionTest.cpp (bazel test //fuzz:regression_test).
+#
+#   fuzz/run.sh         # CI: about 20 s per target
+#   fuzz/run.sh 600     # a longer hunt; the corpus in build/fuzz/corpus/ grows
+#
+# Environment: FUZZ_TARGETS (default: all), FUZZ_JOBS (targets fuzzed at
+# once, default: the number of cores), FATLINK (default: Bazel's build).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+SECONDS_PER_TARGET="${1:-20}"
+B="$ROOT/build/fuzz"
+TARGETS="${FUZZ_TARGETS:-fatbin image scan archive bitcode options settings}"
+JOBS="${FUZZ_JOBS:-$(nproc)}"
+export PATH="$HOME/.cargo/bin:$PATH"
+start=$(date +%s)
+
+"$ROOT/fuzz/build.sh" "$B"
+if [ -z "${FATLINK:-}" ]; then
+  (cd "$ROOT" && bazel build //tools/fatlink >/dev/null 2>&1) ||
+    (cd "$ROOT" && bazel build //tools/fatlink)
+  export FATLINK="$ROOT/bazel-bin/tools/fatlink/fatlink"
+fi
+"$ROOT/fuzz/seeds.sh" "$B/seeds"
+rm -rf "$B/crashes" "$B/logs"
+mkdir -p "$B/crashes" "$B/logs"
+echo "fuzz/run.sh: built and seeded in $(( $(date +%s) - start )) s"
+
+# A bad input is a crash, and so are an allocation over 1 GiB and an input
+# that takes over 10 s.
+FLAGS=(-rss_limit_mb=2560 -malloc_limit_mb=1024 -timeout=10)
+
+status=0
+fuzz_one() {
+  local t="$1"
+  mkdir -p "$B/corpus/$t"
+  # The corpus directory comes first: new inputs are written there.
+  "$B/${t}_fuzzer" "${FLAGS[@]}" -max_total_time="$SECONDS_PER_TARGET" \
+    -print_final_stats=1 -artifact_prefix="$B/crashes/$t-" \
+    "$B/corpus/$t" "$B/seeds/$t" >"$B/logs/$t.log" 2>&1
+}
+export -f fuzz_one
+export B SECONDS_PER_TARGET
+export FLAGS_STR="${FLAGS[*]}"
+# shellcheck disable=SC2016
+printf '%s\n' $TARGETS | xargs -P "$JOBS" -I{} bash -c '
+  FLAGS=($FLAGS_STR); fuzz_one "$1" || true' _ {}
+
+printf '%-10s %12s %8s %10s %8s  %s\n' target executions time exec/s corpus result
+for t in $TARGETS; do
+  log="$B/logs/$t.log"
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
+  corpus=$(ls "$B/corpus/$t" | wc -l)
+  crash=$(ls "$B/crashes" | grep "^$t-" | head -1 || true)
+  if [ -n "$crash" ] || ! grep -q '^Done ' "$log"; then
+    result="FAIL: $B/crashes/$crash (log $log)"
+    status=1
+  else
+    result=ok
+  fi
+  printf '%-10s %12s %8s %10s %8s  %s\n' "$t" "${execs:-?}" "${secs:-?}s" \
+    "$(( ${execs:-0} / (${secs:-1} > 0 ? ${secs:-1} : 1) ))" "$corpus" "$result"
+done
+echo "fuzz/run.sh: $(( $(date +%s) - start )) s in all"
+[ "$status" -eq 0 ] || echo "Reproduce: build/fuzz/<target>_fuzzer <input>; minimize: add -minimize_crash=1 -runs=10000"
+exit "$status"

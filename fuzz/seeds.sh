@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# seeds.sh OUT: writes the fuzz targets' seed corpora to OUT/<target>/, made
+# at run time from real outputs: rustc rlibs and their bitcode members,
+# clang CUDA bitcode and --offload-new-driver objects, CUDA's fatbinary (all
+# compression modes, including LZ4), ptxas cubins, and fatlink's own
+# fatbins, host objects and embed objects. Nothing opaque is checked in;
+# the command-line and settings seeds are written from text below.
+# Needs FATLINK (default: bazel-bin/tools/fatlink/fatlink), rustc, clang-22
+# and the CUDA toolkit, as the end-to-end tests do.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+OUT="$1"
+FATLINK="${FATLINK:-$ROOT/bazel-bin/tools/fatlink/fatlink}"
+CUDA="${CUDA_PATH:-/usr/local/cuda}"
+T="$ROOT/testdata"
+W="$OUT/.work"
+rm -rf "$OUT"
+mkdir -p "$W" "$OUT"/{fatbin,image,scan,archive,bitcode,options,settings}
+cd "$W"
+
+rust() {
+  RUSTC_BOOTSTRAP=1 rustc --target nvptx64-nvidia-cuda --edition 2021 -O \
+    --crate-type rlib --crate-name "$1" "$T/rust/$1.rs" -L . -o "lib$1.rlib" "${@:2}"
+}
+rust minicore
+rust vecmath --extern minicore=libminicore.rlib
+rust saxpy --extern minicore=libminicore.rlib --extern vecmath=libvecmath.rlib
+rustc --crate-type rlib --crate-name host_only "$T/host/host_only.rs" -o libhost_only.rlib
+ar x libsaxpy.rlib
+CU=(clang++-22 -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version -O3)
+"${CU[@]}" --cuda-device-only --offload-arch=sm_75 -fgpu-rdc -emit-llvm -c "$T/cuda/softplus.cu" -o softplus.bc
+"${CU[@]}" --offload-new-driver -fgpu-rdc -foffload-lto --offload-arch=sm_75,sm_90 -c "$T/cuda/softplus.cu" -o softplus.o
+clang-22 -c -emit-llvm -O2 "$T/cuda/x86.c" -o x86.bc
+
+K=(libsaxpy.rlib libvecmath.rlib libminicore.rlib softplus.bc)
+"$FATLINK" device-link --arch=sm_75,sm_90a,compute_80 "${K[@]}" -o dir
+"$FATLINK" device-link --arch=sm_75,compute_80 "${K[@]}" -o k.fatbin
+"$FATLINK" device-link --arch=sm_75,compute_80 --compress=none "${K[@]}" -o plain.fatbin
+"$FATLINK" device-link --arch=sm_80 "${K[@]}" -o k.o
+"$FATLINK" embed libsaxpy.rlib softplus.bc -o emb.o
+for mode in none default speed size; do
+  "$CUDA/bin/fatbinary" -64 --create "nv-$mode.fatbin" --compress-mode=$mode \
+    --image3=kind=elf,sm=75,file=dir/sm_75.cubin --image3=kind=ptx,sm=80,file=dir/compute_80.ptx
+done
+ar rc mix.a k.o softplus.o emb.o
+cc -c -x c /dev/null -o plain.o
+
+cp k.fatbin plain.fatbin nv-*.fatbin "$OUT/fatbin/"
+cp dir/*.cubin dir/*.ptx "$OUT/image/"
+cp k.fatbin nv-size.fatbin nv-speed.fatbin k.o emb.o softplus.o mix.a plain.o "$OUT/scan/"
+cp libsaxpy.rlib libminicore.rlib libhost_only.rlib mix.a "$OUT/archive/"
+ar rc empty.a && cp empty.a "$OUT/archive/"
+cp softplus.bc x86.bc ./*.rcgu.o softplus.o emb.o "$OUT/bitcode/"
+
+# options: byte 0 picks the table (0 llbc, 1 device-link, 2 embed,
+# 3 inspect), then one argument per line, then NUL and r.rsp's content.
+# settings: arguments, NUL, environment, NUL, f.conf.
+python3 - "$OUT" <<'PY'
+import sys
+out = sys.argv[1]
+seeds = {
+  "options/llbc": b"\x00--export-symbol\nrust_kernel\nk.rcgu.o\nlibcrate_a.rlib\n-L\ndeps\n"
+                  b"--target\nnvptx64-nvidia-cuda\n--target-cpu\nsm_80\n-o\nkernel.ptx\n-O3\n--debug",
+  "options/llbc-rsp": b"\x00@r.rsp\n--target-feature=+ptx80\x00--export-symbol a_twice "
+                      b"\"quoted arg\" 'single' back\\ slash\n-Os",
+  "options/devlink": b"\x01--arch=sm_75,sm_90a,compute_120\n-j2\n--compress=zstd-3\n-O2\n"
+                     b"--ptx-version=8.0\n--json=k.json\n--save-temps\na.rlib\nb.bc\n-o\nk.o",
+  "options/devlink-rsp": b"\x01@r.rsp\x00--arch sm_80 -o out a.bc @r.rsp",
+  "options/devlink-bad": b"\x01--arhc=sm_80\n-O\n-j",
+  "options/embed": b"\x02--arch=sm_80\n--host-arch=aarch64\n-v\nlibk.rlib\n-o\nk.o",
+  "options/inspect": b"\x03--extract=d\n--json\n-v\nk.fatbin\nk.o",
+  "settings/args": b"--fatlink-arch=sm_80,compute_90\n--fatlink-opt=O2\n--fatlink-jobs=3\n"
+                   b"--fatlink-compress=zstd-19\n--fatlink-verbose\n--fatlink-dry-run\n"
+                   b"--fatlink-ptx-version=7.8",
+  "settings/env": b"\x00FATLINK_ARCH=sm_86\nFATLINK_SAVE_TEMPS=1\nFATLINK_JOBS=0\nCUDA_PATH=cuda",
+  "settings/config": b"--fatlink-config=f.conf\x00FATLINK_OPT=3\x00# comment\n"
+                     b"arch = sm_75 # trailing\nopt=-O1\nptx-version = 9.0\ncompress = none\n"
+                     b"host-arch = aarch64\n",
+  "settings/config-env": b"\x00FATLINK_CONFIG=f.conf\x00jobs = 1024\nlinker = cc\nbad line\n",
+}
+for name, data in seeds.items():
+    open(f"{out}/{name}", "wb").write(data)
+PY
+rm -rf "$W"
