@@ -104,15 +104,15 @@ expect_error "missing libdevice" "cannot open libdevice $D/nope.bc" \
 # temporary file is left.
 for sig in TERM INT; do
   rm -rf "$OUT" "$D/started"
-  fake_ptxas slow-ptxas "touch $D/started; exec sleep 30"
+  fake_ptxas slow-ptxas "echo \$\$ > $D/started; exec sleep 30"
   # Background jobs of a script start with SIGINT ignored; restore it.
   python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
     "$FATLINK" "${L[@]}" --arch=sm_80 --ptxas="$D/slow-ptxas" $RLIBS "$D/softplus.bc" 2>/dev/null &
   pid=$!
-  for _ in $(seq 100); do [ -e "$D/started" ] && break; sleep 0.1; done
+  for _ in $(seq 100); do [ -s "$D/started" ] && break; sleep 0.1; done
   kill -s $sig $pid
   wait $pid; rc=$?
-  pkill -f "sleep 30" 2>/dev/null || true
+  kill "$(cat "$D/started")" 2>/dev/null || true # the orphaned "ptxas"
   check "SIG$sig: killed by the signal ($rc)" test "$rc" -eq $((128 + $(kill -l $sig)))
   check "SIG$sig: no output left" test ! -e "$OUT"
   check "SIG$sig: no temporary file left" test -z "$(ls -A "$TMPDIR")"
