@@ -31,8 +31,8 @@
 #include "llvm/Option/ArgList.h"
 #include "llvm/Option/OptTable.h"
 #include "llvm/Option/Option.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -66,15 +66,15 @@ const char *versionString() {
 }
 
 Expected<packager::FatbinOptions> parseCompression(StringRef Name,
-                                                  StringRef Value) {
+                                                   StringRef Value) {
   packager::FatbinOptions F;
   StringRef V = Value;
   unsigned Level = 19;
   if (V == "none")
     F.Compress = packager::Compression::None;
-  else if (V == "zstd" || (V.consume_front("zstd-") &&
-                           !V.getAsInteger(10, Level) && Level >= 1 &&
-                           Level <= 22))
+  else if (V == "zstd" ||
+           (V.consume_front("zstd-") && !V.getAsInteger(10, Level) &&
+            Level >= 1 && Level <= 22))
     F.ZstdLevel = int(Level);
   else
     return createStringError(inconvertibleErrorCode(),
@@ -102,10 +102,13 @@ std::string hostTriple(StringRef Arch) {
   return (Arch + "-unknown-linux-gnu").str();
 }
 
-static Expected<Config> parseConfig(Context &Ctx, const opt::InputArgList &Args) {
+static Expected<Config> parseConfig(Context &Ctx,
+                                    const opt::InputArgList &Args) {
   Config C;
   Error Errors = Error::success();
-  auto Fail = [&](Error E) { Errors = joinErrors(std::move(Errors), std::move(E)); };
+  auto Fail = [&](Error E) {
+    Errors = joinErrors(std::move(Errors), std::move(E));
+  };
 
   for (const opt::Arg *A : Args.filtered(OPT_INPUT))
     C.Inputs.push_back(A->getValue());
@@ -139,7 +142,8 @@ static Expected<Config> parseConfig(Context &Ctx, const opt::InputArgList &Args)
       Fail(J.takeError());
   }
   if (const opt::Arg *A = Args.getLastArg(OPT_ptxas_timeout_EQ)) {
-    Expected<unsigned> T = parseUnsigned("--ptxas-timeout", A->getValue(), 86400);
+    Expected<unsigned> T =
+        parseUnsigned("--ptxas-timeout", A->getValue(), 86400);
     if (T)
       C.PtxasTimeout = *T;
     else
@@ -257,8 +261,9 @@ static void printTargets(Context &Ctx, const ToolFacts &Facts) {
           << Facts.PtxasRelease << ") both support\n";
   Ctx.Out << "# target        output  PTX ISA\n";
   for (const lto::Target &T : allTargets(Facts))
-    Ctx.Out << left_justify(T.Name, 15) << " " << left_justify(T.IsPTX ? "ptx" : "cubin", 7)
-            << " " << T.ptxVersionString() << "\n";
+    Ctx.Out << left_justify(T.Name, 15) << " "
+            << left_justify(T.IsPTX ? "ptx" : "cubin", 7) << " "
+            << T.ptxVersionString() << "\n";
 }
 
 static Expected<std::string> readBack(StringRef Path, StringRef What) {
@@ -302,8 +307,7 @@ static Error checkObjects(const lto::InputSet &Inputs,
               "cannot serve target %s: compile it with -foffload-lto (device "
               "bitcode serves every target)%s",
               Container.c_str(), join(Arches, ", ").c_str(), T.Name.c_str(),
-              T.IsPTX ? ""
-                      : (" or add --offload-arch=" + T.Cpu).c_str()));
+              T.IsPTX ? "" : (" or add --offload-arch=" + T.Cpu).c_str()));
     }
   return Errors;
 }
@@ -440,8 +444,6 @@ struct OutputFile {
   StringRef Data;
 };
 
-
-
 } // namespace
 
 /// Packs every target's code into one fatbin, and that into a host object
@@ -455,10 +457,9 @@ static Error package(const Config &C, ArrayRef<lto::Target> Targets,
     Expected<packager::FatbinImage> Image =
         packager::describeImage(T.IsPTX ? O.PTX : O.Cubin);
     if (!Image)
-      return createStringError(inconvertibleErrorCode(),
-                               "cannot package the %s image: %s",
-                               T.Name.c_str(),
-                               toString(Image.takeError()).c_str());
+      return createStringError(
+          inconvertibleErrorCode(), "cannot package the %s image: %s",
+          T.Name.c_str(), toString(Image.takeError()).c_str());
     Images.push_back(std::move(*Image));
   }
   Expected<std::string> Fatbin = packager::writeFatbin(Images, C.Fatbin);
@@ -754,7 +755,7 @@ int deviceLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,
       Ctx, Table, Args, Saver,
       {"fatlink device-link [options] <inputs...>",
        "fatlink device-link: whole-program link of GPU bitcode "
-                    "(Rust and CUDA C++) into cubins and PTX",
+       "(Rust and CUDA C++) into cubins and PTX",
        OPT_UNKNOWN, OPT_help, OPT_version},
       ExitCode);
   if (!ArgsOrErr)

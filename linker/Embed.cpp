@@ -290,8 +290,8 @@ int embedMain(ArrayRef<const char *> Args, raw_ostream &Out, raw_ostream &Err) {
       Ctx, Table, Args, Saver,
       {"fatlink embed [options] <inputs...> -o <file.o>",
        "fatlink embed: wrap device bitcode (.bc, rustc .rcgu.o, "
-                    "rlibs) as LLVM OffloadBinaries in a host object, as "
-                    "clang --offload-new-driver does",
+       "rlibs) as LLVM OffloadBinaries in a host object, as "
+       "clang --offload-new-driver does",
        OPT_UNKNOWN, OPT_help, OPT_version},
       ExitCode);
   if (!ArgsOrErr)

@@ -333,14 +333,14 @@ int inspectMain(ArrayRef<const char *> Args, raw_ostream &Out,
   BumpPtrAllocator Alloc;
   StringSaver Saver(Alloc);
   int ExitCode = 0;
-  std::optional<opt::InputArgList> ArgsOrErr = parseCommandLine(
-      Ctx, Table, Args, Saver,
-      {"fatlink inspect [options] <files...>",
-       "fatlink inspect: list (and extract) the GPU code in "
-                    "fatbins, host objects, archives, executables and "
-                    "shared libraries",
-       OPT_UNKNOWN, OPT_help, OPT_version},
-      ExitCode);
+  std::optional<opt::InputArgList> ArgsOrErr =
+      parseCommandLine(Ctx, Table, Args, Saver,
+                       {"fatlink inspect [options] <files...>",
+                        "fatlink inspect: list (and extract) the GPU code in "
+                        "fatbins, host objects, archives, executables and "
+                        "shared libraries",
+                        OPT_UNKNOWN, OPT_help, OPT_version},
+                       ExitCode);
   if (!ArgsOrErr)
     return ExitCode;
   Expected<Config> C = parseConfig(Ctx, *ArgsOrErr);

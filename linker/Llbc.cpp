@@ -159,14 +159,14 @@ int llbcMain(ArrayRef<const char *> Args, raw_ostream &Out, raw_ostream &Err) {
 
   CommandOptTable Table;
   int ExitCode = 0;
-  std::optional<opt::InputArgList> ArgsOrErr = parseCommandLine(
-      Ctx, Table, Rest, Saver,
-      {"fatlink llbc [options] <inputs...>",
-       "fatlink llbc: rustc's nvptx64 device linker (-C "
-                    "linker=fatlink-llbc); --fatlink-* settings as for "
-                    "fatlink cc",
-       OPT_UNKNOWN, OPT_help, OPT_version},
-      ExitCode);
+  std::optional<opt::InputArgList> ArgsOrErr =
+      parseCommandLine(Ctx, Table, Rest, Saver,
+                       {"fatlink llbc [options] <inputs...>",
+                        "fatlink llbc: rustc's nvptx64 device linker (-C "
+                        "linker=fatlink-llbc); --fatlink-* settings as for "
+                        "fatlink cc",
+                        OPT_UNKNOWN, OPT_help, OPT_version},
+                       ExitCode);
   if (!ArgsOrErr)
     return ExitCode;
   Expected<Settings> S = collectSettings(

@@ -39,7 +39,8 @@ static Expected<std::unique_ptr<MemoryBuffer>> readFile(StringRef Path) {
   ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(Path);
   if (!MB)
     return createStringError(MB.getError(), "cannot open %s: %s",
-                             Path.str().c_str(), MB.getError().message().c_str());
+                             Path.str().c_str(),
+                             MB.getError().message().c_str());
   return std::move(*MB);
 }
 
@@ -101,8 +102,9 @@ static Error package(Context &Ctx, const opt::InputArgList &Args) {
       if (!K)
         return K.takeError();
       for (const lto::KernelInfo &KI : *K)
-        Kernels.push_back({KI.Name, std::vector<uint32_t>(KI.ParamSizes.begin(),
-                                                          KI.ParamSizes.end())});
+        Kernels.push_back(
+            {KI.Name, std::vector<uint32_t>(KI.ParamSizes.begin(),
+                                            KI.ParamSizes.end())});
     }
     Expected<packager::HostArch> Host =
         parseHostArch(hostTriple(Args.getLastArgValue(OPT_host_arch_EQ)));
@@ -128,13 +130,13 @@ int packageMain(ArrayRef<const char *> Args, raw_ostream &Out,
   BumpPtrAllocator Alloc;
   StringSaver Saver(Alloc);
   int ExitCode = 0;
-  std::optional<opt::InputArgList> ArgsOrErr = parseCommandLine(
-      Ctx, Table, Args, Saver,
-      {"fatlink package [options] <images...> -o <out>",
-       "fatlink package: cubins and PTX into a fatbin or a "
-                    "host object",
-       OPT_UNKNOWN, OPT_help, OPT_version},
-      ExitCode);
+  std::optional<opt::InputArgList> ArgsOrErr =
+      parseCommandLine(Ctx, Table, Args, Saver,
+                       {"fatlink package [options] <images...> -o <out>",
+                        "fatlink package: cubins and PTX into a fatbin or a "
+                        "host object",
+                        OPT_UNKNOWN, OPT_help, OPT_version},
+                       ExitCode);
   if (!ArgsOrErr)
     return ExitCode;
   Ctx.Verbose = ArgsOrErr->hasArg(OPT_verbose);
