@@ -74,7 +74,8 @@ struct DeviceBuild {
   std::string Object; ///< for HostObject outputs
 };
 
-/// What LLVM and the installed ptxas support.
+/// What LLVM and the installed ptxas support (LLVM alone when C.RunPtxas is
+/// off: then no ptxas is needed).
 llvm::Expected<ToolFacts> probeTools(Context &Ctx, const DeviceLinkConfig &C);
 
 /// Links and optimizes the images for Targets (from planTargets), compiles

@@ -247,6 +247,18 @@ Expected<ToolFacts> probeTools(Context &Ctx, const Config &C) {
     return MaxPtx.takeError();
   F.LLVMMaxPtx = *MaxPtx;
 
+  // PTX-only links (rustc's llbc interface) run no ptxas: every arch LLVM
+  // knows is allowed, up to the PTX ISA LLVM can emit.
+  if (!C.RunPtxas) {
+    for (const lto::ArchInfo &A : F.LLVMArches) {
+      F.PtxasArches.push_back(A.Cpu);
+      F.PtxasArches.push_back("compute_" + A.Cpu.substr(3));
+    }
+    F.PtxasMaxPtx = F.LLVMMaxPtx;
+    F.PtxasRelease = "(not used)";
+    return F;
+  }
+
   Expected<PtxasInfo> Ptxas = probePtxas(Ctx, C.Paths.Ptxas);
   if (!Ptxas)
     return Ptxas.takeError();

@@ -22,7 +22,6 @@
 #include "linker/Options.h"
 #include "linker/Settings.h"
 
-#include "llvm/Config/llvm-config.h"
 #include "llvm/Option/Arg.h"
 #include "llvm/Option/ArgList.h"
 #include "llvm/Option/OptTable.h"
@@ -116,31 +115,6 @@ static Expected<DeviceLinkConfig> llbcConfig(const opt::InputArgList &Args,
   return C;
 }
 
-/// ptxas facts when no ptxas runs: every arch LLVM knows is allowed.
-static Expected<ToolFacts> llvmOnlyFacts(Context &Ctx,
-                                         const DeviceLinkConfig &C) {
-  if (C.RunPtxas)
-    return probeTools(Ctx, C);
-  ToolFacts F;
-  F.LLVMMajor = LLVM_VERSION_MAJOR;
-  Expected<std::vector<lto::ArchInfo>> Arches = lto::getLLVMArches();
-  if (!Arches)
-    return Arches.takeError();
-  F.LLVMArches = std::move(*Arches);
-  for (lto::ArchInfo &A : F.LLVMArches) {
-    if (Error E = lto::fillMinPtxVersion(A))
-      return std::move(E);
-    F.PtxasArches.push_back(A.Cpu);
-    F.PtxasArches.push_back("compute_" + A.Cpu.substr(3));
-  }
-  Expected<unsigned> Max = lto::getLLVMMaxPtxVersion();
-  if (!Max)
-    return Max.takeError();
-  F.LLVMMaxPtx = F.PtxasMaxPtx = *Max;
-  F.PtxasRelease = "(not used)";
-  return F;
-}
-
 int llbcMain(ArrayRef<const char *> Args, raw_ostream &Out, raw_ostream &Err) {
   Context Ctx(Out, Err);
   BumpPtrAllocator Alloc;
@@ -182,7 +156,7 @@ int llbcMain(ArrayRef<const char *> Args, raw_ostream &Out, raw_ostream &Err) {
     return 1;
   }
   if (Error E = [&]() -> Error {
-        return runDeviceLink(Ctx, *C, [&] { return llvmOnlyFacts(Ctx, *C); });
+        return runDeviceLink(Ctx, *C, [&] { return probeTools(Ctx, *C); });
       }())
     Ctx.error(std::move(E));
   return Ctx.exitCode();

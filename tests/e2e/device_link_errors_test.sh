@@ -129,6 +129,12 @@ echo "@$D/self.rsp" > "$D/self.rsp"
 expect_error "response file that includes itself" "cannot expand response file" \
   "${L[@]}" "@$D/self.rsp"
 
+# -o prog.bc needs one optimized module for all targets; per-arch images
+# (softplus.o holds sm_75 and sm_90 bitcode) give two.
+expect_error "split link: targets that need two modules" \
+  "-o $OUT.bc: the targets need 2 differently optimized modules" \
+  device-link -o "$OUT.bc" --arch=sm_75,sm_90 $RLIBS "$D/softplus.o"
+
 # Packaging.
 expect_error "package: output must be .fatbin or .o" "name a .fatbin or a .o output" \
   package "$D/softplus.bc" -o "$OUT.cubin"
