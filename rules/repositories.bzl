@@ -20,7 +20,7 @@ variables) rebuilds the device code.
 use the rules (fatlink builds from source there, so LLVM 22 too).
 """
 
-load("//bazel:system.bzl", "system_repository")
+load("//bazel:system.bzl", "LLVM_STATIC_COMPONENTS", "system_repository", "zstd_repository")
 
 def _run(ctx, argv):
     result = ctx.execute(argv, timeout = 30)
@@ -128,6 +128,7 @@ def fatlink_rules_dependencies():
             build_file = Label("//bazel:llvm.BUILD"),
             default_path = "/usr/lib/llvm-22",
             env_var = "FATLINK_LLVM_ROOT",
+            llvm_static_components = LLVM_STATIC_COMPONENTS,
         )
     if not native.existing_rule("cuda"):
         system_repository(
@@ -135,6 +136,13 @@ def fatlink_rules_dependencies():
             build_file = Label("//bazel:cuda.BUILD"),
             default_path = "/usr/local/cuda",
             env_var = "CUDA_PATH",
+        )
+    if not native.existing_rule("zstd"):
+        # zstd >= 1.5.7, whose compressor matches CUDA's fatbinary byte for
+        # byte (Debian 12's 1.5.4 makes frames 1-2% larger); docs/packager.md.
+        zstd_repository(
+            name = "zstd",
+            min_version = "1.5.7",
         )
     if not native.existing_rule("fatlink_gpu_toolchain"):
         fatlink_gpu_toolchain(name = "fatlink_gpu_toolchain")

@@ -10,7 +10,7 @@ set -euo pipefail
 PACKAGES=(
   llvm-22 llvm-22-dev llvm-22-tools clang-22 lld-22 libclang-22-dev
   libelf-dev libzstd-dev zstd libgtest-dev libgmock-dev
-  bazel-bootstrap bazel-rules-java python3 binutils
+  bazel-bootstrap bazel-rules-java python3 binutils curl
 )
 
 missing=()
@@ -41,4 +41,44 @@ rust_llvm=$(rustc -vV | sed -n 's/^LLVM version: \([0-9]*\).*/\1/p')
 if [ -z "$rust_llvm" ] || [ "$rust_llvm" -gt 22 ]; then
   echo "setup: error: rustc uses LLVM ${rust_llvm:-?}; fatlink reads bitcode from LLVM <= 22: use a rustc built on LLVM 22 (rustc 1.95)" >&2
   exit 1
+fi
+
+# zstd >= 1.5.7 (Debian 13's libzstd-dev, unpacked, not installed): its
+# compressor matches the one inside CUDA's fatbinary byte for byte, while
+# Debian 12's 1.5.4 makes fatbins 1-2% larger (docs/packager.md). fatlink
+# links it statically; the system's libzstd stays as it is.
+DEPS="${FATLINK_DEPS_DIR:-$HOME/.cache/fatlink/deps}"
+zstd_version() { # prints MAJOR.MINOR.RELEASE from a zstd.h
+  awk '/^#define ZSTD_VERSION_(MAJOR|MINOR|RELEASE)[ \t]/ { v = v (v ? "." : "") $3 } END { print v }' "$1"
+}
+version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1)" = "$2" ]; }
+if [ -z "${FATLINK_ZSTD_ROOT:-}" ] &&
+   ! { [ -f /usr/include/zstd.h ] && version_ge "$(zstd_version /usr/include/zstd.h)" 1.5.7; } &&
+   ! { [ -f "$DEPS/zstd/include/zstd.h" ] && [ -f "$DEPS/zstd/lib/libzstd.a" ]; }; then
+  arch=$(dpkg --print-architecture)
+  case "$arch" in
+    amd64) sha=de5f8aabcf4cb5cd1b441495ea4c24838e88ecbb30ae22c032a1b3b68a9d6f1e ;;
+    arm64) sha=05cf42de5c9fdf17f49f663b47bfe736f10fbc7080fcc3a86ac43d5d670de149 ;;
+    *) echo "setup: error: no pinned libzstd 1.5.7 for $arch: set FATLINK_ZSTD_ROOT to a zstd >= 1.5.7 tree (include/zstd.h, lib/libzstd.a)" >&2; exit 1 ;;
+  esac
+  deb="libzstd-dev_1.5.7+dfsg-1_$arch.deb"
+  url="${FATLINK_DEBIAN_MIRROR:-http://deb.debian.org/debian}/pool/main/libz/libzstd/$deb"
+  echo "setup: fetching zstd 1.5.7 ($url) into $DEPS/zstd"
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  if ! curl -fsSL --retry 3 -o "$tmp/$deb" "$url"; then
+    echo "setup: error: could not download $url: set FATLINK_DEBIAN_MIRROR, or FATLINK_ZSTD_ROOT to a zstd >= 1.5.7 tree" >&2
+    exit 1
+  fi
+  if ! echo "$sha  $tmp/$deb" | sha256sum -c --status; then
+    echo "setup: error: $deb does not have the expected SHA-256 $sha" >&2
+    exit 1
+  fi
+  dpkg-deb -x "$tmp/$deb" "$tmp/x"
+  mkdir -p "$tmp/zstd/include" "$tmp/zstd/lib" "$DEPS"
+  cp "$tmp"/x/usr/include/zstd.h "$tmp"/x/usr/include/zstd_errors.h "$tmp/zstd/include/"
+  cp "$tmp"/x/usr/lib/*/libzstd.a "$tmp/zstd/lib/"
+  cp "$tmp"/x/usr/share/doc/libzstd-dev/copyright "$tmp/zstd/"
+  rm -rf "$DEPS/zstd"
+  mv "$tmp/zstd" "$DEPS/zstd"
 fi
