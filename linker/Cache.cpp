@@ -112,6 +112,7 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   W.u64(C.Fatbin.MinifyPtx);
   W.u64(unsigned(C.HostArch));
   W.u64(C.RunPtxas);
+  W.u64(C.Partitions);
 
   // Images are hashed one by one, so the key costs one pass over the bytes.
   W.u64(Inputs.Images.size());
@@ -210,9 +211,26 @@ static std::optional<DeviceBuild> deserialize(StringRef Payload) {
   return B;
 }
 
-std::optional<DeviceBuild> cacheLookup(Context &Ctx, StringRef Dir,
-                                       StringRef Key) {
-  TimeTraceScope Scope("Cache lookup");
+std::string codegenKey(const DeviceLinkConfig &C, const lto::Target &T,
+                       StringRef Bitcode) {
+  std::string Data;
+  Writer W(Data);
+  W.str("fatlink-codegen-1");
+  W.str(versionString());
+  W.str(LLVM_VERSION_STRING);
+  W.str(toolIdentity(C.Paths.Ptxas));
+  W.str(T.Name);
+  W.str(T.Cpu);
+  W.u64(T.PtxVersion);
+  W.u64(C.Link.OptLevel);
+  BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(Bitcode));
+  W.str(toStringRef(ArrayRef<uint8_t>(H)));
+  BLAKE3Result<32> Key = BLAKE3::hash(arrayRefFromStringRef(Data));
+  return toHex(ArrayRef<uint8_t>(Key), /*LowerCase=*/true);
+}
+
+std::optional<std::string> cacheLookupBlob(Context &Ctx, StringRef Dir,
+                                           StringRef Key) {
   SmallString<256> Path(Dir);
   sys::path::append(Path, Key);
   ErrorOr<std::unique_ptr<MemoryBuffer>> MB =
@@ -224,27 +242,22 @@ std::optional<DeviceBuild> cacheLookup(Context &Ctx, StringRef Dir,
   }
   StringRef Data = (*MB)->getBuffer();
   constexpr size_t HeaderSize = 8 + 8 + 32;
-  std::optional<DeviceBuild> B;
   if (Data.size() >= HeaderSize && Data.starts_with(Magic)) {
     uint64_t Len = support::endian::read64le(Data.data() + 8);
     StringRef Hash = Data.substr(16, 32);
     StringRef Payload = Data.drop_front(HeaderSize);
     BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(Payload));
-    if (Len == Payload.size() && Hash == toStringRef(ArrayRef<uint8_t>(H)))
-      B = deserialize(Payload);
+    if (Len == Payload.size() && Hash == toStringRef(ArrayRef<uint8_t>(H))) {
+      Ctx.verbose("cache: hit " + Key);
+      return Payload.str();
+    }
   }
-  if (!B) {
-    Ctx.verbose("cache: corrupt entry " + Path + ": ignored, rebuilding");
-    return std::nullopt;
-  }
-  Ctx.verbose("cache: hit " + Key);
-  return B;
+  Ctx.verbose("cache: corrupt entry " + Path + ": ignored, rebuilding");
+  return std::nullopt;
 }
 
-void cacheStore(Context &Ctx, StringRef Dir, StringRef Key,
-                const DeviceBuild &B) {
-  TimeTraceScope Scope("Cache store");
-  std::string Payload = serialize(B);
+void cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
+                    StringRef Payload) {
   BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(Payload));
   std::string Entry;
   Writer W(Entry);
@@ -281,6 +294,25 @@ void cacheStore(Context &Ctx, StringRef Dir, StringRef Key,
     return Fail(EC.message());
   }
   Ctx.verbose("cache: stored " + Key);
+}
+
+std::optional<DeviceBuild> cacheLookup(Context &Ctx, StringRef Dir,
+                                       StringRef Key) {
+  TimeTraceScope Scope("Cache lookup");
+  std::optional<std::string> Payload = cacheLookupBlob(Ctx, Dir, Key);
+  if (!Payload)
+    return std::nullopt;
+  std::optional<DeviceBuild> B = deserialize(*Payload);
+  if (!B)
+    Ctx.verbose("cache: corrupt entry " + Dir + "/" + Key +
+                ": ignored, rebuilding");
+  return B;
+}
+
+void cacheStore(Context &Ctx, StringRef Dir, StringRef Key,
+                const DeviceBuild &B) {
+  TimeTraceScope Scope("Cache store");
+  cacheStoreBlob(Ctx, Dir, Key, serialize(B));
 }
 
 std::string defaultCacheDir() {

@@ -46,6 +46,22 @@ std::optional<DeviceBuild> cacheLookup(Context &Ctx, llvm::StringRef Dir,
 void cacheStore(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
                 const DeviceBuild &B);
 
+/// The cache key of one partition's code for one target (64 hex digits):
+/// its bitcode, the target, the optimization level and the tools.
+std::string codegenKey(const DeviceLinkConfig &C, const lto::Target &T,
+                       llvm::StringRef Bitcode);
+
+/// The payload stored under Key in Dir, if present and intact (checked
+/// against its recorded length and BLAKE3 hash); misses, hits and damaged
+/// entries are reported through Ctx.verbose. Thread-safe.
+std::optional<std::string> cacheLookupBlob(Context &Ctx, llvm::StringRef Dir,
+                                           llvm::StringRef Key);
+
+/// Stores Payload under Key in Dir, atomically (temporary file, rename).
+/// Failure to write is reported with -v only. Thread-safe.
+void cacheStoreBlob(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
+                    llvm::StringRef Payload);
+
 /// The default cache directory of the host-link wrappers:
 /// $FATLINK_CACHE_DIR, else $XDG_CACHE_HOME/fatlink, else ~/.cache/fatlink.
 std::string defaultCacheDir();

@@ -53,9 +53,12 @@ struct DeviceLinkConfig {
   /// false: PTX only, ptxas is neither run nor needed (rustc's llbc
   /// interface asks for one PTX file, as llvm-bitcode-linker writes it).
   bool RunPtxas = true;
-  /// Where finished device links are kept and reused (linker/Cache.h);
-  /// empty: no cache.
+  /// Where finished device links, and each partition's code, are kept and
+  /// reused (linker/Cache.h); empty: no cache.
   std::string CacheDir;
+  /// Code generation partitions per optimized module (0: one per 8
+  /// kernels, at most 16; 1: no split).
+  unsigned Partitions = 0;
 };
 
 
@@ -63,6 +66,10 @@ struct DeviceLinkConfig {
 struct TargetOutput {
   std::string PTX;
   std::string Cubin; // empty for compute_XX targets
+  /// For fatbin and host-object outputs: the image the fatbin holds for
+  /// this target, its entry already encoded (compressed) by the task that
+  /// compiled it, in parallel with the other targets.
+  packager::FatbinImage Image;
 };
 
 /// Everything one device link produced.

@@ -42,7 +42,10 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <algorithm>
+#include <atomic>
 #include <map>
+#include <mutex>
 
 using namespace llvm;
 
@@ -130,6 +133,12 @@ static Expected<Config> parseConfig(Context &Ctx,
       C.Link.OptLevel = *L;
     else
       Fail(L.takeError());
+  }
+  if (const opt::Arg *A = Args.getLastArg(OPT_partitions_EQ)) {
+    if (Expected<unsigned> N = parseUnsigned("--partitions", A->getValue(), 256))
+      C.Partitions = *N;
+    else
+      Fail(N.takeError());
   }
   if (const opt::Arg *A = Args.getLastArg(OPT_jobs)) {
     Expected<unsigned> J = parseUnsigned("-j", A->getValue(), 1024);
@@ -324,6 +333,79 @@ static Error checkObjects(const lto::InputSet &Inputs,
   return Errors;
 }
 
+/// Links relocatable cubins of target T (assembled with ptxas -c), and the
+/// inputs' relocatable cubins for its arch, into one cubin with nvlink.
+static Expected<std::string>
+linkCubins(Context &Ctx, const Config &C, const lto::Target &T,
+           std::vector<std::string> Cubins,
+           ArrayRef<const lto::DeviceObject *> Objs) {
+  TimeTraceScope Scope("nvlink", T.Name);
+  for (auto [N, O] : enumerate(Objs)) {
+    Expected<std::string> Path = Ctx.Temps.write(
+        T.Name + "-object" + std::to_string(N) + ".cubin", O->Data.getBuffer());
+    if (!Path)
+      return Path.takeError();
+    Cubins.push_back(*Path);
+  }
+  Expected<std::string> Linked = Ctx.Temps.create(T.Name + ".linked.cubin");
+  if (!Linked)
+    return Linked.takeError();
+  std::string Arch = "-arch=" + T.Cpu;
+  std::vector<StringRef> Argv = {"nvlink", Arch};
+  append_range(Argv, Cubins);
+  append_range(Argv, ArrayRef<StringRef>{"-o", *Linked});
+  std::string What = "nvlink for " + T.Name;
+  if (Expected<std::string> R =
+          runProgram(Ctx, C.Paths.Nvlink, Argv, C.PtxasTimeout, What);
+      !R)
+    return R.takeError();
+  return readBack(*Linked, What);
+}
+
+/// The relocatable cubin of one partition for target T: from the cache when
+/// its IR was compiled for T before, else llc and ptxas -c (then stored).
+static Expected<std::string>
+compilePartition(Context &Ctx, const Config &C, const lto::Target &T,
+                 const lto::CodegenPartition &Part, size_t PartIndex) {
+  std::string Name = T.Name + ".part" + std::to_string(PartIndex);
+  TimeTraceScope Scope("Codegen partition", Name);
+  std::string Key;
+  std::string Dir;
+  if (!C.CacheDir.empty()) {
+    Dir = C.CacheDir + "/codegen";
+    Key = codegenKey(C, T, Part.Bitcode);
+    if (std::optional<std::string> Cubin = cacheLookupBlob(Ctx, Dir, Key))
+      return std::move(*Cubin);
+  }
+  Expected<std::string> PTX =
+      lto::generatePTX(Part.Bitcode, T, C.Link.OptLevel);
+  if (!PTX)
+    return PTX.takeError();
+  Expected<std::string> PTXPath = Ctx.Temps.write(Name + ".ptx", *PTX);
+  if (!PTXPath)
+    return PTXPath.takeError();
+  Expected<std::string> CubinPath = Ctx.Temps.create(Name + ".cubin");
+  if (!CubinPath)
+    return CubinPath.takeError();
+  std::string Arch = "-arch=" + T.Cpu;
+  std::string OptFlag = "-O" + std::to_string(C.Link.OptLevel);
+  std::string What = "ptxas for " + T.Name + " (partition " +
+                     std::to_string(PartIndex) + ")";
+  TimeTraceScope PtxasScope("ptxas", Name);
+  if (Expected<std::string> R = runProgram(
+          Ctx, C.Paths.Ptxas,
+          {"ptxas", Arch, OptFlag, "-c", *PTXPath, "-o", *CubinPath},
+          C.PtxasTimeout, What);
+      !R)
+    return R.takeError();
+  Expected<std::string> Cubin = readBack(*CubinPath, What);
+  if (!Cubin)
+    return Cubin.takeError();
+  if (!Dir.empty())
+    cacheStoreBlob(Ctx, Dir, Key, *Cubin);
+  return Cubin;
+}
+
 /// Generates PTX for one target and assembles it (sm_XX) or checks it
 /// (compute_XX) with ptxas. With relocatable cubins of the target's arch in
 /// the inputs, the PTX is assembled relocatable (ptxas -c) and nvlink links
@@ -387,55 +469,135 @@ static Expected<TargetOutput> compileTarget(Context &Ctx, const Config &C,
     Cubins.push_back(*CubinPath);
   }
 
-  for (auto [N, O] : enumerate(Objs)) {
-    Expected<std::string> Path = Ctx.Temps.write(
-        T.Name + "-object" + std::to_string(N) + ".cubin", O->Data.getBuffer());
-    if (!Path)
-      return Path.takeError();
-    Cubins.push_back(*Path);
-  }
-  Expected<std::string> Linked = Ctx.Temps.create(T.Name + ".linked.cubin");
-  if (!Linked)
-    return Linked.takeError();
-  std::string Arch = "-arch=" + T.Cpu;
-  std::vector<StringRef> Argv = {"nvlink", Arch};
-  append_range(Argv, Cubins);
-  append_range(Argv, ArrayRef<StringRef>{"-o", *Linked});
-  std::string NvlinkWhat = "nvlink for " + T.Name;
-  if (Expected<std::string> R =
-          runProgram(Ctx, C.Paths.Nvlink, Argv, C.PtxasTimeout, NvlinkWhat);
-      !R)
-    return R.takeError();
-  Expected<std::string> Cubin = readBack(*Linked, NvlinkWhat);
+  Expected<std::string> Cubin = linkCubins(Ctx, C, T, Cubins, Objs);
   if (!Cubin)
     return Cubin.takeError();
   Out.Cubin = std::move(*Cubin);
   return Out;
 }
 
-/// Compiles every target, in parallel, into its own slot.
+/// The fatbin image of a compiled target, its entry encoded.
+static Expected<packager::FatbinImage>
+encodeImage(const Config &C, const lto::Target &T, const TargetOutput &O) {
+  TimeTraceScope Scope("Encode fatbin entry", T.Name);
+  Expected<packager::FatbinImage> Image =
+      packager::describeImage(T.IsPTX ? O.PTX : O.Cubin);
+  if (!Image)
+    return createStringError(
+        inconvertibleErrorCode(), "cannot package the %s image: %s",
+        T.Name.c_str(), toString(Image.takeError()).c_str());
+  Expected<std::string> Entry = packager::encodeFatbinEntry(*Image, C.Fatbin);
+  if (!Entry)
+    return Entry.takeError();
+  Image->Entry = std::move(*Entry);
+  return Image;
+}
+
+/// Compiles every target, in parallel, into its own slot; for packaged
+/// outputs each task also encodes its fatbin entry. A target whose module
+/// was split (Parts[module] has several partitions) is compiled partition by
+/// partition, each one a task of its own; the task that finishes a target's
+/// last partition links them with nvlink and encodes the entry.
 static Expected<std::vector<TargetOutput>>
 compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
-               const lto::InputSet &Inputs, ArrayRef<lto::Target> Targets) {
+               const lto::InputSet &Inputs, ArrayRef<lto::Target> Targets,
+               ArrayRef<std::vector<lto::CodegenPartition>> Parts) {
   TimeTraceScope Scope("Compile targets");
-  std::vector<TargetOutput> Outputs(Targets.size());
-  std::vector<std::string> Errors(Targets.size());
+  size_t NT = Targets.size();
+  std::vector<TargetOutput> Outputs(NT);
+  std::vector<std::string> Errors(NT);
+  std::mutex ErrorsMu;
+  auto Fail = [&](size_t I, Error E) {
+    std::lock_guard<std::mutex> Lock(ErrorsMu);
+    if (Errors[I].empty())
+      Errors[I] = toString(std::move(E));
+    else
+      consumeError(std::move(E));
+  };
+  bool Packaged = C.RunPtxas && (C.OutKind == OutputKind::Fatbin ||
+                                 C.OutKind == OutputKind::HostObject);
+  auto Encode = [&](size_t I) {
+    if (!Packaged)
+      return;
+    if (Expected<packager::FatbinImage> Image =
+            encodeImage(C, Targets[I], Outputs[I]))
+      Outputs[I].Image = std::move(*Image);
+    else
+      Fail(I, Image.takeError());
+  };
+
+  // Which partitions each target compiles (none: compiled whole).
+  std::vector<const std::vector<lto::CodegenPartition> *> PartsOf(NT, nullptr);
+  for (auto [MI, M] : enumerate(Program.Modules))
+    if (MI < Parts.size() && Parts[MI].size() > 1)
+      for (size_t I : M.TargetIndices)
+        if (!Targets[I].IsPTX)
+          PartsOf[I] = &Parts[MI];
+  std::vector<std::vector<std::string>> PartCubins(NT);
+  std::unique_ptr<std::atomic<size_t>[]> Remaining(new std::atomic<size_t>[NT]);
+  for (size_t I = 0; I < NT; ++I) {
+    Remaining[I] = PartsOf[I] ? PartsOf[I]->size() : 0;
+    if (PartsOf[I])
+      PartCubins[I].resize(PartsOf[I]->size());
+  }
+
   bool Tracing = timeTraceProfilerEnabled();
+  auto Task = [&](auto Body) {
+    return [&, Body] {
+      if (Tracing)
+        timeTraceProfilerInitialize(C.TimeTraceGranularity, "fatlink");
+      Body();
+      if (Tracing)
+        timeTraceProfilerFinishThread();
+    };
+  };
   {
     DefaultThreadPool Pool(hardware_concurrency(C.Jobs));
-    for (size_t I = 0; I != Targets.size(); ++I)
-      Pool.async([&, I] {
-        if (Tracing)
-          timeTraceProfilerInitialize(C.TimeTraceGranularity, "fatlink");
-        Expected<TargetOutput> Out =
-            compileTarget(Ctx, C, Program, Inputs, Targets, I);
-        if (Out)
+    // Whole targets first: they are the longest tasks.
+    for (size_t I = 0; I < NT; ++I)
+      if (!PartsOf[I])
+        Pool.async(Task([&, I] {
+          Expected<TargetOutput> Out =
+              compileTarget(Ctx, C, Program, Inputs, Targets, I);
+          if (!Out)
+            return Fail(I, Out.takeError());
           Outputs[I] = std::move(*Out);
-        else
-          Errors[I] = toString(Out.takeError());
-        if (Tracing)
-          timeTraceProfilerFinishThread();
-      });
+          Encode(I);
+        }));
+    for (size_t I = 0; I < NT; ++I)
+      for (size_t P = 0; PartsOf[I] && P < PartsOf[I]->size(); ++P)
+        Pool.async(Task([&, I, P] {
+          Expected<std::string> Cubin =
+              compilePartition(Ctx, C, Targets[I], (*PartsOf[I])[P], P);
+          if (Cubin)
+            PartCubins[I][P] = std::move(*Cubin);
+          else
+            Fail(I, Cubin.takeError());
+          if (--Remaining[I] != 0)
+            return;
+          // The last partition of this target: link them all.
+          {
+            std::lock_guard<std::mutex> Lock(ErrorsMu);
+            if (!Errors[I].empty())
+              return;
+          }
+          std::vector<std::string> Paths;
+          for (auto [N, Data] : enumerate(PartCubins[I])) {
+            Expected<std::string> Path = Ctx.Temps.write(
+                Targets[I].Name + ".part" + std::to_string(N) + ".o.cubin",
+                Data);
+            if (!Path)
+              return Fail(I, Path.takeError());
+            Paths.push_back(*Path);
+          }
+          PartCubins[I].clear();
+          Expected<std::string> Linked = linkCubins(
+              Ctx, C, Targets[I], Paths, objectsFor(Inputs, Targets[I]));
+          if (!Linked)
+            return Fail(I, Linked.takeError());
+          Outputs[I].Cubin = std::move(*Linked);
+          Encode(I);
+        }));
     Pool.wait();
   }
   Error All = Error::success();
@@ -446,6 +608,22 @@ compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
   if (All)
     return std::move(All);
   return Outputs;
+}
+
+/// The number of partitions code generation splits an optimized module into:
+/// C.Partitions when set, else one per 8 kernels, at most 16. Never depends
+/// on -j. One (no split) when some output needs a target's whole PTX.
+static unsigned partitionCount(const Config &C,
+                               const lto::LinkedProgram &Program) {
+  bool NeedsWholePTX =
+      C.EmitPTX || !C.RunPtxas || C.OutKind == OutputKind::Bitcode ||
+      (C.OutKind == OutputKind::File &&
+       sys::path::extension(C.Output) != ".cubin");
+  if (NeedsWholePTX)
+    return 1;
+  if (C.Partitions)
+    return C.Partitions;
+  return unsigned(std::clamp<size_t>(Program.Kernels.size() / 8, 1, 16));
 }
 
 namespace {
@@ -466,12 +644,13 @@ static Error package(const Config &C, ArrayRef<lto::Target> Targets,
   TimeTraceScope Scope("Package");
   std::vector<packager::FatbinImage> Images;
   for (auto [T, O] : zip(Targets, Outputs)) {
-    Expected<packager::FatbinImage> Image =
-        packager::describeImage(T.IsPTX ? O.PTX : O.Cubin);
+    if (!O.Image.Entry.empty()) {
+      Images.push_back(O.Image);
+      continue;
+    }
+    Expected<packager::FatbinImage> Image = encodeImage(C, T, O);
     if (!Image)
-      return createStringError(
-          inconvertibleErrorCode(), "cannot package the %s image: %s",
-          T.Name.c_str(), toString(Image.takeError()).c_str());
+      return Image.takeError();
     Images.push_back(std::move(*Image));
   }
   Expected<std::string> Fatbin = packager::writeFatbin(Images, C.Fatbin);
@@ -602,7 +781,8 @@ static Error writeJSON(Context &Ctx, const Config &C,
           J.attribute("target", T.Name);
           J.attribute("kind", T.IsPTX ? "ptx" : "cubin");
           J.attribute("ptx_version", T.ptxVersionString());
-          J.attribute("ptx_size", int64_t(Out.PTX.size()));
+          if (!Out.PTX.empty()) // none when compiled in partitions
+            J.attribute("ptx_size", int64_t(Out.PTX.size()));
           if (!T.IsPTX)
             J.attribute("cubin_size", int64_t(Out.Cubin.size()));
         });
@@ -668,8 +848,10 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
     return std::move(E);
 
   // From here on, the set of device images is fixed.
+  lto::LinkOptions Link = C.Link;
+  Link.Jobs = C.Jobs;
   Expected<lto::LinkedProgram> Program =
-      lto::linkAndOptimize(Inputs, B.Targets, C.Link);
+      lto::linkAndOptimize(Inputs, B.Targets, Link);
   if (!Program)
     return Program.takeError();
   B.Program = std::move(*Program);
@@ -690,8 +872,22 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   if (C.OutKind == OutputKind::Bitcode)
     return std::move(B); // no code generation
 
+  // Split each optimized module for code generation (cached per partition).
+  std::vector<std::vector<lto::CodegenPartition>> Parts;
+  if (unsigned N = partitionCount(C, B.Program); N > 1)
+    for (const lto::OptimizedModule &M : B.Program.Modules) {
+      Expected<std::vector<lto::CodegenPartition>> P =
+          lto::splitForCodegen(M.Bitcode, N);
+      if (!P)
+        return P.takeError();
+      for (auto [I, Part] : enumerate(*P))
+        Ctx.verbose("partition " + Twine(I) + ": " +
+                    Twine(Part.Kernels.size()) + " kernels, " +
+                    Twine(Part.Instructions) + " instructions");
+      Parts.push_back(std::move(*P));
+    }
   Expected<std::vector<TargetOutput>> Outputs =
-      compileTargets(Ctx, C, B.Program, Inputs, B.Targets);
+      compileTargets(Ctx, C, B.Program, Inputs, B.Targets, Parts);
   if (!Outputs)
     return Outputs.takeError();
   B.Outputs = std::move(*Outputs);

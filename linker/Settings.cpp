@@ -30,6 +30,7 @@ constexpr KeyInfo Keys[] = {
     {"ptxas", false},     {"linker", false},     {"verbose", true},
     {"dry-run", true},    {"save-temps", true},  {"time-trace", false},
     {"config", false},    {"host-arch", false},  {"cache-dir", false},
+    {"partitions", false},
 };
 
 const KeyInfo *findKey(StringRef Key) {
@@ -190,6 +191,12 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
                              Source("jobs").c_str()));
     else
       Fail(J.takeError());
+  }
+  if (std::optional<StringRef> V = S.get("partitions")) {
+    if (Expected<unsigned> N = parseUnsigned(Source("partitions"), *V, 256))
+      C.Partitions = *N;
+    else
+      Fail(N.takeError());
   }
   if (std::optional<StringRef> V = S.get("ptx-version")) {
     C.PtxVersion = parsePtxVersion(*V);

@@ -184,19 +184,22 @@ Expected<unsigned> getLLVMMaxPtxVersion() {
 Expected<std::string> generatePTX(const LinkedProgram &Program,
                                   ArrayRef<Target> Targets, size_t Index,
                                   unsigned OptLevel) {
-  const Target &T = Targets[Index];
-  TimeTraceScope Scope("Codegen", T.Name);
   const OptimizedModule *OM = nullptr;
   for (const OptimizedModule &Candidate : Program.Modules)
     if (is_contained(Candidate.TargetIndices, Index))
       OM = &Candidate;
   assert(OM && "every target belongs to one optimized module");
+  return generatePTX(OM->Bitcode, Targets[Index], OptLevel);
+}
 
+Expected<std::string> generatePTX(StringRef Bitcode, const Target &T,
+                                  unsigned OptLevel) {
+  TimeTraceScope Scope("Codegen", T.Name);
   LLVMContext Ctx;
   DiagnosticCollector Diags;
   Diags.install(Ctx);
   Expected<std::unique_ptr<Module>> MOrErr = parseBitcodeFile(
-      MemoryBufferRef(OM->Bitcode, "optimized module"), Ctx);
+      MemoryBufferRef(Bitcode, "optimized module"), Ctx);
   if (!MOrErr)
     return MOrErr.takeError();
   Module &M = **MOrErr;

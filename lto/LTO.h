@@ -163,6 +163,9 @@ struct LinkOptions {
   bool PreciseDiv = true;      ///< __CUDA_PREC_DIV
   /// When set, intermediate modules are written here as `<stage>.bc`.
   std::string SaveTempsPrefix;
+  /// Threads for work that splits by image (0: one per core). The result
+  /// does not depend on it.
+  unsigned Jobs = 0;
 };
 
 /// One optimized module shared by a group of targets. Held as bitcode so that
@@ -209,6 +212,28 @@ llvm::Expected<std::vector<KernelInfo>> readKernels(llvm::MemoryBufferRef Bitcod
 llvm::Expected<std::string> generatePTX(const LinkedProgram &Program,
                                         llvm::ArrayRef<Target> Targets,
                                         size_t Index, unsigned OptLevel);
+
+/// Generates PTX for \p T from the bitcode of an optimized module or of a
+/// partition of one. Thread-safe.
+llvm::Expected<std::string> generatePTX(llvm::StringRef Bitcode,
+                                        const Target &T, unsigned OptLevel);
+
+/// A piece of an optimized module that compiles on its own: a set of
+/// connected components of its reference graph (see Split.cpp).
+struct CodegenPartition {
+  std::string Bitcode;
+  std::vector<std::string> Kernels; ///< in module order
+  size_t Instructions = 0;
+};
+
+/// Splits an optimized module into at most \p MaxPartitions partitions that
+/// share no definition and reference nothing across (so their relocatable
+/// cubins link into the same program). Which partition a component lands in
+/// depends only on its own names, so editing one unit changes only the
+/// partitions its code reaches. With one partition, its bitcode is the
+/// input's.
+llvm::Expected<std::vector<CodegenPartition>>
+splitForCodegen(llvm::StringRef Bitcode, unsigned MaxPartitions);
 
 } // namespace fatlink::lto
 

@@ -23,6 +23,12 @@
 //      refuses to inline across differing attributes, and rustc and clang
 //      write different ones), then run the O3 pipeline once per module.
 //
+// Before all that, a translation unit compiled for several arches (clang
+// --offload-arch=sm_75,sm_80,...) whose per-arch images differ only in
+// those two attributes is one program for all of them: such images are
+// compared (the bitcode of each with the attributes removed, hashed) and
+// the targets that chose them share one group, one link and one O3 run.
+//
 //===----------------------------------------------------------------------===//
 
 #include "lto/LTO.h"
@@ -46,7 +52,10 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/Linker/Linker.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -308,6 +317,8 @@ public:
   Error linkGroup(const LinkGroup &G, LinkedProgram &Out, bool First);
 
 private:
+  std::vector<size_t> equivalentImages(
+      const std::map<unsigned, std::vector<size_t>> &BySource);
   Expected<std::unique_ptr<Module>> parse(LLVMContext &Ctx,
                                           const DeviceImage &Image);
   Error checkCompiledFor(const Module &M, const DeviceImage &Image,
@@ -324,15 +335,104 @@ private:
 
 } // namespace
 
+/// A digest of an image's bitcode without the function attributes that name
+/// the arch ("target-cpu", "target-features"), which linkGroup overwrites
+/// anyway. Images with equal digests are the same program for every target.
+static std::optional<BLAKE3Result<32>> archNeutralDigest(MemoryBufferRef MB) {
+  LLVMContext Ctx;
+  Ctx.setDiagnosticHandlerCallBack([](const DiagnosticInfo *, void *) {});
+  Expected<std::unique_ptr<Module>> MOrErr = parseBitcodeFile(MB, Ctx);
+  if (!MOrErr) {
+    consumeError(MOrErr.takeError()); // parse() reports it with its origin
+    return std::nullopt;
+  }
+  for (Function &F : **MOrErr) {
+    F.removeFnAttr("target-cpu");
+    F.removeFnAttr("target-features");
+  }
+  (*MOrErr)->setModuleIdentifier("");
+  (*MOrErr)->setSourceFileName("");
+  SmallString<0> Buf;
+  raw_svector_ostream OS(Buf);
+  WriteBitcodeToFile(**MOrErr, OS);
+  return BLAKE3::hash(arrayRefFromStringRef(Buf));
+}
+
+/// For each image, the image that stands for it: itself, or the first image
+/// of its source whose arch's images are, all together, the same program
+/// (equal arch-neutral digests, in the same order). Computed only for
+/// sources with images for several arches; the digests run in parallel.
+std::vector<size_t> DeviceLinker::equivalentImages(
+    const std::map<unsigned, std::vector<size_t>> &BySource) {
+  std::vector<size_t> Rep(Inputs.Images.size());
+  for (size_t I = 0; I < Rep.size(); ++I)
+    Rep[I] = I;
+
+  std::vector<size_t> ToHash;
+  for (const auto &[Source, Alternatives] : BySource) {
+    StringRef Arch0 = Inputs.Images[Alternatives.front()].Arch;
+    if (Arch0.empty())
+      continue;
+    if (any_of(Alternatives,
+               [&](size_t I) { return Inputs.Images[I].Arch != Arch0; }))
+      append_range(ToHash, Alternatives);
+  }
+  if (ToHash.empty())
+    return Rep;
+
+  TimeTraceScope Scope("Compare per-arch images");
+  std::vector<std::optional<BLAKE3Result<32>>> Digest(Inputs.Images.size());
+  {
+    DefaultThreadPool Pool(hardware_concurrency(Opts.Jobs));
+    for (size_t I : ToHash)
+      Pool.async([&, I] { Digest[I] = archNeutralDigest(Inputs.Images[I].Bitcode); });
+    Pool.wait();
+  }
+
+  for (const auto &[Source, Alternatives] : BySource) {
+    // The arches of this source in order of appearance, each with its
+    // images' digests; an image that did not parse is never merged.
+    std::vector<std::pair<std::string, std::vector<size_t>>> Arches;
+    for (size_t I : Alternatives) {
+      auto It = find_if(Arches, [&](const auto &A) {
+        return A.first == Inputs.Images[I].Arch;
+      });
+      if (It == Arches.end())
+        Arches.push_back({Inputs.Images[I].Arch, {I}});
+      else
+        It->second.push_back(I);
+    }
+    if (Arches.size() < 2)
+      continue;
+    auto Same = [&](const std::vector<size_t> &A, const std::vector<size_t> &B) {
+      if (A.size() != B.size())
+        return false;
+      for (size_t K = 0; K < A.size(); ++K)
+        if (!Digest[A[K]] || !Digest[B[K]] || *Digest[A[K]] != *Digest[B[K]])
+          return false;
+      return true;
+    };
+    for (size_t J = 1; J < Arches.size(); ++J)
+      for (size_t K = 0; K < J; ++K)
+        if (Same(Arches[K].second, Arches[J].second)) {
+          for (size_t M = 0; M < Arches[J].second.size(); ++M)
+            Rep[Arches[J].second[M]] = Rep[Arches[K].second[M]];
+          break;
+        }
+  }
+  return Rep;
+}
+
 /// Chooses, for each target, the images of each source: plain bitcode
 /// always; of a source's per-arch images, those of the exact arch, else of
 /// the newest arch not newer than the target (never an arch-specific `a`/`f`
-/// build of another arch). Targets that choose the same images form one
-/// group.
+/// build of another arch), each replaced by its equivalent image. Targets
+/// that end up with the same images form one group.
 Expected<std::vector<LinkGroup>> DeviceLinker::planGroups() {
   std::map<unsigned, std::vector<size_t>> BySource;
   for (auto [I, Image] : enumerate(Inputs.Images))
     BySource[Image.Source].push_back(I);
+  std::vector<size_t> Rep = equivalentImages(BySource);
 
   ErrorList Errors;
   std::map<std::vector<size_t>, std::vector<size_t>> Groups;
@@ -376,7 +476,7 @@ Expected<std::vector<LinkGroup>> DeviceLinker::planGroups() {
       // embed, ld -r): take every image of the chosen arch.
       for (size_t I : Alternatives)
         if (Inputs.Images[I].Arch == Inputs.Images[*Best].Arch)
-          Chosen.push_back(I);
+          Chosen.push_back(Rep[I]);
     }
     Groups[Chosen].push_back(TI);
   }

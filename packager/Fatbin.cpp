@@ -129,15 +129,30 @@ struct PendingEntry {
   ParsedArch Arch;
 };
 
-Error appendEntry(std::string &Out, const PendingEntry &E,
-                  const FatbinOptions &Opts) {
-  const FatbinImage &Img = *E.Image;
+Error checkOptions(const FatbinOptions &Opts) {
+  if (Opts.Compress == Compression::Zstd &&
+      (Opts.ZstdLevel < 1 || Opts.ZstdLevel > ZSTD_maxCLevel()))
+    return makeError("zstd level " + Twine(Opts.ZstdLevel) +
+                     " is out of range 1.." + Twine(ZSTD_maxCLevel()));
+  return Error::success();
+}
+
+Expected<ParsedArch> checkImage(const FatbinImage &Img) {
+  if (Img.Kind == ImageKind::NvvmIR)
+    return makeError("cannot write NVVM IR entries (" + Img.Arch +
+                     "): only cubin and PTX are supported");
+  return parseArch(Img.Arch);
+}
+
+/// Appends the entry for \p Img (header and payload) to \p Out.
+Error encodeEntry(std::string &Out, const FatbinImage &Img,
+                  const ParsedArch &Arch, const FatbinOptions &Opts) {
   bool IsPtx = Img.Kind == ImageKind::PTX;
   std::string Raw = IsPtx && Opts.MinifyPtx ? minifyPtx(Img.Data) : Img.Data;
   if (IsPtx)
     Raw.push_back('\0');
 
-  uint64_t Flags = BaseFlags | E.Arch.Flags;
+  uint64_t Flags = BaseFlags | Arch.Flags;
   std::string Stored;
   uint64_t CompressedSize = 0, UncompressedSize = 0;
   if (Opts.Compress == Compression::Zstd) {
@@ -166,7 +181,7 @@ Error appendEntry(std::string &Out, const PendingEntry &E,
   std::string Extension;
   if (IsPtx) {
     Extension.append(8, '\0');
-  } else if (E.Arch.SM >= 100 && !Img.Compat.empty()) {
+  } else if (Arch.SM >= 100 && !Img.Compat.empty()) {
     Extension = '\0' + Img.Compat.substr(0, Img.Compat.size() - 1);
     Flags |= FlagCompatAttributes;
   }
@@ -181,7 +196,7 @@ Error appendEntry(std::string &Out, const PendingEntry &E,
   appendU32(Out, Extension.empty() ? 0 : EntryHeaderSize);
   appendU16(Out, Img.Minor);
   appendU16(Out, Img.Major);
-  appendU32(Out, E.Arch.SM);
+  appendU32(Out, Arch.SM);
   appendU32(Out, 0); // identifier offset
   appendU32(Out, 0); // identifier length
   appendU64(Out, Flags);
@@ -476,17 +491,12 @@ fatlink::packager::writeFatbin(ArrayRef<FatbinImage> Images,
                                const FatbinOptions &Opts) {
   if (Images.empty())
     return makeError("no images to put in the fatbin");
-  if (Opts.Compress == Compression::Zstd &&
-      (Opts.ZstdLevel < 1 || Opts.ZstdLevel > ZSTD_maxCLevel()))
-    return makeError("zstd level " + Twine(Opts.ZstdLevel) +
-                     " is out of range 1.." + Twine(ZSTD_maxCLevel()));
+  if (Error E = checkOptions(Opts))
+    return std::move(E);
 
   std::vector<PendingEntry> Pending;
   for (const FatbinImage &Img : Images) {
-    if (Img.Kind == ImageKind::NvvmIR)
-      return makeError("cannot write NVVM IR entries (" + Img.Arch +
-                       "): only cubin and PTX are supported");
-    Expected<ParsedArch> A = parseArch(Img.Arch);
+    Expected<ParsedArch> A = checkImage(Img);
     if (!A)
       return A.takeError();
     Pending.push_back({&Img, *A});
@@ -512,10 +522,27 @@ fatlink::packager::writeFatbin(ArrayRef<FatbinImage> Images,
   appendU16(Out, 1);
   appendU16(Out, ContainerHeaderSize);
   appendU64(Out, 0); // patched below
-  for (const PendingEntry &E : Pending)
-    if (Error Err = appendEntry(Out, E, Opts))
+  for (const PendingEntry &E : Pending) {
+    if (!E.Image->Entry.empty())
+      Out += E.Image->Entry;
+    else if (Error Err = encodeEntry(Out, *E.Image, E.Arch, Opts))
       return std::move(Err);
+  }
   support::endian::write64le(Out.data() + 8, Out.size() - ContainerHeaderSize);
+  return Out;
+}
+
+Expected<std::string>
+fatlink::packager::encodeFatbinEntry(const FatbinImage &Img,
+                                     const FatbinOptions &Opts) {
+  if (Error E = checkOptions(Opts))
+    return std::move(E);
+  Expected<ParsedArch> A = checkImage(Img);
+  if (!A)
+    return A.takeError();
+  std::string Out;
+  if (Error E = encodeEntry(Out, Img, *A, Opts))
+    return std::move(E);
   return Out;
 }
 

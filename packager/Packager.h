@@ -58,6 +58,9 @@ struct FatbinImage {
   /// A cubin's `.nv.compat` attributes. For SM >= 100 fatbinary copies them
   /// into the entry header (flag 0x1000000), and so does writeFatbin.
   std::string Compat;
+  /// The encoded entry, when the caller has already made it with
+  /// encodeFatbinEntry (with the options it then gives writeFatbin).
+  std::string Entry;
 };
 
 /// Identifies \p Data as a cubin (NVIDIA ELF) or PTX text and reads its
@@ -85,6 +88,13 @@ struct FatbinOptions {
   /// Store PTX as fatbinary does (see minifyPtx); false stores it verbatim.
   bool MinifyPtx = true;
 };
+
+/// The entry writeFatbin writes for \p Img: its header, then its payload,
+/// compressed as \p Opts say. This is the costly part of writeFatbin (zstd
+/// level 19); a caller that produces images in parallel can do it as each
+/// is ready and keep the result in Img.Entry.
+llvm::Expected<std::string> encodeFatbinEntry(const FatbinImage &Img,
+                                              const FatbinOptions &Opts = {});
 
 /// Writes one fatbin container holding \p Images. Entries are sorted by
 /// (SM, arch, cubin before PTX) whatever the input order; two images of the

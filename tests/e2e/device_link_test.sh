@@ -65,6 +65,47 @@ check "--cache-dir: the hit runs nothing" bash -c "! grep -q ptxas dl2.log"
 check "--cache-dir: same files as without the cache" bash -c "diff -r cached1 out && diff -r cached2 out"
 check "--cache-dir: same summary" bash -c "diff <(sed 's/cached1/X/' c1.json) <(sed 's/cached2/X/' c2.json)"
 
+# Partitioned code generation: the optimized module is split into
+# partitions that share nothing, each compiled alone (ptxas -c) and cached,
+# then joined by nvlink.
+"$FATLINK" device-link -v --arch=sm_80,sm_90,compute_90 $RLIBS "$D/softplus.bc" \
+  -o part.fatbin --partitions=4 --cache-dir=pcache 2>p1.log
+check "partitions: split in several" test "$(grep -c '^partition ' p1.log)" -ge 2
+check "partitions: each assembled relocatable" grep -q "ptxas -arch=sm_80 -O3 -c " p1.log
+check "partitions: joined by nvlink" grep -q "nvlink -arch=sm_90 " p1.log
+"$FATLINK" inspect part.fatbin --extract=part_x >/dev/null
+for t in sm_80 sm_90; do
+  c=$(ls part_x/*.$t.cubin)
+  check "partitions: $t cubin is an executable ELF" bash -c "readelf -h $c | grep -q 'EXEC'"
+  for k in vec_add vec_sqrt_sin saxpy rust_softplus cuda_scale scale_factor; do
+    check "partitions: $t defines $k exactly once" \
+      test "$(readelf -sW $c | awk '$7 != "UND"' | grep -c " $k\$")" -eq 1
+  done
+done
+"$FATLINK" device-link --arch=sm_80,sm_90,compute_90 $RLIBS "$D/softplus.bc" \
+  -o part_j1.fatbin --partitions=4 -j1
+check "partitions: same bytes with -j1 and without the cache" cmp part.fatbin part_j1.fatbin
+# Another compression changes the link's key, not the partitions' code:
+# every partition comes from the cache and nothing is assembled again.
+"$FATLINK" device-link -v --arch=sm_80,sm_90,compute_90 $RLIBS "$D/softplus.bc" \
+  -o part_z3.fatbin --partitions=4 --cache-dir=pcache --compress=zstd-3 2>p2.log
+check "partitions: cached code reused" \
+  test "$(grep -c '^cache: hit' p2.log)" -eq "$(($(grep -c '^partition ' p1.log) * 2))"
+check "partitions: no partition assembled again" bash -c "! grep -q 'ptxas .* -c ' p2.log"
+"$FATLINK" inspect part_z3.fatbin --extract=part_z3x >/dev/null
+check "partitions: cached code gives the same cubins" bash -c \
+  "cmp part_x/*.sm_80.cubin part_z3x/*.sm_80.cubin && cmp part_x/*.sm_90.cubin part_z3x/*.sm_90.cubin"
+# A damaged partition entry is noticed and rebuilt, never used.
+victim=$(ls pcache/codegen | head -1)
+printf 'garbage' >> "pcache/codegen/$victim"
+"$FATLINK" device-link -v --arch=sm_80,sm_90,compute_90 $RLIBS "$D/softplus.bc" \
+  -o part_again.fatbin --partitions=4 --cache-dir=pcache --compress=zstd-5 2>p3.log
+check "partitions: damaged entry detected" grep -q "^cache: corrupt entry .*$victim" p3.log
+check "partitions: damaged entry rebuilt" grep -q "^cache: stored $victim" p3.log
+"$FATLINK" inspect part_again.fatbin --extract=part_ax >/dev/null
+check "partitions: rebuilt code is the same" bash -c \
+  "cmp part_x/*.sm_80.cubin part_ax/*.sm_80.cubin && cmp part_x/*.sm_90.cubin part_ax/*.sm_90.cubin"
+
 # Inputs in a response file, and an rlib given through @file with options.
 printf '%s\n' --arch=sm_80 -o rsp.cubin $RLIBS "$D/softplus.bc" > link.rsp
 "$FATLINK" device-link @link.rsp
@@ -81,8 +122,19 @@ check "-o file.ptx for compute_90" grep -q '^\.target sm_90$' one.ptx
   -o offload 2>offload.log
 check "offload object: link succeeds" test -s offload/sm_100.cubin
 check "offload object: both images found" grep -q 'softplus.o(.llvm.offloading\[1\]) \[sm_90\]' offload.log
-check "offload object: sm_75/sm_80 share the sm_75 image, sm_90/sm_100 the sm_90 one" \
-  bash -c "grep -q 'optimized module for sm_75, sm_80:' offload.log && grep -q 'optimized module for sm_90, sm_100:' offload.log"
+# softplus.cu does not look at __CUDA_ARCH__: its sm_75 and sm_90 images
+# differ only in target-cpu/features, so all four targets share one link
+# and one O3 run.
+check "offload object: identical per-arch images share one optimized module" \
+  grep -q 'optimized module for sm_75, sm_80, sm_90, sm_100:' offload.log
+# arch_variant.cu does: its images differ, and each target takes its best.
+cuda_obj arch_variant.cu sm_75,sm_90 "$D/arch_variant.o"
+"$FATLINK" device-link -v --arch=sm_75,sm_80,sm_90,sm_100 "$D/arch_variant.o" \
+  -o variant --emit-ptx 2>variant.log
+check "per-arch images that differ: sm_75/sm_80 share the sm_75 image, sm_90/sm_100 the sm_90 one" \
+  bash -c "grep -q 'optimized module for sm_75, sm_80:' variant.log && grep -q 'optimized module for sm_90, sm_100:' variant.log"
+check "per-arch images that differ: sm_80 runs the sm_75 code" grep -q '750;' variant/sm_80.ptx
+check "per-arch images that differ: sm_100 runs the sm_90 code" grep -q '900;' variant/sm_100.ptx
 
 # -v prints every subcommand, runnable as printed.
 check "-v prints the ptxas command of each target" \

@@ -811,3 +811,127 @@ TEST_F(LTOTest, SameInputsSameBytes) {
     EXPECT_EQ(*X, *Y);
   }
 }
+
+//===----------------------------------------------------------------------===//
+// Splitting an optimized module for code generation
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A program of five kernels: k1 and k2 share the device global @g, k3 and
+/// k4 call the same (not inlined) helper @h, k5 stands alone. \p K5Body
+/// varies k5's code.
+std::string splitProgram(StringRef K5Body = "store i32 5, ptr %p") {
+  return (Twine(NVPTXHeader) +
+          "@g = internal addrspace(1) global i32 0\n"
+          "define ptx_kernel void @k1() {\n"
+          "  store i32 1, ptr addrspace(1) @g\n  ret void\n}\n"
+          "define ptx_kernel void @k2(ptr %p) {\n"
+          "  %v = load i32, ptr addrspace(1) @g\n"
+          "  store i32 %v, ptr %p\n  ret void\n}\n"
+          "define internal void @h(ptr %p) noinline {\n"
+          "  store i32 3, ptr %p\n  ret void\n}\n"
+          "define ptx_kernel void @k3(ptr %p) {\n"
+          "  call void @h(ptr %p)\n  ret void\n}\n"
+          "define ptx_kernel void @k4(ptr %p) {\n"
+          "  call void @h(ptr %p)\n  ret void\n}\n"
+          "define ptx_kernel void @k5(ptr %p) {\n  " +
+          K5Body + "\n  ret void\n}\n")
+      .str();
+}
+
+/// The names of the functions and variables \p Bitcode defines.
+std::vector<std::string> definitions(StringRef Bitcode) {
+  LLVMContext Ctx;
+  Expected<std::unique_ptr<Module>> M =
+      parseBitcodeFile(MemoryBufferRef(Bitcode, "partition"), Ctx);
+  EXPECT_THAT_EXPECTED(M, Succeeded());
+  std::vector<std::string> Names;
+  if (!M)
+    return Names;
+  for (const GlobalValue &GV : (*M)->global_values())
+    if (!GV.isDeclaration())
+      Names.push_back(GV.getName().str());
+  llvm::sort(Names);
+  return Names;
+}
+
+} // namespace
+
+TEST(SplitForCodegen, NeverCutsAReference) {
+  // Components: {k1, k2, @g}, {k3, k4, @h}, {k5}. A component goes to the
+  // partition its name hashes to, so some partition counts put two in one.
+  for (unsigned N : {2u, 3u, 4u, 8u, 16u}) {
+    SCOPED_TRACE("partitions " + std::to_string(N));
+    Expected<std::vector<lto::CodegenPartition>> Parts =
+        lto::splitForCodegen(bitcodeOf(splitProgram()), N);
+    ASSERT_THAT_EXPECTED(Parts, Succeeded());
+    EXPECT_LE(Parts->size(), 3u);
+    std::vector<std::string> All;
+    for (const lto::CodegenPartition &P : *Parts) {
+      std::vector<std::string> Defs = definitions(P.Bitcode);
+      EXPECT_FALSE(Defs.empty());
+      for (const char *Group : {"g k1 k2", "h k3 k4"}) {
+        SmallVector<StringRef> Names;
+        StringRef(Group).split(Names, ' ');
+        size_t Here = count_if(
+            Names, [&](StringRef N) { return is_contained(Defs, N.str()); });
+        EXPECT_TRUE(Here == 0 || Here == Names.size()) << Group;
+      }
+      append_range(All, Defs);
+    }
+    // Every definition exactly once.
+    llvm::sort(All);
+    EXPECT_THAT(All, ElementsAre("g", "h", "k1", "k2", "k3", "k4", "k5"));
+  }
+}
+
+TEST(SplitForCodegen, EachPartitionCompilesAlone) {
+  size_t MostParts = 0;
+  for (unsigned N : {2u, 3u, 4u, 8u}) {
+    SCOPED_TRACE("partitions " + std::to_string(N));
+    Expected<std::vector<lto::CodegenPartition>> Parts =
+        lto::splitForCodegen(bitcodeOf(splitProgram()), N);
+    ASSERT_THAT_EXPECTED(Parts, Succeeded());
+    MostParts = std::max(MostParts, Parts->size());
+    size_t Kernels = 0;
+    for (const lto::CodegenPartition &P : *Parts) {
+      Kernels += P.Kernels.size();
+      Expected<std::string> PTX =
+          lto::generatePTX(P.Bitcode, smTarget(80, 70), 3);
+      ASSERT_THAT_EXPECTED(PTX, Succeeded());
+      for (const std::string &K : P.Kernels)
+        EXPECT_THAT(*PTX, HasSubstr(".entry " + K + "("));
+    }
+    EXPECT_EQ(Kernels, 5u);
+  }
+  EXPECT_GE(MostParts, 2u);
+}
+
+TEST(SplitForCodegen, EditingOneComponentLeavesTheOthers) {
+  Expected<std::vector<lto::CodegenPartition>> Before =
+      lto::splitForCodegen(bitcodeOf(splitProgram()), 3);
+  Expected<std::vector<lto::CodegenPartition>> After = lto::splitForCodegen(
+      bitcodeOf(splitProgram("store i32 55, ptr %p")), 3);
+  ASSERT_THAT_EXPECTED(Before, Succeeded());
+  ASSERT_THAT_EXPECTED(After, Succeeded());
+  ASSERT_EQ(Before->size(), After->size());
+  size_t Same = 0;
+  for (size_t I = 0; I < Before->size(); ++I) {
+    EXPECT_EQ((*Before)[I].Kernels, (*After)[I].Kernels);
+    Same += (*Before)[I].Bitcode == (*After)[I].Bitcode;
+  }
+  // Only k5's partition changed (unless another component shares it).
+  EXPECT_GE(Same, 1u);
+  EXPECT_LT(Same, Before->size());
+}
+
+TEST(SplitForCodegen, OnePartitionIsTheModule) {
+  std::string BC = bitcodeOf(splitProgram());
+  Expected<std::vector<lto::CodegenPartition>> Parts =
+      lto::splitForCodegen(BC, 1);
+  ASSERT_THAT_EXPECTED(Parts, Succeeded());
+  ASSERT_EQ(Parts->size(), 1u);
+  EXPECT_EQ((*Parts)[0].Bitcode, BC);
+  EXPECT_THAT((*Parts)[0].Kernels, ElementsAre("k1", "k2", "k3", "k4", "k5"));
+}
