@@ -230,14 +230,18 @@ std::string codegenKey(const DeviceLinkConfig &C, const lto::Target &T,
 }
 
 std::optional<std::string> cacheLookupBlob(Context &Ctx, StringRef Dir,
-                                           StringRef Key) {
+                                           StringRef Key, bool Report) {
+  auto Verbose = [&](const Twine &Msg) {
+    if (Report)
+      Ctx.verbose(Msg);
+  };
   SmallString<256> Path(Dir);
   sys::path::append(Path, Key);
   ErrorOr<std::unique_ptr<MemoryBuffer>> MB =
       MemoryBuffer::getFile(Path, /*IsText=*/false,
                             /*RequiresNullTerminator=*/false);
   if (!MB) {
-    Ctx.verbose("cache: miss " + Key);
+    Verbose("cache: miss " + Key);
     return std::nullopt;
   }
   StringRef Data = (*MB)->getBuffer();
@@ -248,16 +252,16 @@ std::optional<std::string> cacheLookupBlob(Context &Ctx, StringRef Dir,
     StringRef Payload = Data.drop_front(HeaderSize);
     BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(Payload));
     if (Len == Payload.size() && Hash == toStringRef(ArrayRef<uint8_t>(H))) {
-      Ctx.verbose("cache: hit " + Key);
+      Verbose("cache: hit " + Key);
       return Payload.str();
     }
   }
-  Ctx.verbose("cache: corrupt entry " + Path + ": ignored, rebuilding");
+  Verbose("cache: corrupt entry " + Path + ": ignored, rebuilding");
   return std::nullopt;
 }
 
 void cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
-                    StringRef Payload) {
+                    StringRef Payload, bool Report) {
   BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(Payload));
   std::string Entry;
   Writer W(Entry);
@@ -267,7 +271,8 @@ void cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
   Entry += Payload;
 
   auto Fail = [&](const Twine &Why) {
-    Ctx.verbose("cache: cannot store " + Key + " in " + Dir + ": " + Why);
+    if (Report)
+      Ctx.verbose("cache: cannot store " + Key + " in " + Dir + ": " + Why);
   };
   if (std::error_code EC = sys::fs::create_directories(Dir))
     return Fail(EC.message());
@@ -293,7 +298,8 @@ void cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
     sys::fs::remove(Temp);
     return Fail(EC.message());
   }
-  Ctx.verbose("cache: stored " + Key);
+  if (Report)
+    Ctx.verbose("cache: stored " + Key);
 }
 
 std::optional<DeviceBuild> cacheLookup(Context &Ctx, StringRef Dir,

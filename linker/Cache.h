@@ -53,14 +53,15 @@ std::string codegenKey(const DeviceLinkConfig &C, const lto::Target &T,
 
 /// The payload stored under Key in Dir, if present and intact (checked
 /// against its recorded length and BLAKE3 hash); misses, hits and damaged
-/// entries are reported through Ctx.verbose. Thread-safe.
+/// entries are reported through Ctx.verbose (unless !Report). Thread-safe.
 std::optional<std::string> cacheLookupBlob(Context &Ctx, llvm::StringRef Dir,
-                                           llvm::StringRef Key);
+                                           llvm::StringRef Key,
+                                           bool Report = true);
 
 /// Stores Payload under Key in Dir, atomically (temporary file, rename).
 /// Failure to write is reported with -v only. Thread-safe.
 void cacheStoreBlob(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
-                    llvm::StringRef Payload);
+                    llvm::StringRef Payload, bool Report = true);
 
 /// The default cache directory of the host-link wrappers:
 /// $FATLINK_CACHE_DIR, else $XDG_CACHE_HOME/fatlink, else ~/.cache/fatlink.

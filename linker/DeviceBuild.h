@@ -57,7 +57,7 @@ struct DeviceLinkConfig {
   /// reused (linker/Cache.h); empty: no cache.
   std::string CacheDir;
   /// Code generation partitions per optimized module (0: one per 8
-  /// kernels, at most 16; 1: no split).
+  /// kernels, at most 32; 1: no split).
   unsigned Partitions = 0;
 };
 

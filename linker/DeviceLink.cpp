@@ -611,7 +611,7 @@ compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
 }
 
 /// The number of partitions code generation splits an optimized module into:
-/// C.Partitions when set, else one per 8 kernels, at most 16. Never depends
+/// C.Partitions when set, else one per 8 kernels, at most 32. Never depends
 /// on -j. One (no split) when some output needs a target's whole PTX.
 static unsigned partitionCount(const Config &C,
                                const lto::LinkedProgram &Program) {
@@ -623,7 +623,7 @@ static unsigned partitionCount(const Config &C,
     return 1;
   if (C.Partitions)
     return C.Partitions;
-  return unsigned(std::clamp<size_t>(Program.Kernels.size() / 8, 1, 16));
+  return unsigned(std::clamp<size_t>(Program.Kernels.size() / 8, 1, 32));
 }
 
 namespace {
@@ -850,6 +850,17 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   // From here on, the set of device images is fixed.
   lto::LinkOptions Link = C.Link;
   Link.Jobs = C.Jobs;
+  if (!C.CacheDir.empty()) {
+    // Small facts about single images, under <cache>/memo, by key.
+    std::string Dir = C.CacheDir + "/memo";
+    Context *Quiet = &Ctx;
+    Link.MemoLookup = [Dir, Quiet](StringRef Key) {
+      return cacheLookupBlob(*Quiet, Dir, Key, /*Report=*/false);
+    };
+    Link.MemoStore = [Dir, Quiet](StringRef Key, StringRef Value) {
+      cacheStoreBlob(*Quiet, Dir, Key, Value, /*Report=*/false);
+    };
+  }
   Expected<lto::LinkedProgram> Program =
       lto::linkAndOptimize(Inputs, B.Targets, Link);
   if (!Program)

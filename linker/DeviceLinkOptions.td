@@ -92,7 +92,7 @@ def partitions_EQ : Joined<["--"], "partitions=">, MetaVarName<"<N>">,
   Group<grp_tools>,
   HelpText<"Split code generation into up to <N> partitions, each compiled "
            "(and cached) on its own, then linked with nvlink (default 0: one "
-           "per 8 kernels, at most 16; 1: no split)">;
+           "per 8 kernels, at most 32; 1: no split)">;
 
 def verbose : Flag<["-"], "v">, Group<grp_diag>,
   HelpText<"Print every subcommand run and what each input contributed">;

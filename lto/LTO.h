@@ -29,6 +29,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -166,6 +167,13 @@ struct LinkOptions {
   /// Threads for work that splits by image (0: one per core). The result
   /// does not depend on it.
   unsigned Jobs = 0;
+  /// An optional memo for facts computed from one image alone (the digest
+  /// that tells whether per-arch images are the same program), so that a
+  /// re-link does not recompute them for images that did not change. Keys
+  /// name the fact, LLVM's version and a hash of the image. Called from
+  /// several threads.
+  std::function<std::optional<std::string>(llvm::StringRef Key)> MemoLookup;
+  std::function<void(llvm::StringRef Key, llvm::StringRef Value)> MemoStore;
 };
 
 /// One optimized module shared by a group of targets. Held as bitcode so that

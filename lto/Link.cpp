@@ -36,6 +36,8 @@
 #include "lto/Target.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Analysis/ValueTracking.h"
@@ -382,10 +384,29 @@ std::vector<size_t> DeviceLinker::equivalentImages(
 
   TimeTraceScope Scope("Compare per-arch images");
   std::vector<std::optional<BLAKE3Result<32>>> Digest(Inputs.Images.size());
+  auto Compute = [&](size_t I) {
+    MemoryBufferRef MB = Inputs.Images[I].Bitcode;
+    std::string Key;
+    if (Opts.MemoLookup) {
+      BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(MB.getBuffer()));
+      Key = "arch-neutral-digest-1-" LLVM_VERSION_STRING "-" +
+            toHex(ArrayRef<uint8_t>(H), /*LowerCase=*/true);
+      if (std::optional<std::string> V = Opts.MemoLookup(Key);
+          V && V->size() == 32) {
+        BLAKE3Result<32> D;
+        std::copy(V->begin(), V->end(), D.begin());
+        Digest[I] = D;
+        return;
+      }
+    }
+    Digest[I] = archNeutralDigest(MB);
+    if (Digest[I] && Opts.MemoStore)
+      Opts.MemoStore(Key, toStringRef(ArrayRef<uint8_t>(*Digest[I])));
+  };
   {
     DefaultThreadPool Pool(hardware_concurrency(Opts.Jobs));
     for (size_t I : ToHash)
-      Pool.async([&, I] { Digest[I] = archNeutralDigest(Inputs.Images[I].Bitcode); });
+      Pool.async([&, I] { Compute(I); });
     Pool.wait();
   }
 

@@ -130,10 +130,14 @@ expect_error "response file that includes itself" "cannot expand response file" 
   "${L[@]}" "@$D/self.rsp"
 
 # -o prog.bc needs one optimized module for all targets; per-arch images
-# (softplus.o holds sm_75 and sm_90 bitcode) give two.
+# that differ (arch_variant.cu branches on __CUDA_ARCH__) give two.
+cuda_obj arch_variant.cu sm_75,sm_90 "$D/arch_variant.o"
 expect_error "split link: targets that need two modules" \
   "-o $OUT.bc: the targets need 2 differently optimized modules" \
-  device-link -o "$OUT.bc" --arch=sm_75,sm_90 $RLIBS "$D/softplus.o"
+  device-link -o "$OUT.bc" --arch=sm_75,sm_90 "$D/arch_variant.o"
+# softplus.o's sm_75 and sm_90 images are the same program: one module.
+"$FATLINK" device-link -o "$WORK/same.bc" --arch=sm_75,sm_90 $RLIBS "$D/softplus.o"
+check "split link: identical per-arch images make one module" test -s "$WORK/same.bc"
 
 # Packaging.
 expect_error "package: output must be .fatbin or .o" "name a .fatbin or a .o output" \
