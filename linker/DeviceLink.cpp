@@ -610,20 +610,15 @@ compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
   return Outputs;
 }
 
-/// The number of partitions code generation splits an optimized module into:
-/// C.Partitions when set, else one per 8 kernels, at most 32. Never depends
-/// on -j. One (no split) when some output needs a target's whole PTX.
-static unsigned partitionCount(const Config &C,
-                               const lto::LinkedProgram &Program) {
+/// The partitions to optimize and compile in (lto::LinkOptions::Partitions:
+/// 0 = by the number of kernels, 1 = none): C.Partitions, or 1 when some
+/// output needs a target's whole PTX. Never depends on -j.
+static unsigned partitionSetting(const Config &C) {
   bool NeedsWholePTX =
       C.EmitPTX || !C.RunPtxas || C.OutKind == OutputKind::Bitcode ||
       (C.OutKind == OutputKind::File &&
        sys::path::extension(C.Output) != ".cubin");
-  if (NeedsWholePTX)
-    return 1;
-  if (C.Partitions)
-    return C.Partitions;
-  return unsigned(std::clamp<size_t>(Program.Kernels.size() / 8, 1, 32));
+  return NeedsWholePTX ? 1 : C.Partitions;
 }
 
 namespace {
@@ -850,6 +845,10 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   // From here on, the set of device images is fixed.
   lto::LinkOptions Link = C.Link;
   Link.Jobs = C.Jobs;
+  Link.Partitions = partitionSetting(C);
+  Link.NeedWholeModule =
+      C.OutKind == OutputKind::Bitcode ||
+      any_of(B.Targets, [](const lto::Target &T) { return T.IsPTX; });
   if (!C.CacheDir.empty()) {
     // Small facts about single images, under <cache>/memo, by key.
     std::string Dir = C.CacheDir + "/memo";
@@ -877,26 +876,35 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
     for (size_t I : M.TargetIndices)
       Names.push_back(B.Targets[I].Name);
     Ctx.verbose("optimized module for " + join(Names, ", ") + ": " +
-                Twine(M.Bitcode.size()) + " bytes of bitcode");
+                (M.Parts.empty()
+                     ? Twine(M.Bitcode.size()) + " bytes of bitcode"
+                     : Twine(M.Parts.size()) + " partitions"));
   }
 
   if (C.OutKind == OutputKind::Bitcode)
     return std::move(B); // no code generation
 
-  // Split each optimized module for code generation (cached per partition).
+  // The partitions each optimized module is compiled in (cached per
+  // partition): those it was optimized in, else (an optimized module given
+  // back with --codegen-only) a split of it.
   std::vector<std::vector<lto::CodegenPartition>> Parts;
-  if (unsigned N = partitionCount(C, B.Program); N > 1)
-    for (const lto::OptimizedModule &M : B.Program.Modules) {
-      Expected<std::vector<lto::CodegenPartition>> P =
+  unsigned N = partitionSetting(C);
+  if (N == 0)
+    N = lto::defaultPartitions(B.Program.Kernels.size());
+  for (lto::OptimizedModule &M : B.Program.Modules) {
+    std::vector<lto::CodegenPartition> P = std::move(M.Parts);
+    if (P.empty() && N > 1) {
+      Expected<std::vector<lto::CodegenPartition>> Split =
           lto::splitForCodegen(M.Bitcode, N);
-      if (!P)
-        return P.takeError();
-      for (auto [I, Part] : enumerate(*P))
-        Ctx.verbose("partition " + Twine(I) + ": " +
-                    Twine(Part.Kernels.size()) + " kernels, " +
-                    Twine(Part.Instructions) + " instructions");
-      Parts.push_back(std::move(*P));
+      if (!Split)
+        return Split.takeError();
+      P = std::move(*Split);
     }
+    for (auto [I, Part] : enumerate(P))
+      Ctx.verbose("partition " + Twine(I) + ": " + Twine(Part.Kernels.size()) +
+                  " kernels, " + Twine(Part.Instructions) + " instructions");
+    Parts.push_back(std::move(P));
+  }
   Expected<std::vector<TargetOutput>> Outputs =
       compileTargets(Ctx, C, B.Program, Inputs, B.Targets, Parts);
   if (!Outputs)

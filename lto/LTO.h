@@ -164,9 +164,18 @@ struct LinkOptions {
   bool PreciseDiv = true;      ///< __CUDA_PREC_DIV
   /// When set, intermediate modules are written here as `<stage>.bc`.
   std::string SaveTempsPrefix;
-  /// Threads for work that splits by image (0: one per core). The result
-  /// does not depend on it.
+  /// Threads for work that splits by image or partition (0: one per
+  /// core). The result does not depend on it.
   unsigned Jobs = 0;
+  /// Optimize (and then compile) in partitions: 1 = no, N = up to N, 0 =
+  /// defaultPartitions(kernels). Before O3 the module is split so that no
+  /// partition references another's definitions (local functions are
+  /// copied where needed); each partition runs O3 on its own, in parallel,
+  /// and its result is memoized (MemoLookup) by its IR.
+  unsigned Partitions = 1;
+  /// With partitions: also link the optimized partitions back into one
+  /// module (OptimizedModule::Bitcode), for PTX targets and -o prog.bc.
+  bool NeedWholeModule = true;
   /// An optional memo for facts computed from one image alone (the digest
   /// that tells whether per-arch images are the same program), so that a
   /// re-link does not recompute them for images that did not change. Keys
@@ -179,9 +188,22 @@ struct LinkOptions {
 /// One optimized module shared by a group of targets. Held as bitcode so that
 /// every code generation thread can load a private copy into its own
 /// LLVMContext.
+/// A piece of an optimized module that compiles on its own: a set of
+/// connected components of its reference graph (see Split.cpp).
+struct CodegenPartition {
+  std::string Bitcode;
+  std::vector<std::string> Kernels; ///< in module order
+  size_t Instructions = 0;
+};
+
 struct OptimizedModule {
   std::vector<size_t> TargetIndices; ///< Indices into the target list.
+  /// The whole module; empty when it was optimized in partitions and
+  /// LinkOptions::NeedWholeModule was off.
   std::string Bitcode;
+  /// When optimized in partitions (LinkOptions::Partitions): each one,
+  /// optimized, ready for code generation.
+  std::vector<CodegenPartition> Parts;
 };
 
 /// A kernel that survived the link, as the runtime sees it.
@@ -226,13 +248,9 @@ llvm::Expected<std::string> generatePTX(const LinkedProgram &Program,
 llvm::Expected<std::string> generatePTX(llvm::StringRef Bitcode,
                                         const Target &T, unsigned OptLevel);
 
-/// A piece of an optimized module that compiles on its own: a set of
-/// connected components of its reference graph (see Split.cpp).
-struct CodegenPartition {
-  std::string Bitcode;
-  std::vector<std::string> Kernels; ///< in module order
-  size_t Instructions = 0;
-};
+/// The partition count for a program of \p Kernels kernels: one per 8, at
+/// most 32 (one, no split, below 16 kernels).
+unsigned defaultPartitions(size_t Kernels);
 
 /// Splits an optimized module into at most \p MaxPartitions partitions that
 /// share no definition and reference nothing across (so their relocatable

@@ -328,6 +328,8 @@ private:
   Error linkLibdevice(Module &M, Linker &L, LinkedProgram &Out);
   void internalize(Module &M);
   Error saveTemp(const Module &M, StringRef Stage);
+  Error optimizePartitions(Module &M, const Target &Rep, unsigned Parts,
+                           OptimizedModule &OM);
 
   const InputSet &Inputs;
   ArrayRef<Target> Targets;
@@ -760,6 +762,22 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
       return std::nullopt;
     });
     setTargetAttributes(*M, Rep);
+    OptimizedModule OM;
+    OM.TargetIndices = TIs;
+    unsigned Parts = Opts.Partitions;
+    if (Parts == 0) {
+      size_t Kernels = count_if(*M, [](const Function &F) {
+        return !F.isDeclaration() &&
+               F.getCallingConv() == CallingConv::PTX_Kernel;
+      });
+      Parts = defaultPartitions(Kernels);
+    }
+    if (!Opts.CodegenOnly && Parts > 1) {
+      if (Error E = optimizePartitions(*M, Rep, Parts, OM))
+        return E;
+      Out.Modules.push_back(std::move(OM));
+      continue;
+    }
     if (!Opts.CodegenOnly)
       if (Error E = optimize(*M, Rep, Opts.OptLevel))
         return E;
@@ -768,12 +786,105 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
     if (Error E = saveTemp(*M, "opt." + Rep.Name))
       return E;
 
-    OptimizedModule OM;
-    OM.TargetIndices = TIs;
     raw_string_ostream OS(OM.Bitcode);
     WriteBitcodeToFile(*M, OS);
+    OS.flush();
     Out.Modules.push_back(std::move(OM));
   }
+  return Error::success();
+}
+
+unsigned defaultPartitions(size_t Kernels) {
+  return unsigned(std::clamp<size_t>(Kernels / 8, 1, 32));
+}
+
+/// Splits M (linked, internalized, not optimized) into partitions and runs
+/// O3 on each in its own context, in parallel; a partition whose IR was
+/// optimized before (same IR, target and level: Opts.MemoLookup) is not
+/// optimized again. With Opts.NeedWholeModule the results are also linked
+/// back into one module.
+Error DeviceLinker::optimizePartitions(Module &M, const Target &Rep,
+                                       unsigned Parts, OptimizedModule &OM) {
+  std::vector<CodegenPartition> Split = splitForOptimization(M, Parts);
+  std::vector<std::string> Errors(Split.size());
+  bool Tracing = timeTraceProfilerEnabled();
+  auto OptimizeOne = [&](size_t I) {
+    CodegenPartition &P = Split[I];
+    std::string Key;
+    if (Opts.MemoLookup) {
+      BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(P.Bitcode));
+      Key = ("o3-1-" LLVM_VERSION_STRING "-O" + Twine(Opts.OptLevel) + "-" +
+             Rep.Cpu + "-ptx" + Twine(Rep.PtxVersion) + "-" +
+             toHex(ArrayRef<uint8_t>(H), /*LowerCase=*/true))
+                .str();
+      if (std::optional<std::string> V = Opts.MemoLookup(Key)) {
+        P.Bitcode = std::move(*V);
+        return;
+      }
+    }
+    TimeTraceScope Scope("Optimize partition", Rep.Name + ".part" + Twine(I).str());
+    LLVMContext Ctx;
+    DiagnosticCollector PartDiags;
+    PartDiags.install(Ctx);
+    Expected<std::unique_ptr<Module>> PM =
+        parseBitcodeFile(MemoryBufferRef(P.Bitcode, "partition"), Ctx);
+    Error E = PM ? optimize(**PM, Rep, Opts.OptLevel) : PM.takeError();
+    if (!E)
+      E = PartDiags.takeError("optimization for " + Rep.Name);
+    if (E) {
+      Errors[I] = toString(std::move(E));
+      return;
+    }
+    P.Bitcode.clear();
+    raw_string_ostream OS(P.Bitcode);
+    WriteBitcodeToFile(**PM, OS);
+    OS.flush();
+    if (Opts.MemoStore)
+      Opts.MemoStore(Key, P.Bitcode);
+  };
+  {
+    DefaultThreadPool Pool(hardware_concurrency(Opts.Jobs));
+    for (size_t I = 0; I < Split.size(); ++I)
+      Pool.async([&, I] {
+        if (Tracing)
+          timeTraceProfilerInitialize(500, "fatlink");
+        OptimizeOne(I);
+        if (Tracing)
+          timeTraceProfilerFinishThread();
+      });
+    Pool.wait();
+  }
+  for (const std::string &E : Errors)
+    if (!E.empty())
+      return makeError("%s", E.c_str());
+
+  if (Opts.NeedWholeModule) {
+    TimeTraceScope Scope("Join partitions");
+    LLVMContext Ctx;
+    DiagnosticCollector JoinDiags;
+    JoinDiags.install(Ctx);
+    std::unique_ptr<Module> Whole;
+    for (const CodegenPartition &P : Split) {
+      Expected<std::unique_ptr<Module>> PM =
+          parseBitcodeFile(MemoryBufferRef(P.Bitcode, "partition"), Ctx);
+      if (!PM)
+        return PM.takeError();
+      if (!Whole) {
+        Whole = std::move(*PM);
+        continue;
+      }
+      if (Linker::linkModules(*Whole, std::move(*PM)))
+        return JoinDiags.takeError("joining the optimized partitions");
+    }
+    if (Whole) {
+      if (Error E = saveTemp(*Whole, "opt." + Rep.Name))
+        return E;
+      raw_string_ostream OS(OM.Bitcode);
+      WriteBitcodeToFile(*Whole, OS);
+      OS.flush();
+    }
+  }
+  OM.Parts = std::move(Split);
   return Error::success();
 }
 

@@ -1,18 +1,24 @@
-//===- lto/Split.cpp - Split an optimized module for code generation -----===//
+//===- lto/Split.cpp - Split a module into partitions --------------------===//
 //
-// After the whole-program O3 run, code generation (llc, then ptxas) is most
-// of a device link, and most of it is for kernels that did not change since
-// the last link. Splitting the optimized module into independent partitions
-// lets the driver compile them in parallel and reuse each one's cubin from
-// the cache while its IR is unchanged.
+// Optimization and code generation are most of a device link, and after a
+// one-file edit most of that work is for kernels whose code did not change.
+// Splitting the linked module into independent partitions lets the driver
+// optimize and compile them in parallel and reuse each one's result while
+// its IR is unchanged.
 //
-// A partition must compile on its own and link with the others without
-// surprises, so the split never cuts a reference: every defined global
-// (function, variable, alias) lands in the same partition as everything it
-// references and everything that references it. The connected components
-// of that graph are the units of the split; a device global and every
-// function that touches it always share one. Nothing is cloned, so the
-// linked cubin holds each function and each global exactly once.
+// A partition must optimize and compile on its own and link with the others
+// without surprises, so the split never cuts a reference to something that
+// must exist once: a kernel, a global variable, an external function. Those
+// roots are joined with every root their code reaches; the connected
+// components are the units of the split, so a device global and every
+// function that touches it always share one.
+//
+// Two modes. Before O3 (splitForOptimization), local functions and unnamed
+// local constants are looked through and copied into every partition that
+// reaches them (after inlining, most copies disappear; the rest are local
+// symbols of their own cubin). After O3 (splitForCodegen, for a module
+// given back with --codegen-only) nothing is copied: every definition joins
+// what it references.
 //
 // A component goes to partition hash(its smallest external name) mod N.
 // Editing one unit leaves the other components where they were, so their
@@ -25,6 +31,7 @@
 #include "lto/Support.h"
 #include "lto/Target.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
@@ -93,6 +100,148 @@ static void dropForeignDeclarations(Module &Part) {
   }
 }
 
+/// Whether the split may copy GV into every partition that uses it instead
+/// of keeping its users together: before O3, local functions (other than
+/// kernels) and local constants whose address nobody compares.
+static bool isClonable(const GlobalValue &GV, bool CloneLocals) {
+  if (!CloneLocals || !GV.hasLocalLinkage() || GV.hasComdat())
+    return false;
+  if (const auto *F = dyn_cast<Function>(&GV))
+    return F->getCallingConv() != CallingConv::PTX_Kernel;
+  if (const auto *V = dyn_cast<GlobalVariable>(&GV))
+    return V->isConstant() && V->hasGlobalUnnamedAddr();
+  return false;
+}
+
+/// What one partition defines, before it is cut out of the module.
+struct PartitionPlan {
+  SmallPtrSet<const GlobalValue *, 32> Members;
+  std::vector<std::string> Kernels;
+  size_t Instructions = 0;
+};
+
+/// Assigns M's definitions to (at most) N partitions: the connected
+/// components of the reference graph, where references through a clonable
+/// global (isClonable) do not join their users; clonable globals go, copied,
+/// to every partition that reaches them, and nowhere if none does.
+static std::vector<PartitionPlan> planPartitions(const Module &M, unsigned N,
+                                                 bool CloneLocals) {
+  std::vector<const GlobalValue *> Defined;
+  for (const GlobalValue &GV : M.global_values())
+    if (!GV.isDeclaration())
+      Defined.push_back(&GV);
+
+  // Direct references between definitions.
+  DenseMap<const GlobalValue *, std::vector<const GlobalValue *>> Refs;
+  for (const GlobalValue *GV : Defined) {
+    SmallPtrSet<const Constant *, 16> Seen;
+    std::vector<const GlobalValue *> &Out = Refs[GV];
+    auto Add = [&](const GlobalValue *Ref) {
+      if (!Ref->isDeclaration() && Ref != GV)
+        Out.push_back(Ref);
+    };
+    if (const auto *F = dyn_cast<Function>(GV)) {
+      for (const BasicBlock &BB : *F)
+        for (const Instruction &I : BB)
+          forEachReferencedGlobal(&I, Add, Seen);
+      if (F->hasPersonalityFn())
+        forEachReferencedGlobal(F, Add, Seen);
+    } else {
+      forEachReferencedGlobal(GV, Add, Seen);
+    }
+  }
+
+  // Roots: what must exist once. Each root is joined with every root its
+  // code reaches, looking through clonable globals.
+  EquivalenceClasses<const GlobalValue *> Classes;
+  std::vector<const GlobalValue *> Roots;
+  for (const GlobalValue *GV : Defined)
+    if (!isClonable(*GV, CloneLocals)) {
+      Classes.insert(GV);
+      Roots.push_back(GV);
+    }
+  DenseMap<const GlobalValue *, std::vector<const GlobalValue *>> Clones;
+  std::map<const Comdat *, const GlobalValue *> ComdatLeader;
+  for (const GlobalValue *Root : Roots) {
+    SmallPtrSet<const GlobalValue *, 32> Seen{Root};
+    std::vector<const GlobalValue *> Work{Root};
+    while (!Work.empty()) {
+      const GlobalValue *GV = Work.back();
+      Work.pop_back();
+      for (const GlobalValue *Ref : Refs[GV]) {
+        if (!Seen.insert(Ref).second)
+          continue;
+        if (isClonable(*Ref, CloneLocals)) {
+          Clones[Root].push_back(Ref);
+          Work.push_back(Ref);
+        } else {
+          Classes.unionSets(Root, Ref);
+        }
+      }
+    }
+    if (const Comdat *C = Root->getComdat()) {
+      auto [It, New] = ComdatLeader.try_emplace(C, Root);
+      if (!New)
+        Classes.unionSets(Root, It->second);
+    }
+  }
+
+  // Name each component by its smallest external name (else its smallest
+  // name): stable across edits of other units. Buckets are not capped by the
+  // number of components, so a component's bucket never moves when
+  // components come and go elsewhere.
+  std::map<const GlobalValue *, std::string> ComponentName;
+  for (const GlobalValue *GV : Roots) {
+    std::string &Name = ComponentName[Classes.getLeaderValue(GV)];
+    std::string Candidate =
+        (GV->hasLocalLinkage() ? "1" : "0") + GV->getName().str();
+    if (Name.empty() || Candidate < Name)
+      Name = Candidate;
+  }
+  std::vector<PartitionPlan> Plans(std::max(1u, N));
+  std::map<const GlobalValue *, unsigned> Bucket;
+  for (const auto &[Leader, Name] : ComponentName)
+    Bucket[Leader] = Plans.size() == 1 ? 0 : unsigned(xxh3_64bits(Name) % Plans.size());
+  for (const GlobalValue *Root : Roots) {
+    PartitionPlan &P = Plans[Bucket[Classes.getLeaderValue(Root)]];
+    P.Members.insert(Root);
+    for (const GlobalValue *C : Clones[Root])
+      P.Members.insert(C);
+  }
+  // Kernels and sizes in module order.
+  for (const GlobalValue *GV : Defined)
+    for (PartitionPlan &P : Plans)
+      if (P.Members.count(GV)) {
+        P.Instructions += instructionCount(*GV);
+        if (const auto *F = dyn_cast<Function>(GV))
+          if (F->getCallingConv() == CallingConv::PTX_Kernel)
+            P.Kernels.push_back(F->getName().str());
+      }
+  return Plans;
+}
+
+/// Cuts every non-empty planned partition out of M, as bitcode.
+static std::vector<CodegenPartition>
+cutPartitions(const Module &M, std::vector<PartitionPlan> &Plans) {
+  std::vector<CodegenPartition> Out;
+  for (PartitionPlan &Plan : Plans) {
+    if (Plan.Members.empty())
+      continue; // no component hashed here
+    ValueToValueMapTy VMap;
+    std::unique_ptr<Module> Part = CloneModule(
+        M, VMap, [&](const GlobalValue *GV) { return Plan.Members.count(GV); });
+    dropForeignDeclarations(*Part);
+    CodegenPartition CP;
+    raw_string_ostream OS(CP.Bitcode);
+    WriteBitcodeToFile(*Part, OS);
+    OS.flush();
+    CP.Kernels = std::move(Plan.Kernels);
+    CP.Instructions = Plan.Instructions;
+    Out.push_back(std::move(CP));
+  }
+  return Out;
+}
+
 Expected<std::vector<CodegenPartition>>
 splitForCodegen(StringRef Bitcode, unsigned MaxPartitions) {
   TimeTraceScope Scope("Split for codegen");
@@ -103,94 +252,27 @@ splitForCodegen(StringRef Bitcode, unsigned MaxPartitions) {
       parseBitcodeFile(MemoryBufferRef(Bitcode, "optimized module"), Ctx);
   if (!MOrErr)
     return MOrErr.takeError();
-  Module &M = **MOrErr;
-
-  // Join every definition with what it references.
-  EquivalenceClasses<const GlobalValue *> Classes;
-  std::vector<const GlobalValue *> Defined;
-  for (const GlobalValue &GV : M.global_values())
-    if (!GV.isDeclaration()) {
-      Classes.insert(&GV);
-      Defined.push_back(&GV);
-    }
-  std::map<const Comdat *, const GlobalValue *> ComdatLeader;
-  for (const GlobalValue *GV : Defined) {
-    SmallPtrSet<const Constant *, 16> Seen;
-    auto Join = [&](const GlobalValue *Ref) {
-      if (!Ref->isDeclaration())
-        Classes.unionSets(GV, Ref);
-    };
-    if (const auto *F = dyn_cast<Function>(GV)) {
-      for (const BasicBlock &BB : *F)
-        for (const Instruction &I : BB)
-          forEachReferencedGlobal(&I, Join, Seen);
-      if (F->hasPersonalityFn())
-        forEachReferencedGlobal(F, Join, Seen);
-    } else {
-      forEachReferencedGlobal(GV, Join, Seen);
-    }
-    if (const Comdat *C = GV->getComdat()) {
-      auto [It, New] = ComdatLeader.try_emplace(C, GV);
-      if (!New)
-        Classes.unionSets(GV, It->second);
-    }
+  std::vector<PartitionPlan> Plans =
+      planPartitions(**MOrErr, MaxPartitions, /*CloneLocals=*/false);
+  if (Plans.size() == 1) {
+    CodegenPartition Whole;
+    Whole.Bitcode = Bitcode.str();
+    Whole.Kernels = std::move(Plans[0].Kernels);
+    Whole.Instructions = Plans[0].Instructions;
+    return std::vector<CodegenPartition>{std::move(Whole)};
   }
-
-  // Name each component by its smallest external name (else its smallest
-  // name): stable across edits of other units.
-  std::map<const GlobalValue *, std::string> ComponentName;
-  std::map<const GlobalValue *, size_t> ComponentSize;
-  for (const GlobalValue *GV : Defined) {
-    const GlobalValue *Leader = Classes.getLeaderValue(GV);
-    std::string &Name = ComponentName[Leader];
-    bool External = !GV->hasLocalLinkage();
-    std::string Candidate = (External ? "0" : "1") + GV->getName().str();
-    if (Name.empty() || Candidate < Name)
-      Name = Candidate;
-    ComponentSize[Leader] += instructionCount(*GV);
-  }
-  // Buckets, not capped by the number of components: the bucket of a
-  // component must not move when components come and go elsewhere.
-  unsigned N = std::max(1u, MaxPartitions);
-
-  std::vector<CodegenPartition> Parts(N);
-  std::map<const GlobalValue *, unsigned> PartOf;
-  for (const auto &[Leader, Name] : ComponentName) {
-    unsigned P = N == 1 ? 0 : unsigned(xxh3_64bits(Name) % N);
-    PartOf[Leader] = P;
-    Parts[P].Instructions += ComponentSize[Leader];
-  }
-  for (const GlobalValue *GV : Defined)
-    if (const auto *F = dyn_cast<Function>(GV))
-      if (F->getCallingConv() == CallingConv::PTX_Kernel)
-        Parts[PartOf[Classes.getLeaderValue(GV)]].Kernels.push_back(
-            F->getName().str());
-
-  if (N == 1) {
-    Parts[0].Bitcode = Bitcode.str();
-    return Parts;
-  }
-
-  std::vector<CodegenPartition> Out;
-  for (unsigned P = 0; P < N; ++P) {
-    if (none_of(Defined, [&](const GlobalValue *GV) {
-          return PartOf[Classes.getLeaderValue(GV)] == P;
-        }))
-      continue; // no component hashed here
-    ValueToValueMapTy VMap;
-    std::unique_ptr<Module> Part =
-        CloneModule(M, VMap, [&](const GlobalValue *GV) {
-          return PartOf[Classes.getLeaderValue(GV)] == P;
-        });
-    dropForeignDeclarations(*Part);
-    raw_string_ostream OS(Parts[P].Bitcode);
-    WriteBitcodeToFile(*Part, OS);
-    OS.flush();
-    Out.push_back(std::move(Parts[P]));
-  }
+  std::vector<CodegenPartition> Out = cutPartitions(**MOrErr, Plans);
   if (Error E = Diags.takeError("splitting the optimized module"))
     return std::move(E);
   return Out;
+}
+
+std::vector<CodegenPartition> splitForOptimization(const Module &M,
+                                                   unsigned MaxPartitions) {
+  TimeTraceScope Scope("Split for optimization");
+  std::vector<PartitionPlan> Plans =
+      planPartitions(M, MaxPartitions, /*CloneLocals=*/true);
+  return cutPartitions(M, Plans);
 }
 
 } // namespace fatlink::lto

@@ -44,6 +44,14 @@ createTargetMachine(const Target &T, unsigned OptLevel);
 /// Sets every defined function's target-cpu and target-features to T's.
 void setTargetAttributes(llvm::Module &M, const Target &T);
 
+/// Splits a linked, internalized module that O3 has not run on yet into at
+/// most MaxPartitions partitions (Split.cpp): roots (kernels, globals,
+/// external functions) that reach one another share a partition; local
+/// functions and unnamed constants are copied into every partition that
+/// reaches them, so each partition optimizes on its own.
+std::vector<CodegenPartition> splitForOptimization(const llvm::Module &M,
+                                                   unsigned MaxPartitions);
+
 /// Records LLVM's error diagnostics for one LLVMContext.
 class DiagnosticCollector {
 public:

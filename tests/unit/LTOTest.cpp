@@ -28,6 +28,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 
 using namespace llvm;
 using namespace fatlink;
@@ -934,4 +936,62 @@ TEST(SplitForCodegen, OnePartitionIsTheModule) {
   ASSERT_EQ(Parts->size(), 1u);
   EXPECT_EQ((*Parts)[0].Bitcode, BC);
   EXPECT_THAT((*Parts)[0].Kernels, ElementsAre("k1", "k2", "k3", "k4", "k5"));
+}
+
+TEST_F(LTOTest, OptimizesInPartitionsAndMemoizesThem) {
+  std::string A = Dir.write("p.bc", bitcodeOf(splitProgram()));
+  std::map<std::string, std::string> Memo;
+  std::mutex MemoMu;
+  size_t Hits = 0;
+  lto::LinkOptions Opts = options();
+  Opts.Partitions = 8;
+  Opts.MemoLookup = [&](StringRef Key) -> std::optional<std::string> {
+    std::lock_guard<std::mutex> Lock(MemoMu);
+    auto It = Memo.find(Key.str());
+    if (It == Memo.end())
+      return std::nullopt;
+    ++Hits;
+    return It->second;
+  };
+  Opts.MemoStore = [&](StringRef Key, StringRef Value) {
+    std::lock_guard<std::mutex> Lock(MemoMu);
+    Memo[Key.str()] = Value.str();
+  };
+
+  Expected<lto::LinkedProgram> P = link({A}, Sm80, Opts);
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  ASSERT_EQ(P->Modules.size(), 1u);
+  const lto::OptimizedModule &OM = P->Modules[0];
+  ASSERT_GE(OM.Parts.size(), 2u);
+  std::vector<std::string> Kernels, Globals;
+  for (const lto::CodegenPartition &Part : OM.Parts) {
+    std::vector<std::string> Defs = definitions(Part.Bitcode);
+    // @g lives with both its users; @h is copied wherever it is called.
+    if (is_contained(Defs, "k1") || is_contained(Defs, "k2"))
+      EXPECT_THAT(Defs, AllOf(Contains("g"), Contains("k1"), Contains("k2")));
+    for (const char *Caller : {"k3", "k4"})
+      if (is_contained(Defs, Caller))
+        EXPECT_THAT(Defs, Contains("h"));
+    append_range(Kernels, Part.Kernels);
+    Globals.push_back(is_contained(Defs, "g") ? "g" : "");
+    Expected<std::string> PTX = lto::generatePTX(Part.Bitcode, Sm80[0], 3);
+    ASSERT_THAT_EXPECTED(PTX, Succeeded());
+  }
+  llvm::sort(Kernels);
+  EXPECT_THAT(Kernels, ElementsAre("k1", "k2", "k3", "k4", "k5"));
+  EXPECT_EQ(count(Globals, "g"), 1);
+  // The partitions joined again: every kernel, one module (for PTX targets).
+  std::vector<std::string> Whole = definitions(OM.Bitcode);
+  for (const char *K : {"k1", "k2", "k3", "k4", "k5", "g"})
+    EXPECT_THAT(Whole, Contains(K));
+
+  // The same link again: every partition's O3 result comes from the memo,
+  // and it is the same bytes.
+  EXPECT_EQ(Hits, 0u);
+  Expected<lto::LinkedProgram> Again = link({A}, Sm80, Opts);
+  ASSERT_THAT_EXPECTED(Again, Succeeded());
+  EXPECT_EQ(Hits, OM.Parts.size());
+  ASSERT_EQ(Again->Modules[0].Parts.size(), OM.Parts.size());
+  for (size_t I = 0; I < OM.Parts.size(); ++I)
+    EXPECT_EQ(Again->Modules[0].Parts[I].Bitcode, OM.Parts[I].Bitcode);
 }
