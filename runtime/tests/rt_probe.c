@@ -10,10 +10,13 @@
  *   rt_probe select CC DRIVER         the image chosen for each module
  *   rt_probe threads N                N threads look up and launch vec_add
  *                                     at once (the module loads once)
+ *   rt_probe dlclose LIB NAME         dlopen LIB, look NAME up, dlclose LIB,
+ *                                     then use the stale handle
  *
  * Prints "status NAME: message" for every failure and exits 1. */
 #include "fatlink/runtime.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +174,36 @@ int main(int Argc, char **Argv) {
     printf("%d of %d threads failed\n", Failed, N);
     return Failed != 0;
   }
+  if (!strcmp(Cmd, "dlclose") && Argc > 3) {
+    /* The library's constructor registers its modules with this program's
+     * registry (linked with -rdynamic); its destructor unregisters them. */
+    void *Lib = dlopen(Argv[2], RTLD_NOW);
+    if (!Lib) {
+      printf("dlopen: %s\n", dlerror());
+      return 1;
+    }
+    printf("%u modules while loaded\n", fatlink_rt_module_count());
+    fatlink_rt_kernel K;
+    if ((S = fatlink_rt_get_kernel(Argv[3], &K)) != FATLINK_RT_SUCCESS)
+      return failed(S);
+    dlclose(Lib);
+    printf("%u module%s after dlclose\n", fatlink_rt_module_count(),
+           fatlink_rt_module_count() == 1 ? "" : "s");
+    fatlink_rt_kernel_info Info;
+    if ((S = fatlink_rt_kernel_get_info(K, &Info)) == FATLINK_RT_SUCCESS) {
+      puts("kernel_get_info on a stale handle succeeded");
+      return 1;
+    }
+    printf("info: ");
+    failed(S);
+    uint64_t Zero = 0;
+    void *Args[] = {&Zero, &Zero, &Zero};
+    size_t Sizes[] = {8, 8, 8};
+    fatlink_rt_dim3 One = {1, 1, 1};
+    S = fatlink_rt_launch(K, One, One, 0, NULL, Args, Sizes, 3);
+    printf("launch: ");
+    return S ? failed(S) : (puts("ok"), 0);
+  }
   if (!strcmp(Cmd, "select") && Argc > 3) {
     fatlink_rt_device_desc D = {atoi(Argv[2]) / 10, atoi(Argv[2]) % 10,
                                 atoi(Argv[3])};
@@ -185,7 +218,8 @@ int main(int Argc, char **Argv) {
     }
     return 0;
   }
-  fprintf(stderr, "usage: rt_probe [list|init|device N|get NAME|launch NAME "
-                  "SIZE...|vec_add N|select CC DRIVER|threads N]\n");
+  fprintf(stderr,
+          "usage: rt_probe [list|init|device N|get NAME|launch NAME "
+          "SIZE...|vec_add N|select CC DRIVER|threads N|dlclose LIB NAME]\n");
   return 2;
 }

@@ -6,7 +6,8 @@
 # new offload driver, linked without clang-linker-wrapper) and Rust (the
 # fatlink-rt crate) link the kernels.o and the runtime. Checked here:
 # registration and listing, registration with the CUDA runtime (kernel,
-# host stub and global), a shared library with its own device code, every
+# host stub and global), a shared library with its own device code (also
+# opened and closed with dlopen/dlclose: its stale kernel handles), every
 # error message that needs no GPU (no driver with its exact text, the
 # toolkit's stub, no device, no image, driver too old, unknown kernel,
 # wrong arguments), and the driver path end to end against a fake
@@ -150,6 +151,21 @@ check "shared library: each module keeps its kernels" \
   bash -c "grep -A3 '^module 0' dso.txt | grep -q 'kernel vec_add' && grep -A3 '^module 1' dso.txt | grep -q 'kernel cuda_scale'"
 expect "shared library: a kernel of the library, through the executable's API" 0 \
   "vec_add ok (64 elements)" env FATLINK_RT_LIBCUDA="$FAKE" ./probe_dso vec_add 64
+
+# The same library opened with dlopen (the executable exports the runtime,
+# so the library joins its registry) and closed again: a kernel handle into
+# it fails cleanly, without reading the unmapped descriptor.
+"$CC_C" -I"$INC" "$RT/tests/rt_probe.c" exe_kernels.o -rdynamic -Wl,--whole-archive \
+  "$LIB" -Wl,--no-whole-archive -ldl -o probe_dl
+FATLINK_RT_LIBCUDA="$FAKE" ./probe_dl dlclose "$WORK/libdso.so" vec_add >dl.txt 2>&1; rc=$?
+cat dl.txt
+check "dlclose: the library's module joins the registry and leaves it" \
+  bash -c "[ $rc -eq 1 ] && grep -qx '2 modules while loaded' dl.txt && grep -qx '1 module after dlclose' dl.txt"
+STALE="kernel vec_add belongs to a module of $WORK/libdso.so, which has been unloaded"
+check "dlclose: kernel info of a stale handle is BAD_MODULE" \
+  grep -qxF "info: status FATLINK_RT_ERROR_BAD_MODULE: $STALE" dl.txt
+check "dlclose: launching a stale handle is BAD_MODULE" \
+  grep -qxF "launch: status FATLINK_RT_ERROR_BAD_MODULE: $STALE" dl.txt
 
 ## The CUDA runtime path: clang CUDA objects, plain host link.
 "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --offload-new-driver \
