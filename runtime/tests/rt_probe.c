@@ -129,36 +129,43 @@ int main(int Argc, char **Argv) {
       B[I] = 0.5f * (float)I;
     }
     fatlink_rt_kernel K;
-    fatlink_rt_devptr DA, DB, DC;
+    fatlink_rt_devptr DA = 0, DB = 0, DC = 0;
     size_t Bytes = sizeof(float) * (size_t)N;
+    int Rc = 0;
     if ((S = fatlink_rt_get_kernel("vec_add", &K)) ||
         (S = fatlink_rt_malloc(&DA, Bytes)) ||
         (S = fatlink_rt_malloc(&DB, Bytes)) ||
         (S = fatlink_rt_malloc(&DC, Bytes)) ||
         (S = fatlink_rt_memcpy_htod(DA, A, Bytes)) ||
         (S = fatlink_rt_memcpy_htod(DB, B, Bytes)) ||
-        (S = fatlink_rt_memset(DC, 0, Bytes)))
-      return failed(S);
+        (S = fatlink_rt_memset(DC, 0, Bytes))) {
+      Rc = failed(S);
+      goto done;
+    }
     void *Args[] = {&DA, &DB, &DC};
     size_t Sizes[] = {8, 8, 8};
     fatlink_rt_dim3 Grid = {(uint32_t)(N / 32), 1, 1}, Block = {32, 1, 1};
     if ((S = fatlink_rt_launch(K, Grid, Block, 0, NULL, Args, Sizes, 3)) ||
         (S = fatlink_rt_synchronize()) ||
-        (S = fatlink_rt_memcpy_dtoh(C, DC, Bytes)))
-      return failed(S);
-    for (int I = 0; I < N; ++I)
+        (S = fatlink_rt_memcpy_dtoh(C, DC, Bytes))) {
+      Rc = failed(S);
+      goto done;
+    }
+    for (int I = 0; I < N && !Rc; ++I)
       if (C[I] != A[I] + B[I]) {
         printf("mismatch at %d: %g != %g\n", I, C[I], A[I] + B[I]);
-        return 1;
+        Rc = 1;
       }
+    if (!Rc)
+      printf("vec_add ok (%d elements)\n", N);
+  done:
     fatlink_rt_free(DA);
     fatlink_rt_free(DB);
     fatlink_rt_free(DC);
     free(A);
     free(B);
     free(C);
-    printf("vec_add ok (%d elements)\n", N);
-    return 0;
+    return Rc;
   }
   if (!strcmp(Cmd, "threads") && Argc > 2) {
     int N = atoi(Argv[2]);
