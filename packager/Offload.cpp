@@ -43,6 +43,34 @@ Error makeError(const Twine &Msg) {
   return createStringError(inconvertibleErrorCode(), Msg);
 }
 
+/// A thin archive (`ar rcT`) holds paths instead of member bytes, and
+/// LLVM's Archive opens whatever file a path names (a FIFO, /dev/zero, any
+/// file the user can read) when a member's bytes are asked for. Everything
+/// here works on bytes in memory and opens no file, so a thin archive is an
+/// error naming up to three of its members, which the user can pass
+/// instead. (The link commands read their inputs in lto/Inputs.cpp, which
+/// follows the members as the host linker does.)
+Error refuseThinArchive(const Archive &Ar, StringRef Name) {
+  std::string Members;
+  unsigned N = 0;
+  Error Err = Error::success();
+  for (const Archive::Child &C : Ar.children(Err)) {
+    Expected<StringRef> MemberName = C.getName();
+    if (!MemberName) {
+      consumeError(MemberName.takeError());
+      break;
+    }
+    if (++N <= 3)
+      Members += (N > 1 ? ", " : "") + MemberName->str();
+  }
+  consumeError(std::move(Err));
+  if (N > 3)
+    Members += ", ...";
+  return makeError(Name + ": thin archive: its members are files elsewhere" +
+                   (N ? " (" + Members + ")" : std::string()) +
+                   ", which are not followed here: pass those files instead");
+}
+
 /// Calls \p Fn(Name, Bytes) for each member of the archive \p Data.
 Error forEachMember(StringRef Data, StringRef Name,
                     function_ref<Error(StringRef, StringRef)> Fn) {
@@ -50,6 +78,8 @@ Error forEachMember(StringRef Data, StringRef Name,
       Archive::create(MemoryBufferRef(Data, Name));
   if (!ArOrErr)
     return createFileError(Name, ArOrErr.takeError());
+  if ((*ArOrErr)->isThin())
+    return refuseThinArchive(**ArOrErr, Name);
   Error Err = Error::success();
   for (const Archive::Child &C : (*ArOrErr)->children(Err)) {
     Expected<StringRef> MemberName = C.getName();
@@ -60,9 +90,8 @@ Error forEachMember(StringRef Data, StringRef Name,
       return createFileError(Name + "(" + *MemberName + ")", Buf.takeError());
     // LLVM checks a member's size against the archive only when it moves to
     // the next member, after this one has been handed out.
-    if (!(*ArOrErr)->isThin() &&
-        (Buf->data() < Data.data() ||
-         Buf->size() > size_t(Data.end() - Buf->data())))
+    if (Buf->data() < Data.data() ||
+        Buf->size() > size_t(Data.end() - Buf->data()))
       return makeError(Name + ": corrupt archive: member " + *MemberName +
                        " of " + Twine(Buf->size()) + " bytes at offset " +
                        Twine(Buf->data() - Data.data()) +

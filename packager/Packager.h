@@ -163,7 +163,8 @@ struct BitcodeMember {
 /// Collects the device bitcode in a file: the file itself when it is bitcode
 /// (.bc, rustc's .rcgu.o), or each bitcode member of an ar archive (rlib),
 /// skipping lib.rmeta and every other member that is not bitcode. \p Name is
-/// used for origins. An archive with no bitcode member is an error.
+/// used for origins. An archive with no bitcode member is an error, and so
+/// is a thin archive (its members are paths, and nothing here opens files).
 llvm::Expected<std::vector<BitcodeMember>>
 collectBitcode(llvm::StringRef Data, llvm::StringRef Name);
 
@@ -197,8 +198,9 @@ struct EmbeddedImage {
 /// Finds every fatbin entry (in .nv_fatbin or __nv_relfatbin sections, or a
 /// bare fatbin) and every OffloadBinary (.llvm.offloading sections, or a bare
 /// one) in \p Data, which may be a fatbin, an OffloadBinary, an ELF object,
-/// executable or shared library, or an ar archive of those. \p Name names
-/// the file in origins. The result is in file order.
+/// executable or shared library, or an ar archive of those (not a thin
+/// one: see collectBitcode). \p Name names the file in origins. The result
+/// is in file order.
 llvm::Expected<std::vector<EmbeddedImage>> scanFile(llvm::StringRef Data,
                                                     llvm::StringRef Name);
 

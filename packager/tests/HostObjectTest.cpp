@@ -215,6 +215,20 @@ TEST(OffloadObject, CollectsBitcodeFromArchives) {
   EXPECT_EQ((*MembersOrErr)[0].Origin, "libk.rlib(k.rcgu.o)");
   EXPECT_EQ((*MembersOrErr)[0].Bitcode, Bitcode);
 
+  // A thin archive names its members' files: nothing here opens them (the
+  // member file exists, so a reader that followed it would succeed).
+  runOk({llvmTool("llvm-ar"), "rcT", Dir + "/libthin.a", Dir + "/k.rcgu.o",
+         Dir + "/lib.rmeta"});
+  std::string ThinPath = Dir + "/libthin.a", Thin = readFile(ThinPath);
+  // (llvm-ar keeps the absolute paths it was given.)
+  std::string ThinError = ThinPath +
+                          ": thin archive: its members are files elsewhere (" +
+                          Dir + "/k.rcgu.o, " + Dir +
+                          "/lib.rmeta), which are not followed here: pass "
+                          "those files instead";
+  EXPECT_EQ(errorOf(collectBitcode(Thin, ThinPath)), ThinError);
+  EXPECT_EQ(errorOf(scanFile(Thin, ThinPath)), ThinError);
+
   auto BareOrErr = collectBitcode(Bitcode, "k.bc");
   ASSERT_OK(BareOrErr);
   EXPECT_EQ((*BareOrErr)[0].Origin, "k.bc");

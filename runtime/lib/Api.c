@@ -104,6 +104,8 @@ fatlink_rt_status fatlink_rt_kernel_get_info(fatlink_rt_kernel Kernel,
   if (!Kernel || !Info)
     return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
                      "fatlink_rt_kernel_get_info: NULL argument");
+  if (atomic_load(&Kernel->module->unloaded))
+    return flrt_unloaded_failure(Kernel->module, Kernel->index);
   uint32_t Module = UINT32_MAX;
   flrt_registry_lock();
   for (uint32_t I = 0; I < flrt_registry_count_locked(); ++I)

@@ -149,6 +149,9 @@ typedef struct flrt_module flrt_module;
 struct fatlink_rt_kernel_s {
   flrt_module *module;
   uint32_t index;
+  /* Once its module is unregistered: a copy of the kernel's name, for the
+   * message (the descriptor went away with the library). */
+  char *retired_name;
 };
 
 enum { FLRT_UNLOADED = 0, FLRT_LOADED = 1, FLRT_FAILED = 2 };
@@ -175,6 +178,9 @@ struct flrt_module {
    * release store so the lock-free fast path sees them initialized. */
   _Atomic(flrt_module_device *) devices;
   int num_devices;
+  /* Once unregistered: the next record on the retired list. Its desc is
+   * then dangling (the library is gone) and must not be read. */
+  flrt_module *next_retired;
 };
 
 /* Snapshot access to the live modules, under the registry lock. */
@@ -182,6 +188,9 @@ void flrt_registry_lock(void);
 void flrt_registry_unlock(void);
 uint32_t flrt_registry_count_locked(void);
 flrt_module *flrt_registry_get_locked(uint32_t Index);
+
+/* The BAD_MODULE failure for a kernel handle of an unregistered module. */
+fatlink_rt_status flrt_unloaded_failure(const flrt_module *M, uint32_t Kernel);
 
 /* Loads Module on Device (once) and returns the kernel's CUfunction. */
 fatlink_rt_status flrt_module_function(flrt_module *M, uint32_t Kernel,

@@ -7,10 +7,20 @@
  * once and appends a record to the process-wide registry; the destructor
  * takes the records out again when a shared library is unloaded.
  *
- * Records are never freed: a kernel handle of an unloaded library then
- * reports FATLINK_RT_ERROR_BAD_MODULE instead of touching freed memory (a
- * few hundred bytes per dlclose; the GPU code of such a module stays
- * loaded, since unloading it would need a driver call from a destructor).
+ * A kernel handle points into its module's record, and the application may
+ * keep one past the dlclose of the library that holds the kernel. So an
+ * unregistered record is retired, not freed: unregistering frees its
+ * per-device state (the part that grows with devices x kernels) and moves
+ * the small registration-time part (the record, its kernel handles, its
+ * images and origin, and now a copy of its kernel names: a few hundred
+ * bytes per dlclose) to a retired list, where it stays reachable. A stale
+ * handle then reports FATLINK_RT_ERROR_BAD_MODULE, naming its kernel,
+ * without touching freed memory, nor the descriptor, which went away with
+ * the library. Nothing more is freed at exit: other components'
+ * destructors may still call in after ours, and the retired records stay
+ * reachable, so LeakSanitizer does not count them. The GPU code of a
+ * retired module stays loaded, since unloading it would need a driver call
+ * from a destructor.
  *
  * Loading is lazy and thread-safe: a module is loaded on a device by the
  * first thread that needs one of its kernels there, under the module's
@@ -32,6 +42,8 @@
 static pthread_mutex_t Lock = PTHREAD_MUTEX_INITIALIZER;
 static flrt_module **Live;
 static uint32_t NumLive, CapLive;
+/* Unregistered records, linked through next_retired (see above). */
+static flrt_module *Retired;
 
 /* Ctor.c's constructor must be linked whenever the registry is. */
 extern int flrt_ctor_anchor;
@@ -260,6 +272,27 @@ void fatlink_rt_register_modules_v1(const struct fatlink_module *Begin,
   }
 }
 
+/* Marks M unloaded and frees its per-device state; M itself is retired.
+ * Its descriptor is still mapped here (this runs from the destructor of
+ * the component that holds it), so the kernel names are copied for the
+ * messages of stale handles. */
+static void retireModule(flrt_module *M) {
+  pthread_mutex_lock(&M->lock);
+  uint32_t NK = M->parse_error ? 0 : M->desc->num_kernels;
+  for (uint32_t I = 0; I < NK; ++I)
+    M->kernels[I].retired_name = dupString(M->desc->kernels[I].name);
+  atomic_store(&M->unloaded, 1);
+  flrt_module_device *Devices =
+      atomic_exchange_explicit(&M->devices, NULL, memory_order_acq_rel);
+  for (int I = 0; Devices && I < M->num_devices; ++I) {
+    free((void *)Devices[I].functions);
+    free(Devices[I].error);
+  }
+  free(Devices);
+  M->num_devices = 0;
+  pthread_mutex_unlock(&M->lock);
+}
+
 void fatlink_rt_unregister_modules_v1(const struct fatlink_module *Begin,
                                       const struct fatlink_module *End) {
   if (!Begin || !End || End <= Begin)
@@ -269,10 +302,13 @@ void fatlink_rt_unregister_modules_v1(const struct fatlink_module *Begin,
   for (uint32_t I = 0; I < NumLive; ++I) {
     flrt_module *M = Live[I];
     if ((const void *)M->desc >= (const void *)Begin &&
-        (const void *)M->desc < (const void *)End)
-      atomic_store(&M->unloaded, 1);
-    else
+        (const void *)M->desc < (const void *)End) {
+      retireModule(M);
+      M->next_retired = Retired;
+      Retired = M;
+    } else {
       Live[Out++] = M;
+    }
   }
   NumLive = Out;
   pthread_mutex_unlock(&Lock);
@@ -386,14 +422,23 @@ static void loadModule(flrt_module *M, flrt_module_device *MD, int Device) {
   flrt_log("%s", MD->error ? MD->error : "module load failed");
 }
 
+fatlink_rt_status flrt_unloaded_failure(const flrt_module *M, uint32_t Kernel) {
+  const char *Name = M->kernels[Kernel].retired_name;
+  if (!Name) /* out of memory when it was retired */
+    return flrt_fail(FATLINK_RT_ERROR_BAD_MODULE,
+                     "kernel #%u belongs to a module of %s, which has been "
+                     "unloaded",
+                     Kernel, M->origin);
+  return flrt_fail(FATLINK_RT_ERROR_BAD_MODULE,
+                   "kernel %s belongs to a module of %s, which has been "
+                   "unloaded",
+                   Name, M->origin);
+}
+
 fatlink_rt_status flrt_module_function(flrt_module *M, uint32_t Kernel,
                                        int Device, CUfunction *Out) {
   if (atomic_load(&M->unloaded))
-    return flrt_fail(FATLINK_RT_ERROR_BAD_MODULE,
-                     "kernel %s belongs to a module of %s, which has been "
-                     "unloaded",
-                     M->parse_error ? "?" : M->desc->kernels[Kernel].name,
-                     M->origin);
+    return flrt_unloaded_failure(M, Kernel);
   if (M->parse_error)
     return flrt_fail(FATLINK_RT_ERROR_BAD_MODULE,
                      "the fatlink module in %s is unusable: %s", M->origin,
@@ -424,6 +469,10 @@ fatlink_rt_status flrt_module_function(flrt_module *M, uint32_t Kernel,
   }
 
   pthread_mutex_lock(&M->lock);
+  if (atomic_load(&M->unloaded)) { /* retired since the check above */
+    pthread_mutex_unlock(&M->lock);
+    return flrt_unloaded_failure(M, Kernel);
+  }
   Devices = atomic_load_explicit(&M->devices, memory_order_relaxed);
   if (!Devices) {
     int N = flrt_driver_device_count();

@@ -14,6 +14,7 @@
  *   FAKE_CUDA_JIT_LOG   text written to the JIT error log on a failed load
  *   FAKE_CUDA_TRACE     file that receives one line per module load and
  *                       per launch */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,10 +98,25 @@ CUresult cuModuleLoadDataEx(void **M, const void *Image, unsigned N,
   *M = (void *)Image;
   return 0;
 }
+/* A function handle is its kernel's name, kept by the driver (here in a
+ * table, as a real driver keeps its functions until the module unloads). */
 CUresult cuModuleGetFunction(void **F, void *M, const char *Name) {
   (void)M;
-  *F = strdup(Name);
-  return 0;
+  static char Names[64][256];
+  static int NumNames;
+  static pthread_mutex_t Lock = PTHREAD_MUTEX_INITIALIZER;
+  CUresult R = 0;
+  pthread_mutex_lock(&Lock);
+  int I = 0;
+  while (I < NumNames && strcmp(Names[I], Name) != 0)
+    ++I;
+  if (I == NumNames && (NumNames == 64 || strlen(Name) >= sizeof(Names[0])))
+    R = 500; /* CUDA_ERROR_NOT_FOUND */
+  else if (I == NumNames)
+    snprintf(Names[NumNames++], sizeof(Names[0]), "%s", Name);
+  pthread_mutex_unlock(&Lock);
+  *F = R ? NULL : Names[I];
+  return R;
 }
 CUresult cuFuncGetAttribute(int *V, int Attr, void *F) {
   (void)F;

@@ -10,10 +10,13 @@
  *   rt_probe select CC DRIVER         the image chosen for each module
  *   rt_probe threads N                N threads look up and launch vec_add
  *                                     at once (the module loads once)
+ *   rt_probe dlclose LIB NAME         dlopen LIB, look NAME up, dlclose LIB,
+ *                                     then use the stale handle
  *
  * Prints "status NAME: message" for every failure and exits 1. */
 #include "fatlink/runtime.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,36 +129,43 @@ int main(int Argc, char **Argv) {
       B[I] = 0.5f * (float)I;
     }
     fatlink_rt_kernel K;
-    fatlink_rt_devptr DA, DB, DC;
+    fatlink_rt_devptr DA = 0, DB = 0, DC = 0;
     size_t Bytes = sizeof(float) * (size_t)N;
+    int Rc = 0;
     if ((S = fatlink_rt_get_kernel("vec_add", &K)) ||
         (S = fatlink_rt_malloc(&DA, Bytes)) ||
         (S = fatlink_rt_malloc(&DB, Bytes)) ||
         (S = fatlink_rt_malloc(&DC, Bytes)) ||
         (S = fatlink_rt_memcpy_htod(DA, A, Bytes)) ||
         (S = fatlink_rt_memcpy_htod(DB, B, Bytes)) ||
-        (S = fatlink_rt_memset(DC, 0, Bytes)))
-      return failed(S);
+        (S = fatlink_rt_memset(DC, 0, Bytes))) {
+      Rc = failed(S);
+      goto done;
+    }
     void *Args[] = {&DA, &DB, &DC};
     size_t Sizes[] = {8, 8, 8};
     fatlink_rt_dim3 Grid = {(uint32_t)(N / 32), 1, 1}, Block = {32, 1, 1};
     if ((S = fatlink_rt_launch(K, Grid, Block, 0, NULL, Args, Sizes, 3)) ||
         (S = fatlink_rt_synchronize()) ||
-        (S = fatlink_rt_memcpy_dtoh(C, DC, Bytes)))
-      return failed(S);
-    for (int I = 0; I < N; ++I)
+        (S = fatlink_rt_memcpy_dtoh(C, DC, Bytes))) {
+      Rc = failed(S);
+      goto done;
+    }
+    for (int I = 0; I < N && !Rc; ++I)
       if (C[I] != A[I] + B[I]) {
         printf("mismatch at %d: %g != %g\n", I, C[I], A[I] + B[I]);
-        return 1;
+        Rc = 1;
       }
+    if (!Rc)
+      printf("vec_add ok (%d elements)\n", N);
+  done:
     fatlink_rt_free(DA);
     fatlink_rt_free(DB);
     fatlink_rt_free(DC);
     free(A);
     free(B);
     free(C);
-    printf("vec_add ok (%d elements)\n", N);
-    return 0;
+    return Rc;
   }
   if (!strcmp(Cmd, "threads") && Argc > 2) {
     int N = atoi(Argv[2]);
@@ -171,6 +181,36 @@ int main(int Argc, char **Argv) {
     printf("%d of %d threads failed\n", Failed, N);
     return Failed != 0;
   }
+  if (!strcmp(Cmd, "dlclose") && Argc > 3) {
+    /* The library's constructor registers its modules with this program's
+     * registry (linked with -rdynamic); its destructor unregisters them. */
+    void *Lib = dlopen(Argv[2], RTLD_NOW);
+    if (!Lib) {
+      printf("dlopen: %s\n", dlerror());
+      return 1;
+    }
+    printf("%u modules while loaded\n", fatlink_rt_module_count());
+    fatlink_rt_kernel K;
+    if ((S = fatlink_rt_get_kernel(Argv[3], &K)) != FATLINK_RT_SUCCESS)
+      return failed(S);
+    dlclose(Lib);
+    printf("%u module%s after dlclose\n", fatlink_rt_module_count(),
+           fatlink_rt_module_count() == 1 ? "" : "s");
+    fatlink_rt_kernel_info Info;
+    if ((S = fatlink_rt_kernel_get_info(K, &Info)) == FATLINK_RT_SUCCESS) {
+      puts("kernel_get_info on a stale handle succeeded");
+      return 1;
+    }
+    printf("info: ");
+    failed(S);
+    uint64_t Zero = 0;
+    void *Args[] = {&Zero, &Zero, &Zero};
+    size_t Sizes[] = {8, 8, 8};
+    fatlink_rt_dim3 One = {1, 1, 1};
+    S = fatlink_rt_launch(K, One, One, 0, NULL, Args, Sizes, 3);
+    printf("launch: ");
+    return S ? failed(S) : (puts("ok"), 0);
+  }
   if (!strcmp(Cmd, "select") && Argc > 3) {
     fatlink_rt_device_desc D = {atoi(Argv[2]) / 10, atoi(Argv[2]) % 10,
                                 atoi(Argv[3])};
@@ -185,7 +225,8 @@ int main(int Argc, char **Argv) {
     }
     return 0;
   }
-  fprintf(stderr, "usage: rt_probe [list|init|device N|get NAME|launch NAME "
-                  "SIZE...|vec_add N|select CC DRIVER|threads N]\n");
+  fprintf(stderr,
+          "usage: rt_probe [list|init|device N|get NAME|launch NAME "
+          "SIZE...|vec_add N|select CC DRIVER|threads N|dlclose LIB NAME]\n");
   return 2;
 }

@@ -24,6 +24,8 @@ export CARGO_TARGET_DIR="$WORK/target"
 export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER="$WORK/fatlink-cc"
 export FATLINK="$FATLINK"
 export FATLINK_RT_LIB_DIR="$(dirname "$(readlink -f "$RUNFILES/runtime/libfatlink_rt.a")")"
+# The instrumented runtime (--config=asan) needs the sanitizers' runtimes.
+[ "${#SAN_RUSTFLAGS[@]}" -eq 0 ] || export RUSTFLAGS="${SAN_RUSTFLAGS[*]}"
 (cd "$REPO/examples/cargo" && cargo build --release --offline) > build.log 2>&1
 check "cargo build --release succeeds" test $? -eq 0 || cat build.log
 APP="$WORK/target/release/app"

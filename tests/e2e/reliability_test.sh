@@ -2,8 +2,8 @@
 # reliability_test.sh: fatlink under bad input, faults, and many runs.
 #
 #  1. Bad input: corrupt OffloadBinaries inside objects, truncated rlibs,
-#     an empty archive, compression bombs; each built here from a real
-#     file, with a comment on what is wrong with it.
+#     an empty archive, a thin archive, compression bombs; each built here
+#     from a real file, with a comment on what is wrong with it.
 #  2. Faults: a full file system, a file size limit, outputs that cannot be
 #     created, SIGTERM/SIGINT of `fatlink cc` during the device link and
 #     during the host link.
@@ -104,6 +104,15 @@ expect_error "rlib with a corrupt bitcode member names the member" \
 rm -f "$D/empty.a" && ar rc "$D/empty.a"
 expect_error "empty archive (embed)" "$D/empty.a: archive contains no device bitcode" \
   embed "$D/empty.a" -o "$OUT"
+
+# A thin archive (`ar rcT`) holds the paths of its members' files, not
+# their bytes. inspect works on bytes and follows no path a file names (a
+# crafted one could name any file, a FIFO or /dev/zero): it refuses it and
+# names the members.
+mkdir -p "$D/thin" && (cd "$D/thin" && ar rcT libthin.a ../softplus.bc)
+expect_error "thin archive (inspect)" \
+  "$D/thin/libthin.a: thin archive: its members are files elsewhere (../softplus.bc), which are not followed here: pass those files instead" \
+  inspect "$D/thin/libthin.a"
 
 # Compression bombs: a few bytes that declare gigabytes. A zstd frame that
 # says it holds 3 GiB (as does its entry header) but has one 1-byte block;

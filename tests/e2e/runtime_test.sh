@@ -6,7 +6,8 @@
 # new offload driver, linked without clang-linker-wrapper) and Rust (the
 # fatlink-rt crate) link the kernels.o and the runtime. Checked here:
 # registration and listing, registration with the CUDA runtime (kernel,
-# host stub and global), a shared library with its own device code, every
+# host stub and global), a shared library with its own device code (also
+# opened and closed with dlopen/dlclose: its stale kernel handles), every
 # error message that needs no GPU (no driver with its exact text, the
 # toolkit's stub, no device, no image, driver too old, unknown kernel,
 # wrong arguments), and the driver path end to end against a fake
@@ -44,7 +45,7 @@ FAKE="$WORK/libfakecuda.so"
 "$FATLINK" device-link --arch=sm_80,compute_80 $RLIBS "$D/softplus.bc" \
   -o kernels.o
 check "device-link for the C host" test -s kernels.o
-"$CC_C" -O1 -I"$INC" "$RT/tests/rt_probe.c" kernels.o "$LIB" -lpthread -o probe
+"$CC_C" -O1 -I"$INC" "$RT/tests/rt_probe.c" kernels.o "$LIB" -lpthread "${SAN_LDFLAGS[@]}" -o probe
 check "C host links with kernels.o and the runtime" test -x probe
 
 ## Listing: no driver needed.
@@ -121,7 +122,7 @@ check "... and every thread launched" test "$(grep -c '^launch vec_add grid 1,1,
 # PTX only, uncompressed, PTX ISA 8.7: a CUDA 12.4 driver cannot load it.
 "$FATLINK" device-link --arch=compute_80 --ptx-version=8.7 --compress=none \
   $RLIBS "$D/softplus.bc" -o ptx87.o
-"$CC_C" -I"$INC" "$RT/tests/rt_probe.c" ptx87.o "$LIB" -o probe87
+"$CC_C" -I"$INC" "$RT/tests/rt_probe.c" ptx87.o "$LIB" "${SAN_LDFLAGS[@]}" -o probe87
 expect "driver too old for the PTX ISA: names the driver it needs" 1 \
   "status FATLINK_RT_ERROR_DRIVER_TOO_OLD: cannot load module 0 ($WORK/probe87) on device 0 (Fake GPU 0, sm_86, driver CUDA 12.4): PTX compute_80 (ISA 8.7) fits sm_86 but its PTX ISA 8.7 needs a driver for CUDA 12.8 (Linux >= 570.26); this driver supports CUDA 12.4: update the NVIDIA driver, or relink with \`fatlink device-link --ptx-version=8.4\` (the newest PTX ISA this driver loads) (the driver returned CUDA_ERROR_UNSUPPORTED_PTX_VERSION)" \
   env FAKE_CUDA_CC=86 FAKE_CUDA_VERSION=12040 FAKE_CUDA_LOAD=222 ./probe87 get saxpy
@@ -141,15 +142,31 @@ unset FATLINK_RT_LIBCUDA
 "$FATLINK" device-link --arch=sm_80 "$D/libvecmath.rlib" "$D/libminicore.rlib" -o dso_kernels.o
 "$FATLINK" device-link --arch=sm_80 "$D/softplus.bc" -o exe_kernels.o
 printf 'int dso_answer(void) { return 42; }\n' >dso.c
-"$CC_C" -shared -fPIC dso.c dso_kernels.o -Wl,--whole-archive "$LIB" -Wl,--no-whole-archive -o libdso.so
+"$CC_C" -shared -fPIC dso.c dso_kernels.o -Wl,--whole-archive "$LIB" -Wl,--no-whole-archive \
+  "${SAN_LDFLAGS[@]}" -o libdso.so
 "$CC_C" -I"$INC" "$RT/tests/rt_probe.c" exe_kernels.o -Wl,--whole-archive "$LIB" \
-  -Wl,--no-whole-archive -L. -Wl,--no-as-needed -ldso -Wl,-rpath,"$WORK" -o probe_dso
+  -Wl,--no-whole-archive -L. -Wl,--no-as-needed -ldso -Wl,-rpath,"$WORK" "${SAN_LDFLAGS[@]}" -o probe_dso
 LD_LIBRARY_PATH="$WORK" ./probe_dso list >dso.txt 2>&1
 check "shared library: both modules listed" bash -c "grep -q '^2 modules\$' dso.txt && grep -q '^module 0: libdso.so' dso.txt && grep -q '^module 1: probe_dso' dso.txt"
 check "shared library: each module keeps its kernels" \
   bash -c "grep -A3 '^module 0' dso.txt | grep -q 'kernel vec_add' && grep -A3 '^module 1' dso.txt | grep -q 'kernel cuda_scale'"
 expect "shared library: a kernel of the library, through the executable's API" 0 \
   "vec_add ok (64 elements)" env FATLINK_RT_LIBCUDA="$FAKE" ./probe_dso vec_add 64
+
+# The same library opened with dlopen (the executable exports the runtime,
+# so the library joins its registry) and closed again: a kernel handle into
+# it fails cleanly, without reading the unmapped descriptor.
+"$CC_C" -I"$INC" "$RT/tests/rt_probe.c" exe_kernels.o -rdynamic -Wl,--whole-archive \
+  "$LIB" -Wl,--no-whole-archive -ldl "${SAN_LDFLAGS[@]}" -o probe_dl
+FATLINK_RT_LIBCUDA="$FAKE" ./probe_dl dlclose "$WORK/libdso.so" vec_add >dl.txt 2>&1; rc=$?
+cat dl.txt
+check "dlclose: the library's module joins the registry and leaves it" \
+  bash -c "[ $rc -eq 1 ] && grep -qx '2 modules while loaded' dl.txt && grep -qx '1 module after dlclose' dl.txt"
+STALE="kernel vec_add belongs to a module of $WORK/libdso.so, which has been unloaded"
+check "dlclose: kernel info of a stale handle is BAD_MODULE" \
+  grep -qxF "info: status FATLINK_RT_ERROR_BAD_MODULE: $STALE" dl.txt
+check "dlclose: launching a stale handle is BAD_MODULE" \
+  grep -qxF "launch: status FATLINK_RT_ERROR_BAD_MODULE: $STALE" dl.txt
 
 ## The CUDA runtime path: clang CUDA objects, plain host link.
 "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --offload-new-driver \
@@ -158,7 +175,7 @@ check "clang host object has the stub in llvm_offload_entries" \
   bash -c "readelf -rW cuda_host.o | sed -n '/llvm_offload_entries/,/^\$/p' | grep -q '_Z20__device_stub__scalePfi + 0'"
 "$FATLINK" device-link --arch=sm_80,compute_80 cuda_host.o -o cuda_kernels.o
 "$CLANG" cuda_host.o cuda_kernels.o -Wl,--whole-archive "$LIB" -Wl,--no-whole-archive \
-  -L"$CUDA/lib64" -lcudart -ldl -lpthread -Wl,-rpath,"$CUDA/lib64" -o cuda_app
+  -L"$CUDA/lib64" -lcudart -ldl -lpthread -Wl,-rpath,"$CUDA/lib64" "${SAN_LDFLAGS[@]}" -o cuda_app
 check "CUDA C++ app links without clang-linker-wrapper" test -x cuda_app
 FATLINK_RT_LOG=1 ./cuda_app >cuda.txt 2>&1; rc=$?
 cat cuda.txt
@@ -171,11 +188,11 @@ if ! nvidia-smi >/dev/null 2>&1; then
     grep -q '^cudaMalloc: cudaErrorInsufficientDriver (35)' cuda.txt
 fi
 "$CLANG" cuda_host.o cuda_kernels.o "$LIB" -L"$CUDA/lib64" -lcudart -ldl -lpthread \
-  -Wl,-rpath,"$CUDA/lib64" -o cuda_app_no_whole
+  -Wl,-rpath,"$CUDA/lib64" "${SAN_LDFLAGS[@]}" -o cuda_app_no_whole
 check "without --whole-archive nothing registers (the documented pitfall)" \
   bash -c "! FATLINK_RT_LOG=1 ./cuda_app_no_whole 2>&1 | grep -q 'CUDA runtime: registered'"
 "$CLANG" cuda_host.o kernels.o -Wl,--whole-archive "$LIB" -Wl,--no-whole-archive \
-  -L"$CUDA/lib64" -lcudart -ldl -lpthread -Wl,-rpath,"$CUDA/lib64" -o cuda_app_wrong
+  -L"$CUDA/lib64" -lcudart -ldl -lpthread -Wl,-rpath,"$CUDA/lib64" "${SAN_LDFLAGS[@]}" -o cuda_app_wrong
 expect "a host stub without device code is named" 0 \
   "fatlink-rt: warning: kernel _Z5scalePfi has a host stub (cuda_app_wrong+0x" ./cuda_app_wrong
 
@@ -184,7 +201,7 @@ mkdir -p native && cp "$LIB" native/
 "$RUSTC" --edition 2021 -O --crate-type rlib --crate-name fatlink_rt \
   "$RT/rust/fatlink-rt/src/lib.rs" -o libfatlink_rt.rlib
 "$RUSTC" --edition 2021 "$RT/tests/rust_host.rs" --extern fatlink_rt=libfatlink_rt.rlib \
-  -L native="$WORK/native" -C link-arg="$WORK/kernels.o" -o rust_host
+  -L native="$WORK/native" -C link-arg="$WORK/kernels.o" "${SAN_RUSTFLAGS[@]}" -o rust_host
 check "Rust host links" test -x rust_host
 ./rust_host >rust.txt 2>&1; rc=$?
 check "Rust host: lists the kernels" grep -q '^kernel saxpy\[4, 8, 8\]$' rust.txt
@@ -220,7 +237,8 @@ fn main() {
     println!("cargo:rerun-if-env-changed=FATLINK_KERNELS_O");
 }
 RS
-(cd cargo_host && FATLINK_RT_LIB_DIR="$WORK/native" FATLINK_KERNELS_O="$WORK/kernels.o" \
+(cd cargo_host && [ "${#SAN_RUSTFLAGS[@]}" -eq 0 ] || export RUSTFLAGS="${SAN_RUSTFLAGS[*]}"
+  FATLINK_RT_LIB_DIR="$WORK/native" FATLINK_KERNELS_O="$WORK/kernels.o" \
   CARGO_TARGET_DIR="$WORK/cargo_target" cargo build --offline -q) >cargo.txt 2>&1
 check "cargo build --offline of a binary using the crate" test -x cargo_target/debug/cargo_host || cat cargo.txt
 expect "cargo-built host runs saxpy through the fake driver" 0 "saxpy ok" \

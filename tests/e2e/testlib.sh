@@ -17,6 +17,21 @@ CLANG="${CLANG:-clang++-22}"
 CLANG_C="${CLANG_C:-clang-22}"
 RUSTC="${RUSTC:-rustc}"
 
+# Under --config=asan the runtime archive is instrumented: a program that
+# links it needs the sanitizers' runtime libraries too, gcc's libasan first
+# of all. SAN_LDFLAGS are the flags for a C compiler driver; SAN_RUSTFLAGS
+# those for rustc, whose links pass -nodefaultlibs (which drops what
+# -fsanitize adds), so it names the libraries, before the system ones.
+# Both are empty for a normal build.
+SAN_LDFLAGS=()
+SAN_RUSTFLAGS=()
+# (grep without -q reads all of nm's output: with pipefail, an early exit
+# would fail the pipeline through nm's SIGPIPE.)
+if nm "$RUNFILES/runtime/libfatlink_rt.a" 2>/dev/null | grep ' U __asan_' >/dev/null; then
+  SAN_LDFLAGS=(-fsanitize=address,undefined)
+  SAN_RUSTFLAGS=(-ldylib=asan -ldylib=ubsan)
+fi
+
 # Everything a test writes lives here; TMPDIR too, so that the tests can
 # check that fatlink leaves no temporary files behind.
 WORK="$TEST_TMPDIR/work"
