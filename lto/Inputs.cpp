@@ -8,7 +8,9 @@
 //   - raw LLVM bitcode (.bc; rustc's nvptx `.rcgu.o` files are bitcode),
 //   - ar archives (rlibs, static libraries): bitcode members are device
 //     images, ELF members are searched for OffloadBinaries, and everything
-//     else (`lib.rmeta`, `lib.rmeta-link`) is skipped,
+//     else (`lib.rmeta`, `lib.rmeta-link`) is skipped; thin archives
+//     (`ar rcT`) are followed as GNU ld and lld follow them (see
+//     readThinMember),
 //   - ELF objects with a SHT_LLVM_OFFLOADING section (clang
 //     `--offload-new-driver -fgpu-rdc -foffload-lto`, `fatlink embed`).
 //
@@ -29,6 +31,8 @@
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Object/OffloadBinary.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/TargetParser/Triple.h"
 
@@ -83,6 +87,39 @@ Error checkBitcode(MemoryBufferRef MB, StringRef Origin) {
 
 namespace {
 
+/// Reads member \p Member of the thin archive \p Archive. A thin archive
+/// (`ar rcT`) holds paths instead of member bytes. As GNU ld and lld do (and
+/// as LLVM's Archive::Child::getFullName does), a relative path is taken
+/// from the archive's directory and an absolute one as it is, so fatlink
+/// finds the device code in exactly the files the host linker links. The
+/// file must be a regular one: a FIFO, a device (/dev/zero, /dev/stdin) or
+/// a directory named by a crafted archive would block, never end or fail
+/// obscurely. (A member that is an archive is skipped like any other member
+/// that is not device code, so an archive naming itself ends too.)
+Expected<std::unique_ptr<MemoryBuffer>> readThinMember(StringRef Archive,
+                                                       StringRef Member) {
+  SmallString<256> Full;
+  if (!sys::path::is_absolute(Member))
+    Full = sys::path::parent_path(Archive);
+  sys::path::append(Full, Member);
+  sys::fs::file_status Status;
+  if (std::error_code EC = sys::fs::status(Full, Status))
+    return makeError("%s: cannot open %s, a member of this thin archive: %s",
+                     Archive.str().c_str(), Full.c_str(), EC.message().c_str());
+  if (Status.type() != sys::fs::file_type::regular_file)
+    return makeError("%s: member %s of this thin archive is not a regular "
+                     "file",
+                     Archive.str().c_str(), Full.c_str());
+  ErrorOr<std::unique_ptr<MemoryBuffer>> MBOrErr =
+      MemoryBuffer::getFile(Full, /*IsText=*/false,
+                            /*RequiresNullTerminator=*/false);
+  if (!MBOrErr)
+    return makeError("%s: cannot read %s, a member of this thin archive: %s",
+                     Archive.str().c_str(), Full.c_str(),
+                     MBOrErr.getError().message().c_str());
+  return std::move(*MBOrErr);
+}
+
 /// Collects device images and the errors met on the way, so that one run
 /// reports every bad input.
 class InputReader {
@@ -103,6 +140,7 @@ private:
   void addObject(MemoryBufferRef MB, std::string Origin, std::string Arch,
                  size_t &Found);
   void readArchive(MemoryBufferRef MB, StringRef Path, size_t &Found);
+  void readMember(MemoryBufferRef MB, const std::string &Origin, size_t &Found);
   void readOffloadObject(MemoryBufferRef MB, StringRef Origin, size_t &Found);
 };
 
@@ -240,6 +278,22 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
   ++NextSource;
 }
 
+void InputReader::readMember(MemoryBufferRef MB, const std::string &Origin,
+                             size_t &Found) {
+  switch (identify_magic(MB.getBuffer())) {
+  case file_magic::bitcode:
+    addBitcode(MB, Origin, "", Found);
+    ++NextSource;
+    break;
+  case file_magic::elf_relocatable:
+    readOffloadObject(MB, Origin, Found);
+    break;
+  default:
+    Set.Skipped.push_back(Origin + ": not device code");
+    break;
+  }
+}
+
 void InputReader::readArchive(MemoryBufferRef MB, StringRef Path,
                               size_t &Found) {
   Expected<std::unique_ptr<object::Archive>> ArchiveOrErr =
@@ -260,6 +314,20 @@ void InputReader::readArchive(MemoryBufferRef MB, StringRef Path,
                            toString(NameOrErr.takeError()).c_str()));
       break;
     }
+    std::string Origin = (Path + "(" + *NameOrErr + ")").str();
+    if ((*ArchiveOrErr)->isThin()) {
+      // Not C.getMemoryBufferRef(): LLVM would open any file the path names.
+      Expected<std::unique_ptr<MemoryBuffer>> ThinOrErr =
+          readThinMember(Path, *NameOrErr);
+      if (!ThinOrErr) {
+        Errors.add(ThinOrErr.takeError());
+        continue; // the other members may have more to report
+      }
+      MemoryBufferRef Ref = (*ThinOrErr)->getMemBufferRef();
+      Set.addBuffer(std::move(*ThinOrErr));
+      readMember(Ref, Origin, Found);
+      continue;
+    }
     Expected<MemoryBufferRef> BufOrErr = C.getMemoryBufferRef();
     if (!BufOrErr) {
       Errors.add(makeError("%s(%s): corrupt archive member: %s",
@@ -267,13 +335,11 @@ void InputReader::readArchive(MemoryBufferRef MB, StringRef Path,
                            toString(BufOrErr.takeError()).c_str()));
       break;
     }
-    std::string Origin = (Path + "(" + *NameOrErr + ")").str();
     // LLVM checks a member's size against the archive only when it moves to
     // the next member, after this one has been handed out.
     StringRef Whole = MB.getBuffer(), Member = BufOrErr->getBuffer();
-    if (!(*ArchiveOrErr)->isThin() &&
-        (Member.data() < Whole.data() ||
-         Member.size() > size_t(Whole.end() - Member.data()))) {
+    if (Member.data() < Whole.data() ||
+        Member.size() > size_t(Whole.end() - Member.data())) {
       Errors.add(makeError("%s: corrupt archive: member %s of %zu bytes at "
                            "offset %zu goes past the end of the archive "
                            "(%zu bytes)",
@@ -282,18 +348,7 @@ void InputReader::readArchive(MemoryBufferRef MB, StringRef Path,
                            Whole.size()));
       break;
     }
-    switch (identify_magic(BufOrErr->getBuffer())) {
-    case file_magic::bitcode:
-      addBitcode(*BufOrErr, Origin, "", Found);
-      ++NextSource;
-      break;
-    case file_magic::elf_relocatable:
-      readOffloadObject(*BufOrErr, Origin, Found);
-      break;
-    default:
-      Set.Skipped.push_back(Origin + ": not device code");
-      break;
-    }
+    readMember(*BufOrErr, Origin, Found);
   }
   if (Err) {
     Errors.add(makeError("%s: corrupt archive: %s", Path.str().c_str(),

@@ -113,6 +113,27 @@ mkdir -p "$D/thin" && (cd "$D/thin" && ar rcT libthin.a ../softplus.bc)
 expect_error "thin archive (inspect)" \
   "$D/thin/libthin.a: thin archive: its members are files elsewhere (../softplus.bc), which are not followed here: pass those files instead" \
   inspect "$D/thin/libthin.a"
+# The link commands follow a thin archive as ld and lld do: a member's path
+# is taken from the archive's directory (here ../softplus.bc), whatever the
+# working directory.
+(cd / && "$FATLINK" device-link --arch=sm_80 $RLIBS "$D/thin/libthin.a" -o "$WORK/thin.fatbin")
+check "thin archive: device-link reads its member from the archive's directory" \
+  test -s "$WORK/thin.fatbin"
+"$FATLINK" device-link --arch=sm_80 $RLIBS "$D/softplus.bc" -o "$WORK/direct.fatbin"
+check "thin archive: the same fatbin as from the member itself" \
+  cmp "$WORK/thin.fatbin" "$WORK/direct.fatbin"
+# A member whose file is gone, and one whose file is now a FIFO (reading it
+# would block until some writer came): errors that name the resolved path.
+cp "$D/softplus.bc" "$D/thin/gone.bc" && (cd "$D/thin" && ar rcT libgone.a gone.bc) &&
+  rm "$D/thin/gone.bc"
+expect_error "thin archive: a member's file is missing" \
+  "$D/thin/libgone.a: cannot open $D/thin/gone.bc, a member of this thin archive: No such file or directory" \
+  device-link --arch=sm_80 "$D/thin/libgone.a" -o "$OUT"
+cp "$D/softplus.bc" "$D/thin/fifo.bc" && (cd "$D/thin" && ar rcT libfifo.a fifo.bc) &&
+  rm "$D/thin/fifo.bc" && mkfifo "$D/thin/fifo.bc"
+expect_error "thin archive: a FIFO in a member's place" \
+  "$D/thin/libfifo.a: member $D/thin/fifo.bc of this thin archive is not a regular file" \
+  device-link --arch=sm_80 "$D/thin/libfifo.a" -o "$OUT"
 
 # Compression bombs: a few bytes that declare gigabytes. A zstd frame that
 # says it holds 3 GiB (as does its entry header) but has one 1-byte block;
