@@ -203,17 +203,20 @@ class Tools:
 # -- the floor ---------------------------------------------------------------
 
 def floor(w, arches, out_dir):
-    """The stages once each with the standalone tools. Returns stage walls."""
+    """The stages once each with the standalone tools. Returns stage walls.
+    Measured under the same conditions as the tools: the process-tree RSS
+    sampler (about 6 ms of CPU every 50 ms on this machine) runs for every
+    stage, as it does for every link."""
     bcs = w.device_bitcode("sm_75")
     os.makedirs(out_dir, exist_ok=True)
     linked, opt = os.path.join(out_dir, "linked.bc"), os.path.join(out_dir, "opt.bc")
     r = {}
-    m = measure(["llvm-link-22", *bcs, "-o", linked], sample=False)
+    m = measure(["llvm-link-22", *bcs, "-o", linked])
     r["llvm-link"] = m["wall"]
     keep = ",".join(f"bench_k{i}" for i in w.cuda_units())
     m = measure(["opt-22", "-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_75",
                  "-passes=internalize,default<O3>", f"-internalize-public-api-list={keep}",
-                 linked, "-o", opt], sample=False)
+                 linked, "-o", opt])
     r["opt O3"] = m["wall"]
     # llc then ptxas per arch, two arches at a time (one shell per arch).
     script = []
@@ -229,8 +232,17 @@ def floor(w, arches, out_dir):
         subprocess.run(["bash", "-c", script[i]], check=True)
         per[arches[i]] = time.perf_counter() - s
     from concurrent.futures import ThreadPoolExecutor
+    stop = threading.Event()
+
+    def sampler():
+        while not stop.wait(0.05):
+            _tree_rss_kb(os.getpid())
+    th = threading.Thread(target=sampler, daemon=True)
+    th.start()
     with ThreadPoolExecutor(2) as ex:
         list(ex.map(one, range(len(arches))))
+    stop.set()
+    th.join()
     r["llc+ptxas (2 at a time)"] = time.perf_counter() - t0
     r["per arch llc+ptxas"] = {a: round(v, 3) for a, v in per.items()}
     r["total"] = r["llvm-link"] + r["opt O3"] + r["llc+ptxas (2 at a time)"]

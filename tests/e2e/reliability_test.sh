@@ -351,6 +351,25 @@ for phase in cold warm; do
   check "shared cache, $phase: one entry, no temporary file" test "$(ls -A "$C" | wc -l)" -eq 1
 done
 check "shared cache, warm: every link hit" test "$(cat "$WORK"/conc/warm*.log | grep -c '^cache: hit ')" -eq $N
+# The same in partitions: $N links at once fill (cold), then read (warm),
+# the per-partition code cache and the O3 memo.
+"$FATLINK" device-link -j2 --partitions=3 --arch=$ARCHS "${INPUTS[@]}" -o "$WORK/part-ref.fatbin"
+for phase in cold warm; do
+  C="$WORK/part-cache"
+  pids=()
+  for i in $(seq $N); do
+    "$FATLINK" device-link -j2 --partitions=3 --cache-dir="$C" --arch=$ARCHS "${INPUTS[@]}" \
+      -o "$WORK/conc/p$phase$i.fatbin" & pids+=($!)
+  done
+  rcs=0; for p in "${pids[@]}"; do wait "$p" || rcs=1; done
+  check "partitioned, shared cache, $phase, $N at once: all succeed" test $rcs -eq 0
+  for i in $(seq $N); do
+    check "partitioned, shared cache, $phase, link $i: same fatbin as uncached" \
+      cmp "$WORK/part-ref.fatbin" "$WORK/conc/p$phase$i.fatbin"
+  done
+  check "partitioned, shared cache, $phase: code entries stored, no temporary file" \
+    bash -c "test -n \"\$(ls -A '$C/codegen')\" && test -z \"\$(find '$C' -name '*.tmp*')\""
+done
 # fatlink cc, $N at once with one shared cache: same device sections.
 pids=()
 for i in $(seq $N); do
