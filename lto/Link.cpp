@@ -806,6 +806,21 @@ unsigned defaultPartitions(size_t Kernels) {
 Error DeviceLinker::optimizePartitions(Module &M, const Target &Rep,
                                        unsigned Parts, OptimizedModule &OM) {
   std::vector<CodegenPartition> Split = splitForOptimization(M, Parts);
+  if (Split.size() < 2) {
+    // Every component landed in one partition: that is the whole program,
+    // optimized as usual (and still split for code generation after O3,
+    // where inlining may have separated it).
+    if (Error E = optimize(M, Rep, Opts.OptLevel))
+      return E;
+    if (Error E = Diags.takeError("optimization for " + Rep.Name))
+      return E;
+    if (Error E = saveTemp(M, "opt." + Rep.Name))
+      return E;
+    raw_string_ostream OS(OM.Bitcode);
+    WriteBitcodeToFile(M, OS);
+    OS.flush();
+    return Error::success();
+  }
   std::vector<std::string> Errors(Split.size());
   bool Tracing = timeTraceProfilerEnabled();
   auto OptimizeOne = [&](size_t I) {

@@ -106,6 +106,23 @@ check "partitions: damaged entry rebuilt" grep -q "^cache: stored $victim" p3.lo
 check "partitions: rebuilt code is the same" bash -c \
   "cmp part_x/*.sm_80.cubin part_ax/*.sm_80.cubin && cmp part_x/*.sm_90.cubin part_ax/*.sm_90.cubin"
 
+# Partitions calling what the driver provides (printf, malloc, free,
+# assert) and sharing a device global; and a program whose components all
+# land in one partition (then it is optimized whole).
+cuda_obj syscalls.cu sm_80 "$D/syscalls.o"
+for n in 2 8; do
+  "$FATLINK" device-link -v --arch=sm_80,compute_80 "$D/syscalls.o" --partitions=$n \
+    -o sys$n.fatbin 2>sys$n.log
+  check "partitions=$n with printf/malloc/assert: link succeeds" test -s sys$n.fatbin
+  "$FATLINK" inspect sys$n.fatbin --extract=sys${n}_x >/dev/null
+  for sym in sys_a sys_b sys_c counter; do
+    check "partitions=$n: $sym defined once" \
+      test "$(readelf -sW sys${n}_x/*.sm_80.cubin | awk '$7 != "UND"' | grep -c " $sym\$")" -eq 1
+  done
+done
+check "syscalls: sys_a and sys_c (sharing counter) in one partition" \
+  grep -q "^partition .: 2 kernels" sys8.log
+
 # Inputs in a response file, and an rlib given through @file with options.
 printf '%s\n' --arch=sm_80 -o rsp.cubin $RLIBS "$D/softplus.bc" > link.rsp
 "$FATLINK" device-link @link.rsp
