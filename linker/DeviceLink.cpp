@@ -31,6 +31,7 @@
 #include "llvm/Option/ArgList.h"
 #include "llvm/Option/OptTable.h"
 #include "llvm/Option/Option.h"
+#include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -859,14 +860,24 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
       C.OutKind == OutputKind::Bitcode ||
       any_of(B.Targets, [](const lto::Target &T) { return T.IsPTX; });
   if (!C.CacheDir.empty()) {
-    // Small facts about single images, under <cache>/memo, by key.
+    // What lto memoizes (image digests, partitions' O3 results) goes under
+    // <cache>/memo, in a file named by a hash of fatlink's version and the
+    // key, so another fatlink never reads what this one wrote.
     std::string Dir = C.CacheDir + "/memo";
     Context *Quiet = &Ctx;
-    Link.MemoLookup = [Dir, Quiet](StringRef Key) {
-      return cacheLookupBlob(*Quiet, Dir, Key, /*Report=*/false);
+    auto File = [](StringRef Key) {
+      BLAKE3 H;
+      H.update(versionString());
+      H.update(StringRef("\0", 1));
+      H.update(Key);
+      BLAKE3Result<32> R = H.final();
+      return toHex(ArrayRef<uint8_t>(R), /*LowerCase=*/true);
     };
-    Link.MemoStore = [Dir, Quiet](StringRef Key, StringRef Value) {
-      cacheStoreBlob(*Quiet, Dir, Key, Value, /*Report=*/false);
+    Link.MemoLookup = [Dir, Quiet, File](StringRef Key) {
+      return cacheLookupBlob(*Quiet, Dir, File(Key), /*Report=*/false);
+    };
+    Link.MemoStore = [Dir, Quiet, File](StringRef Key, StringRef Value) {
+      cacheStoreBlob(*Quiet, Dir, File(Key), Value, /*Report=*/false);
     };
   }
   Expected<lto::LinkedProgram> Program =
