@@ -328,8 +328,8 @@ private:
   Error linkLibdevice(Module &M, Linker &L, LinkedProgram &Out);
   void internalize(Module &M);
   Error saveTemp(const Module &M, StringRef Stage);
-  Error optimizePartitions(Module &M, const Target &Rep, unsigned Parts,
-                           OptimizedModule &OM);
+  Expected<bool> optimizePartitions(Module &M, const Target &Rep,
+                                    unsigned Parts, OptimizedModule &OM);
 
   const InputSet &Inputs;
   ArrayRef<Target> Targets;
@@ -773,10 +773,16 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
       Parts = defaultPartitions(Kernels);
     }
     if (!Opts.CodegenOnly && Parts > 1) {
-      if (Error E = optimizePartitions(*M, Rep, Parts, OM))
-        return E;
-      Out.Modules.push_back(std::move(OM));
-      continue;
+      Expected<bool> InParts = optimizePartitions(*M, Rep, Parts, OM);
+      if (!InParts)
+        return InParts.takeError();
+      if (*InParts) {
+        Out.Modules.push_back(std::move(OM));
+        continue;
+      }
+      // Every component landed in one partition: that is the whole program,
+      // optimized as usual (code generation may still split it after O3,
+      // where inlining can have separated it).
     }
     if (!Opts.CodegenOnly)
       if (Error E = optimize(*M, Rep, Opts.OptLevel))
@@ -802,25 +808,14 @@ unsigned defaultPartitions(size_t Kernels) {
 /// O3 on each in its own context, in parallel; a partition whose IR was
 /// optimized before (same IR, target and level: Opts.MemoLookup) is not
 /// optimized again. With Opts.NeedWholeModule the results are also linked
-/// back into one module.
-Error DeviceLinker::optimizePartitions(Module &M, const Target &Rep,
-                                       unsigned Parts, OptimizedModule &OM) {
+/// back into one module. Returns false, having done nothing, when the split
+/// yields a single partition.
+Expected<bool> DeviceLinker::optimizePartitions(Module &M, const Target &Rep,
+                                                unsigned Parts,
+                                                OptimizedModule &OM) {
   std::vector<CodegenPartition> Split = splitForOptimization(M, Parts);
-  if (Split.size() < 2) {
-    // Every component landed in one partition: that is the whole program,
-    // optimized as usual (and still split for code generation after O3,
-    // where inlining may have separated it).
-    if (Error E = optimize(M, Rep, Opts.OptLevel))
-      return E;
-    if (Error E = Diags.takeError("optimization for " + Rep.Name))
-      return E;
-    if (Error E = saveTemp(M, "opt." + Rep.Name))
-      return E;
-    raw_string_ostream OS(OM.Bitcode);
-    WriteBitcodeToFile(M, OS);
-    OS.flush();
-    return Error::success();
-  }
+  if (Split.size() < 2)
+    return false; // one partition: the caller optimizes M whole
   std::vector<std::string> Errors(Split.size());
   bool Tracing = timeTraceProfilerEnabled();
   auto OptimizeOne = [&](size_t I) {
@@ -900,7 +895,7 @@ Error DeviceLinker::optimizePartitions(Module &M, const Target &Rep,
     }
   }
   OM.Parts = std::move(Split);
-  return Error::success();
+  return true;
 }
 
 Expected<std::vector<KernelInfo>> readKernels(MemoryBufferRef Bitcode) {
