@@ -113,6 +113,7 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   W.u64(unsigned(C.HostArch));
   W.u64(C.RunPtxas);
   W.u64(C.Partitions);
+  W.u64(C.SharePTX);
 
   // Images are hashed one by one, so the key costs one pass over the bytes.
   W.u64(Inputs.Images.size());
@@ -212,10 +213,11 @@ static std::optional<DeviceBuild> deserialize(StringRef Payload) {
 }
 
 std::string codegenKey(const DeviceLinkConfig &C, const lto::Target &T,
-                       StringRef Bitcode) {
+                       StringRef Bitcode, StringRef PTXSource) {
   std::string Data;
   Writer W(Data);
-  W.str("fatlink-codegen-1");
+  W.str("fatlink-codegen-2");
+  W.str(PTXSource);
   W.str(versionString());
   W.str(LLVM_VERSION_STRING);
   W.str(toolIdentity(C.Paths.Ptxas));

@@ -59,6 +59,10 @@ struct DeviceLinkConfig {
   /// Code generation partitions per optimized module (0: one per 8
   /// kernels, at most 32; 1: no split).
   unsigned Partitions = 0;
+  /// Partitioned code generation: when the oldest and the newest plain
+  /// sm_XX target of a group get the same PTX (apart from the header), the
+  /// targets between them reuse it instead of generating their own.
+  bool SharePTX = true;
 };
 
 

@@ -195,6 +195,7 @@ static Expected<Config> parseConfig(Context &Ctx,
       C.OutKind = OutputKind::Bitcode;
   }
   C.Link.CodegenOnly = Args.hasArg(OPT_codegen_only);
+  C.SharePTX = !Args.hasArg(OPT_ptx_per_arch);
   C.CacheDir = Args.getLastArgValue(OPT_cache_dir_EQ).str();
 
   if (const opt::Arg *A = Args.getLastArg(OPT_compress_EQ)) {
@@ -363,48 +364,148 @@ linkCubins(Context &Ctx, const Config &C, const lto::Target &T,
   return readBack(*Linked, What);
 }
 
-/// The relocatable cubin of one partition for target T: from the cache when
-/// its IR was compiled for T before, else llc and ptxas -c (then stored).
+/// The temporary file name of one partition's code for target T.
+static std::string partitionFileName(const lto::Target &T, size_t PartIndex,
+                                     StringRef Ext) {
+  return T.Name + ".part" + std::to_string(PartIndex) + Ext.str();
+}
+
+/// Assembles one partition's PTX file for target T with ptxas -c into a
+/// relocatable cubin, and stores it in the cache under Key (if not empty).
 static Expected<std::string>
-compilePartition(Context &Ctx, const Config &C, const lto::Target &T,
-                 const lto::CodegenPartition &Part, size_t PartIndex) {
-  std::string Name = T.Name + ".part" + std::to_string(PartIndex);
-  TimeTraceScope Scope("Codegen partition", Name);
-  std::string Key;
-  std::string Dir;
-  if (!C.CacheDir.empty()) {
-    Dir = C.CacheDir + "/codegen";
-    Key = codegenKey(C, T, Part.Bitcode);
-    if (std::optional<std::string> Cubin = cacheLookupBlob(Ctx, Dir, Key))
-      return std::move(*Cubin);
-  }
-  Expected<std::string> PTX =
-      lto::generatePTX(Part.Bitcode, T, C.Link.OptLevel);
-  if (!PTX)
-    return PTX.takeError();
-  Expected<std::string> PTXPath = Ctx.Temps.write(Name + ".ptx", *PTX);
-  if (!PTXPath)
-    return PTXPath.takeError();
-  Expected<std::string> CubinPath = Ctx.Temps.create(Name + ".cubin");
+assemblePartition(Context &Ctx, const Config &C, const lto::Target &T,
+                  StringRef PTXPath, size_t PartIndex, StringRef Key) {
+  TimeTraceScope Scope("ptxas", partitionFileName(T, PartIndex, ""));
+  Expected<std::string> CubinPath =
+      Ctx.Temps.create(partitionFileName(T, PartIndex, ".cubin"));
   if (!CubinPath)
     return CubinPath.takeError();
   std::string Arch = "-arch=" + T.Cpu;
   std::string OptFlag = "-O" + std::to_string(C.Link.OptLevel);
   std::string What = "ptxas for " + T.Name + " (partition " +
                      std::to_string(PartIndex) + ")";
-  TimeTraceScope PtxasScope("ptxas", Name);
   if (Expected<std::string> R = runProgram(
           Ctx, C.Paths.Ptxas,
-          {"ptxas", Arch, OptFlag, "-c", *PTXPath, "-o", *CubinPath},
+          {"ptxas", Arch, OptFlag, "-c", PTXPath, "-o", *CubinPath},
           C.PtxasTimeout, What);
       !R)
     return R.takeError();
   Expected<std::string> Cubin = readBack(*CubinPath, What);
   if (!Cubin)
     return Cubin.takeError();
-  if (!Dir.empty())
-    cacheStoreBlob(Ctx, Dir, Key, *Cubin);
+  if (!Key.empty())
+    cacheStoreBlob(Ctx, C.CacheDir + "/codegen", Key, *Cubin);
   return Cubin;
+}
+
+namespace {
+
+/// Runs jobs on a thread pool, the most urgent first: each posted job adds
+/// one pool task, and a task runs whichever waiting job has the smallest
+/// priority when a thread picks it up (equal priorities in posting order).
+/// Jobs may post more jobs; the pool's wait() waits for those too.
+class JobQueue {
+public:
+  JobQueue(ThreadPoolInterface &Pool, const Config &C)
+      : Pool(Pool), C(C), Tracing(timeTraceProfilerEnabled()) {}
+
+  void post(uint64_t Priority, std::function<void()> Job) {
+    {
+      std::lock_guard<std::mutex> Lock(Mu);
+      Jobs.emplace(Priority, std::move(Job));
+    }
+    Pool.async([this] {
+      std::function<void()> Next;
+      {
+        std::lock_guard<std::mutex> Lock(Mu);
+        auto It = Jobs.begin();
+        Next = std::move(It->second);
+        Jobs.erase(It);
+      }
+      if (Tracing)
+        timeTraceProfilerInitialize(C.TimeTraceGranularity, "fatlink");
+      Next();
+      if (Tracing)
+        timeTraceProfilerFinishThread();
+    });
+  }
+
+  /// Priority of class Class (smaller first), then A, then B.
+  static uint64_t priority(unsigned Class, size_t A, size_t B) {
+    return (uint64_t(Class) << 48) | (uint64_t(A & 0xffffff) << 24) |
+           uint64_t(B & 0xffffff);
+  }
+
+private:
+  ThreadPoolInterface &Pool;
+  const Config &C;
+  bool Tracing;
+  std::mutex Mu;
+  std::multimap<uint64_t, std::function<void()>> Jobs;
+};
+
+/// Targets compiled from the same partitions (one optimized module).
+struct PartitionGroup {
+  const std::vector<lto::CodegenPartition> *Parts = nullptr;
+  std::vector<size_t> Members; ///< target indices, in target order
+  /// The plain sm_XX members, oldest first, when they may share PTX (three
+  /// or more); else empty.
+  std::vector<size_t> Sharing;
+};
+
+} // namespace
+
+/// Groups the partitioned targets by the partitions they compile, and picks
+/// the targets that may share PTX. PTXSource[I] names where target I's PTX
+/// may come from (part of its cache key): "" for its own code generation.
+static std::vector<PartitionGroup>
+planPartitionGroups(const Config &C, ArrayRef<lto::Target> Targets,
+                    ArrayRef<const std::vector<lto::CodegenPartition> *> PartsOf,
+                    std::vector<std::string> &PTXSource) {
+  std::vector<PartitionGroup> Groups;
+  for (size_t I = 0; I < Targets.size(); ++I) {
+    if (!PartsOf[I])
+      continue;
+    auto It = find_if(Groups, [&](const PartitionGroup &G) {
+      return G.Parts == PartsOf[I];
+    });
+    if (It == Groups.end()) {
+      Groups.push_back({PartsOf[I], {}, {}});
+      It = std::prev(Groups.end());
+    }
+    It->Members.push_back(I);
+  }
+  PTXSource.assign(Targets.size(), "");
+  if (!C.SharePTX)
+    return Groups;
+  for (PartitionGroup &G : Groups) {
+    // Plain processors only: an sm_90a or sm_100f target has instructions
+    // of its own that neither neighbour has.
+    std::vector<size_t> Plain;
+    for (size_t I : G.Members)
+      if (Targets[I].Cpu == "sm_" + std::to_string(Targets[I].Sm))
+        Plain.push_back(I);
+    llvm::stable_sort(Plain, [&](size_t A, size_t B) {
+      return Targets[A].Sm < Targets[B].Sm;
+    });
+    // The backend's choices switch on at an SM or PTX ISA version; both
+    // must grow from the oldest to the newest for the two ends to bound
+    // the arches between.
+    bool Ordered = true;
+    for (size_t K = 1; K < Plain.size(); ++K)
+      Ordered &= Targets[Plain[K - 1]].Sm < Targets[Plain[K]].Sm &&
+                 Targets[Plain[K - 1]].PtxVersion <= Targets[Plain[K]].PtxVersion;
+    if (Plain.size() < 3 || !Ordered)
+      continue;
+    G.Sharing = Plain;
+    const lto::Target &Lo = Targets[Plain.front()];
+    const lto::Target &Hi = Targets[Plain.back()];
+    std::string Source = "shared:" + Lo.Cpu + "/" + Lo.ptxVersionString() +
+                         ":" + Hi.Cpu + "/" + Hi.ptxVersionString();
+    for (size_t K = 1; K + 1 < Plain.size(); ++K)
+      PTXSource[Plain[K]] = Source;
+  }
+  return Groups;
 }
 
 /// Generates PTX for one target and assembles it (sm_XX) or checks it
@@ -542,74 +643,179 @@ compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
       PartCubins[I].resize(PartsOf[I]->size());
   }
 
-  bool Tracing = timeTraceProfilerEnabled();
-  auto Task = [&](auto Body) {
-    return [&, Body] {
-      if (Tracing)
-        timeTraceProfilerInitialize(C.TimeTraceGranularity, "fatlink");
-      Body();
-      if (Tracing)
-        timeTraceProfilerFinishThread();
-    };
+  // A target's partition is done (its cubin, or why not); the last one to
+  // finish links the target's partitions and encodes its entry.
+  auto PartDone = [&](size_t I, size_t P, Expected<std::string> Cubin) {
+    if (Cubin)
+      PartCubins[I][P] = std::move(*Cubin);
+    else
+      Fail(I, Cubin.takeError());
+    if (--Remaining[I] != 0)
+      return;
+    {
+      std::lock_guard<std::mutex> Lock(ErrorsMu);
+      if (!Errors[I].empty())
+        return;
+    }
+    std::vector<std::string> Paths;
+    for (auto [N, Data] : enumerate(PartCubins[I])) {
+      Expected<std::string> Path = Ctx.Temps.write(
+          Targets[I].Name + ".part" + std::to_string(N) + ".o.cubin", Data);
+      if (!Path)
+        return Fail(I, Path.takeError());
+      Paths.push_back(*Path);
+    }
+    PartCubins[I].clear();
+    Expected<std::string> Linked = linkCubins(Ctx, C, Targets[I], Paths,
+                                              objectsFor(Inputs, Targets[I]));
+    if (!Linked)
+      return Fail(I, Linked.takeError());
+    Outputs[I].Cubin = std::move(*Linked);
+    Encode(I);
   };
+
+  std::vector<std::string> PTXSource;
+  std::vector<PartitionGroup> Groups =
+      planPartitionGroups(C, Targets, PartsOf, PTXSource);
+  std::atomic<unsigned> Generated{0}, Reused{0};
+
+  // The order ptxas runs in (work order only; the output does not change):
+  // newest arch first, as its cubin is the largest, so its nvlink and zstd
+  // run while the other targets still compile. One target at a time, so
+  // that no two zstd-19 encoders (about 40 MB each) run at once.
+  std::vector<size_t> Order;
+  for (size_t I = 0; I < NT; ++I)
+    if (PartsOf[I])
+      Order.push_back(I);
+  llvm::stable_sort(Order, [&](size_t A, size_t B) {
+    return Targets[A].Sm > Targets[B].Sm;
+  });
+  std::vector<size_t> RankOf(NT, 0);
+  for (auto [R, I] : enumerate(Order))
+    RankOf[I] = R;
+  auto PtxasPriority = [&](size_t I, size_t P) {
+    return JobQueue::priority(2, RankOf[I], P);
+  };
+
   {
     DefaultThreadPool Pool(hardware_concurrency(C.Jobs));
+    JobQueue Queue(Pool, C);
     // Whole targets first: they are the longest tasks.
     for (size_t I = 0; I < NT; ++I)
       if (!PartsOf[I])
-        Pool.async(Task([&, I] {
+        Queue.post(JobQueue::priority(0, I, 0), [&, I] {
           Expected<TargetOutput> Out =
               compileTarget(Ctx, C, Program, Inputs, Targets, I);
           if (!Out)
             return Fail(I, Out.takeError());
           Outputs[I] = std::move(*Out);
           Encode(I);
-        }));
-    // Newest arch first: its cubin is the largest, so its nvlink and zstd
-    // run while the other targets still compile, and the link ends on the
-    // cheapest entry. (Order of work only; the output does not change.)
-    std::vector<size_t> Order(NT);
-    for (size_t I = 0; I < NT; ++I)
-      Order[I] = I;
-    llvm::stable_sort(Order, [&](size_t A, size_t B) {
-      return Targets[A].Sm > Targets[B].Sm;
-    });
-    for (size_t I : Order)
-      for (size_t P = 0; PartsOf[I] && P < PartsOf[I]->size(); ++P)
-        Pool.async(Task([&, I, P] {
-          Expected<std::string> Cubin =
-              compilePartition(Ctx, C, Targets[I], (*PartsOf[I])[P], P);
-          if (Cubin)
-            PartCubins[I][P] = std::move(*Cubin);
-          else
-            Fail(I, Cubin.takeError());
-          if (--Remaining[I] != 0)
-            return;
-          // The last partition of this target: link them all.
-          {
-            std::lock_guard<std::mutex> Lock(ErrorsMu);
-            if (!Errors[I].empty())
-              return;
+        });
+
+    // Then one job per partition of each group: its cubins from the cache,
+    // or its PTX for every target that misses, each then assembled by a
+    // ptxas job of its own.
+    for (size_t GI = 0; GI < Groups.size(); ++GI)
+      for (size_t P = 0; P < Groups[GI].Parts->size(); ++P)
+        Queue.post(JobQueue::priority(1, P, GI), [&, GI, P] {
+          const PartitionGroup &G = Groups[GI];
+          const lto::CodegenPartition &Part = (*G.Parts)[P];
+          TimeTraceScope Scope("Codegen partition", "part" + std::to_string(P));
+          std::vector<std::string> Keys(NT);
+          std::vector<std::pair<size_t, std::string>> Hits;
+          std::vector<size_t> Missing;
+          for (size_t I : G.Members) {
+            if (!C.CacheDir.empty()) {
+              Keys[I] = codegenKey(C, Targets[I], Part.Bitcode, PTXSource[I]);
+              if (std::optional<std::string> Cubin = cacheLookupBlob(
+                      Ctx, C.CacheDir + "/codegen", Keys[I])) {
+                Hits.emplace_back(I, std::move(*Cubin));
+                continue;
+              }
+            }
+            Missing.push_back(I);
           }
-          std::vector<std::string> Paths;
-          for (auto [N, Data] : enumerate(PartCubins[I])) {
+          auto Generate = [&](size_t I) {
+            ++Generated;
+            return lto::generatePTX(Part.Bitcode, Targets[I],
+                                    C.Link.OptLevel);
+          };
+
+          // Shared PTX: generate the oldest and the newest plain target's
+          // code; if they agree apart from the header, the targets between
+          // them take it. Decided the same way whatever the cache holds.
+          bool NeedShared = any_of(
+              Missing, [&](size_t I) { return !PTXSource[I].empty(); });
+          size_t Lo = NeedShared ? G.Sharing.front() : NT;
+          size_t Hi = NeedShared ? G.Sharing.back() : NT;
+          std::optional<std::string> LoText, HiText;
+          std::vector<size_t> Settled; // missing targets already failed
+          bool Shared = false;
+          if (NeedShared) {
+            for (auto [End, Text] :
+                 {std::pair(Lo, &LoText), std::pair(Hi, &HiText)}) {
+              Expected<std::string> E = Generate(End);
+              if (E) {
+                *Text = std::move(*E);
+              } else if (is_contained(Missing, End)) {
+                PartDone(End, P, E.takeError());
+                Settled.push_back(End);
+              } else {
+                consumeError(E.takeError());
+              }
+            }
+            if (LoText && HiText) {
+              TimeTraceScope CompareScope("Compare PTX");
+              std::optional<std::string> HiAsLo =
+                  lto::retargetPTX(*HiText, Targets[Hi], Targets[Lo]);
+              Shared = HiAsLo && *HiAsLo == *LoText;
+            }
+          }
+
+          for (size_t I : Missing) {
+            if (is_contained(Settled, I))
+              continue;
+            std::optional<std::string> Text;
+            if (I == Lo) {
+              Text = Shared ? *LoText : std::move(*LoText); // mids need it
+            } else if (I == Hi) {
+              Text = std::move(*HiText);
+            } else if (Shared && !PTXSource[I].empty()) {
+              Text = lto::retargetPTX(*LoText, Targets[Lo], Targets[I]);
+              if (Text)
+                ++Reused;
+            }
+            if (!Text) {
+              Expected<std::string> E = Generate(I);
+              if (!E) {
+                PartDone(I, P, E.takeError());
+                continue;
+              }
+              Text = std::move(*E);
+            }
+            // To a file now: the texts of all partitions would otherwise
+            // wait in memory for their ptxas jobs.
             Expected<std::string> Path = Ctx.Temps.write(
-                Targets[I].Name + ".part" + std::to_string(N) + ".o.cubin",
-                Data);
-            if (!Path)
-              return Fail(I, Path.takeError());
-            Paths.push_back(*Path);
+                partitionFileName(Targets[I], P, ".ptx"), *Text);
+            if (!Path) {
+              PartDone(I, P, Path.takeError());
+              continue;
+            }
+            Queue.post(PtxasPriority(I, P), [&, I, P, Key = Keys[I],
+                                             Path = std::move(*Path)] {
+              PartDone(I, P,
+                       assemblePartition(Ctx, C, Targets[I], Path, P, Key));
+            });
           }
-          PartCubins[I].clear();
-          Expected<std::string> Linked = linkCubins(
-              Ctx, C, Targets[I], Paths, objectsFor(Inputs, Targets[I]));
-          if (!Linked)
-            return Fail(I, Linked.takeError());
-          Outputs[I].Cubin = std::move(*Linked);
-          Encode(I);
-        }));
+          for (auto &[I, Cubin] : Hits)
+            PartDone(I, P, std::move(Cubin));
+        });
     Pool.wait();
   }
+  if (Generated || Reused)
+    Ctx.verbose("PTX: " + Twine(Generated.load()) + " generated, " +
+                Twine(Reused.load()) +
+                " reused (the oldest arch's, where the newest arch's agreed)");
   Error All = Error::success();
   for (const std::string &E : Errors)
     if (!E.empty())

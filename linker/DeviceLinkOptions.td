@@ -94,6 +94,11 @@ def partitions_EQ : Joined<["--"], "partitions=">, MetaVarName<"<N>">,
            "(and cached) on its own, then linked with nvlink (default 0: one "
            "per 8 kernels, at most 32; 1: no split)">;
 
+def ptx_per_arch : F<"ptx-per-arch",
+  "Generate every arch's PTX with its own code generation, even where the "
+  "oldest and the newest arch of the set get the same code (by default the "
+  "arches between them then reuse it)">, Group<grp_tools>;
+
 def verbose : Flag<["-"], "v">, Group<grp_diag>,
   HelpText<"Print every subcommand run and what each input contributed">;
 def verbose_long : Flag<["--"], "verbose">, Alias<verbose>;

@@ -30,7 +30,7 @@ constexpr KeyInfo Keys[] = {
     {"ptxas", false},     {"linker", false},     {"verbose", true},
     {"dry-run", true},    {"save-temps", true},  {"time-trace", false},
     {"config", false},    {"host-arch", false},  {"cache-dir", false},
-    {"partitions", false},
+    {"partitions", false}, {"ptx-per-arch", true},
 };
 
 const KeyInfo *findKey(StringRef Key) {
@@ -198,6 +198,7 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
     else
       Fail(N.takeError());
   }
+  C.SharePTX = !S.flag("ptx-per-arch");
   if (std::optional<StringRef> V = S.get("ptx-version")) {
     C.PtxVersion = parsePtxVersion(*V);
     if (!C.PtxVersion)

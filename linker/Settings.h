@@ -12,7 +12,8 @@
 //
 // Keys: arch, opt, ptx-version, compress, jobs, cuda-path, ptxas, linker,
 // verbose, dry-run, save-temps, time-trace, config, host-arch, cache-dir
-// (a directory, or "off"; default $XDG_CACHE_HOME/fatlink).
+// (a directory, or "off"; default $XDG_CACHE_HOME/fatlink), partitions,
+// ptx-per-arch.
 //
 //===----------------------------------------------------------------------===//
 

@@ -224,4 +224,40 @@ Expected<std::string> generatePTX(StringRef Bitcode, const Target &T,
   return std::string(PTX.str());
 }
 
+std::optional<std::string> retargetPTX(StringRef PTX, const Target &From,
+                                       const Target &To) {
+  // The header is comments and blank lines, then `.version X.Y` and
+  // `.target sm_NN[, modifiers]`, each on its own line.
+  std::string Version = ".version " + From.ptxVersionString();
+  std::string TargetDirective = ".target " + From.Cpu;
+  size_t Pos = 0;
+  std::optional<size_t> VersionAt, TargetAt;
+  while (Pos < PTX.size() && !TargetAt) {
+    size_t End = PTX.find('\n', Pos);
+    if (End == StringRef::npos)
+      End = PTX.size();
+    StringRef Line = PTX.slice(Pos, End).rtrim('\r');
+    if (!VersionAt && Line == Version) {
+      VersionAt = Pos;
+    } else if (VersionAt && Line.starts_with(TargetDirective) &&
+               (Line.size() == TargetDirective.size() ||
+                Line[TargetDirective.size()] == ',')) {
+      TargetAt = Pos;
+    } else if (!Line.empty() && !Line.starts_with("//")) {
+      return std::nullopt;
+    }
+    Pos = End + 1;
+  }
+  if (!TargetAt)
+    return std::nullopt;
+  std::string Out;
+  Out.reserve(PTX.size() + 8);
+  Out += PTX.take_front(*VersionAt);
+  Out += ".version " + To.ptxVersionString();
+  Out += PTX.slice(*VersionAt + Version.size(), *TargetAt);
+  Out += ".target " + To.Cpu;
+  Out += PTX.drop_front(*TargetAt + TargetDirective.size());
+  return Out;
+}
+
 } // namespace fatlink::lto

@@ -14,6 +14,7 @@
 //   linkAndOptimize  InputSet + Targets -> LinkedProgram (one optimized
 //                    module per group of targets that can share it)
 //   generatePTX      LinkedProgram + one Target -> PTX text (thread-safe)
+//   retargetPTX      PTX for one arch -> the same code for another
 //
 // Nothing here prints, exits or runs external programs: assembling PTX with
 // ptxas, writing files and packaging are the driver's business (linker/).
@@ -247,6 +248,14 @@ llvm::Expected<std::string> generatePTX(const LinkedProgram &Program,
 /// partition of one. Thread-safe.
 llvm::Expected<std::string> generatePTX(llvm::StringRef Bitcode,
                                         const Target &T, unsigned OptLevel);
+
+/// The PTX that generatePTX wrote for \p From, rewritten as if for \p To:
+/// its `.version` and `.target` directives become To's, nothing else
+/// changes. None when the header is not the one generatePTX writes for From.
+/// The driver uses it where generatePTX gave the same code for the oldest
+/// and the newest arch of a set (docs/lto.md, "Shared PTX").
+std::optional<std::string> retargetPTX(llvm::StringRef PTX, const Target &From,
+                                       const Target &To);
 
 /// The partition count for a program of \p Kernels kernels: one per 8, at
 /// most 32 (one, no split, below 16 kernels).

@@ -106,6 +106,43 @@ check "partitions: damaged entry rebuilt" grep -q "^cache: stored $victim" p3.lo
 check "partitions: rebuilt code is the same" bash -c \
   "cmp part_x/*.sm_80.cubin part_ax/*.sm_80.cubin && cmp part_x/*.sm_90.cubin part_ax/*.sm_90.cubin"
 
+# Shared PTX: with three or more plain sm targets, each partition's code is
+# generated for the oldest and the newest arch; where the two agree (apart
+# from .version/.target) the arches between reuse it. to_bf16's code differs
+# per arch (cvt.rn.bf16.f32 from sm_80 on), so its partition is not shared;
+# scale_add's is. Either way the bytes equal a link that generates every
+# arch's own code (--ptx-per-arch).
+cuda_obj bf16_convert.cu sm_75,sm_80,sm_90,sm_100 "$D/bf16.o"
+BF_ARCHS=sm_75,sm_80,sm_90,sm_100
+"$FATLINK" device-link -v --arch=$BF_ARCHS "$D/bf16.o" --partitions=3 \
+  -o bf_shared.fatbin --cache-dir=bfcache 2>bf1.log
+"$FATLINK" device-link -v --arch=$BF_ARCHS "$D/bf16.o" --partitions=3 \
+  -o bf_own.fatbin --ptx-per-arch 2>bf2.log
+check "shared PTX: two partitions, one kernel each" \
+  test "$(grep -c '^partition .: 1 kernels' bf1.log)" -eq 2
+check "shared PTX: scale_add's partition reused, to_bf16's not" \
+  grep -q '^PTX: 6 generated, 2 reused' bf1.log
+check "shared PTX: --ptx-per-arch generates every arch's own" \
+  grep -q '^PTX: 8 generated, 0 reused' bf2.log
+check "shared PTX: same fatbin as every arch's own code" cmp bf_shared.fatbin bf_own.fatbin
+"$FATLINK" device-link --arch=$BF_ARCHS "$D/bf16.o" --partitions=3 \
+  -o bf_j1.fatbin -j1
+check "shared PTX: same bytes with -j1 and without the cache" cmp bf_shared.fatbin bf_j1.fatbin
+# With only the middle arches' code missing from the cache (a link for the
+# two ends filled it), the ends' code comes from the cache and is generated
+# again only to decide, the same way: the same bytes whatever the cache held.
+"$FATLINK" device-link --arch=sm_75,sm_100 "$D/bf16.o" --partitions=3 \
+  -o bf_ends.fatbin --cache-dir=bfcache2
+"$FATLINK" device-link -v --arch=$BF_ARCHS "$D/bf16.o" --partitions=3 \
+  -o bf_mid.fatbin --cache-dir=bfcache2 2>bf3.log
+check "shared PTX: the ends' cubins come from the cache" \
+  test "$(grep -c '^cache: hit' bf3.log)" -eq 4
+check "shared PTX: only the middle arches are assembled" \
+  test "$(grep -c 'ptxas -arch=sm_[0-9]* -O3 -c' bf3.log)" -eq 4
+check "shared PTX: the same decision with a partly filled cache" \
+  grep -q '^PTX: 6 generated, 2 reused' bf3.log
+check "shared PTX: same bytes whatever the cache held" cmp bf_shared.fatbin bf_mid.fatbin
+
 # Partitions calling what the driver provides (printf, malloc, free,
 # assert) and sharing a device global; and a program whose components all
 # land in one partition (then it is optimized whole).

@@ -995,3 +995,43 @@ TEST_F(LTOTest, OptimizesInPartitionsAndMemoizesThem) {
   for (size_t I = 0; I < OM.Parts.size(); ++I)
     EXPECT_EQ(Again->Modules[0].Parts[I].Bitcode, OM.Parts[I].Bitcode);
 }
+
+//===----------------------------------------------------------------------===//
+// Shared PTX: one arch's code, rewritten for another
+//===----------------------------------------------------------------------===//
+
+TEST_F(LTOTest, RetargetPTXRewritesOnlyTheHeader) {
+  std::string A = writeIR("a.bc", "define ptx_kernel void @k(ptr %p) {\n"
+                                  "  store i32 1, ptr %p\n  ret void\n}\n");
+  Expected<lto::LinkedProgram> P = link({A}, Sm80, options());
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  lto::Target Sm75 = smTarget(75, 63), Sm90 = smTarget(90, 78);
+  lto::Target Sm100 = smTarget(100, 86);
+  StringRef Bitcode = P->Modules[0].Bitcode;
+  Expected<std::string> Lo = lto::generatePTX(Bitcode, Sm75, 3);
+  Expected<std::string> Mid = lto::generatePTX(Bitcode, Sm90, 3);
+  Expected<std::string> Hi = lto::generatePTX(Bitcode, Sm100, 3);
+  ASSERT_THAT_EXPECTED(Lo, Succeeded());
+  ASSERT_THAT_EXPECTED(Mid, Succeeded());
+  ASSERT_THAT_EXPECTED(Hi, Succeeded());
+  // This code does not depend on the arch: each arch's PTX is the other's
+  // with its own .version and .target, byte for byte.
+  EXPECT_EQ(lto::retargetPTX(*Hi, Sm100, Sm75), *Lo);
+  EXPECT_EQ(lto::retargetPTX(*Lo, Sm75, Sm90), *Mid);
+  EXPECT_THAT(*Mid, HasSubstr("\n.version 7.8\n.target sm_90\n"));
+
+  // The header must be the one generatePTX writes for From.
+  EXPECT_EQ(lto::retargetPTX(*Lo, Sm90, Sm100), std::nullopt);
+  EXPECT_EQ(lto::retargetPTX(".version 6.3\n.target sm_75\n", Sm75, Sm90),
+            std::optional<std::string>(".version 7.8\n.target sm_90\n"));
+  EXPECT_EQ(lto::retargetPTX(".version 6.3\n.target sm_75, debug\nx\n", Sm75,
+                             Sm90),
+            std::optional<std::string>(".version 7.8\n.target sm_90, debug\nx\n"));
+  // Code before the header, or a .target naming another processor: refused.
+  EXPECT_EQ(lto::retargetPTX(".entry k()\n.version 6.3\n.target sm_75\n", Sm75,
+                             Sm90),
+            std::nullopt);
+  EXPECT_EQ(lto::retargetPTX(".version 6.3\n.target sm_750\n", Sm75, Sm90),
+            std::nullopt);
+  EXPECT_EQ(lto::retargetPTX("", Sm75, Sm90), std::nullopt);
+}
