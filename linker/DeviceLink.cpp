@@ -48,6 +48,10 @@
 #include <map>
 #include <mutex>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 using namespace llvm;
 
 namespace fatlink {
@@ -681,8 +685,9 @@ compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
 
   // The order ptxas runs in (work order only; the output does not change):
   // newest arch first, as its cubin is the largest, so its nvlink and zstd
-  // run while the other targets still compile. One target at a time, so
-  // that no two zstd-19 encoders (about 40 MB each) run at once.
+  // run while the other targets still compile; the last two targets
+  // alternate, so that their links end the build side by side instead of
+  // one after the other on one thread.
   std::vector<size_t> Order;
   for (size_t I = 0; I < NT; ++I)
     if (PartsOf[I])
@@ -693,8 +698,12 @@ compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
   std::vector<size_t> RankOf(NT, 0);
   for (auto [R, I] : enumerate(Order))
     RankOf[I] = R;
+  size_t LastTwo = Order.size() >= 2 ? Order.size() - 2 : 0;
   auto PtxasPriority = [&](size_t I, size_t P) {
-    return JobQueue::priority(2, RankOf[I], P);
+    size_t R = RankOf[I];
+    if (R >= LastTwo)
+      return JobQueue::priority(2, LastTwo, P * 2 + (R - LastTwo));
+    return JobQueue::priority(2, R, P);
   };
 
   {
@@ -1131,6 +1140,11 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
                   " kernels, " + Twine(Part.Instructions) + " instructions");
     Parts.push_back(std::move(P));
   }
+#if defined(__GLIBC__)
+  // Linking and O3 freed most of what they allocated, but glibc keeps it;
+  // give it back before two zstd-19 encoders (about 40 MB each) may run.
+  malloc_trim(0);
+#endif
   Expected<std::vector<TargetOutput>> Outputs =
       compileTargets(Ctx, C, B.Program, Inputs, B.Targets, Parts);
   if (!Outputs)
