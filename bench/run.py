@@ -252,7 +252,8 @@ def floor(w, arches, out_dir):
 # -- one configuration ---------------------------------------------------------
 
 def bench_config(tools_, w1, w4, setname, tool_list, runs, work, log, mix,
-                 peer_relinks_all=False, peer_cases=("full", "unchanged", "host-only", "one-unit")):
+                 peer_relinks_all=False, peer_cases=("full", "unchanged", "host-only", "one-unit"),
+                 floor_fn=None):
     """All cases for one (mix, N, target set). w1: sm_75-only objects, w4:
     four-arch objects (nvcc objects always come from w4)."""
     arches = SETS[setname]
@@ -262,6 +263,7 @@ def bench_config(tools_, w1, w4, setname, tool_list, runs, work, log, mix,
     os.makedirs(out_dir, exist_ok=True)
     res = {t: {c: [] for c in ("full", "unchanged", "host-only", "one-unit")} for t in tool_list}
     res["cc"] = {"host link": []}
+    floors = []
     sizes = {}
     unit = (n // 2 + 3) % n
 
@@ -313,6 +315,11 @@ def bench_config(tools_, w1, w4, setname, tool_list, runs, work, log, mix,
         m.pop("log")
         res["cc"]["host link"].append(m)
         log(f"  {tag} run {r} cc host link   {m['wall']:7.3f} s")
+        # the floor once per run, between the same runs' links: the machine's
+        # speed drifts, and the ratio compares medians taken alike
+        if floor_fn:
+            floors.append(floor_fn())
+            log(f"  {tag} run {r} floor          {floors[-1]['total']:7.2f} s")
         # one unit edited (edit value unique per run so no cache can hold it)
         for ww in (w1, w4):
             if ww:
@@ -323,7 +330,16 @@ def bench_config(tools_, w1, w4, setname, tool_list, runs, work, log, mix,
         for ww in (w1, w4):
             if ww:
                 ww.touch_unit(unit, 0)
+    res["floors"] = floors
     return tag, res, sizes
+
+
+def median_floor(floors):
+    """The floor run with the median total, with every run's total."""
+    by_total = sorted(floors, key=lambda f: f["total"])
+    pick = dict(by_total[(len(by_total) - 1) // 2])
+    pick["totals"] = [round(f["total"], 3) for f in floors]
+    return pick
 
 
 def fatbinary_reference(exe, work):
@@ -462,17 +478,21 @@ def main():
         runs = a.runs_large if n >= 256 else a.runs
         for s in sets:
             tl = [t for t in tool_list if not (t == "fatlink-1img" and s == "one")]
+            ftag = f"cuda-n{n}-{s}"
+            fdir = os.path.join(a.work, "out", f"floor-{ftag}")
+            floor_fn = None if a.no_floor else (lambda w1=w1, s=s, fdir=fdir: floor(w1, SETS[s], fdir))
             tag, res, outs = bench_config(tools_, w1, w4, s, tl, runs, a.work, log, "cuda",
-                                          a.peer_relinks_all, a.peer_cases.split(","))
+                                          a.peer_relinks_all, a.peer_cases.split(","), floor_fn)
+            floors = res.pop("floors")
             sizes = {"ref": fatbinary_reference(outs["fatlink"], a.work)} if "fatlink" in outs else {}
             merge(results, tag, {"n": n, "set": s, "mix": "cuda", "runs": runs,
                                  "res": res, "ref_fatbin": sizes.get("ref")})
             loads.append(load_average())
             json.dump(results, open(rpath, "w"), indent=1)
-            if not a.no_floor:
-                fl = floor(w1, SETS[s], os.path.join(a.work, "out", f"floor-{tag}"))
+            if floors:
+                fl = median_floor(floors)
                 results["floor"][tag] = fl
-                log(f"  floor {tag}: {fl}")
+                log(f"  floor {tag} (median of {len(floors)}): {fl}")
                 json.dump(results, open(rpath, "w"), indent=1)
     for n, (m1, m4) in mixed.items():
         runs = a.runs_large if n >= 256 else a.runs
@@ -480,6 +500,7 @@ def main():
             tag, res, outs = bench_config(tools_, m1 if s == "one" else None,
                                           m4 if s == "four" else None, s, ["fatlink"],
                                           runs, a.work, log, "mixed")
+            res.pop("floors", None)
             merge(results, tag, {"n": n, "set": s, "mix": "mixed", "runs": runs, "res": res})
             json.dump(results, open(rpath, "w"), indent=1)
     results["nodevice"] = no_device(tools_, a.work, a.runs, log)
