@@ -7,7 +7,9 @@
 //   plan targets       -> refuse anything the tools cannot serve, up front
 //   read inputs        -> every device image, with its origin
 //   link and optimize  -> one optimized module per group of targets
-//   compile targets    -> per target, in parallel: PTX, then ptxas
+//   compile targets    -> per target, or per partition and target, in
+//                         parallel: PTX (shared between arches where the
+//                         oldest and newest agree), then ptxas
 //   write outputs      -> all or nothing, each file renamed into place
 //
 // Output bytes do not depend on -j: each target is compiled independently
