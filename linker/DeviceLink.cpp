@@ -514,6 +514,169 @@ planPartitionGroups(const Config &C, ArrayRef<lto::Target> Targets,
   return Groups;
 }
 
+namespace {
+
+/// The partitioned targets' jobs: one per partition of each group, which
+/// takes the targets' cubins from the cache or generates PTX for those that
+/// miss (shared between arches where the two ends agree) and posts one
+/// ptxas job per missing target. Done(target, partition, cubin) receives
+/// every result, cached or compiled.
+class PartitionJobs {
+public:
+  using DoneFn =
+      function_ref<void(size_t Target, size_t Part, Expected<std::string>)>;
+
+  PartitionJobs(
+      Context &Ctx, const Config &C, ArrayRef<lto::Target> Targets,
+      ArrayRef<const std::vector<lto::CodegenPartition> *> PartsOf,
+      JobQueue &Queue, DoneFn Done)
+      : Ctx(Ctx), C(C), Targets(Targets), Queue(Queue), Done(Done),
+        Groups(planPartitionGroups(C, Targets, PartsOf, PTXSource)),
+        RankOf(Targets.size(), 0) {
+    // The order ptxas runs in (work order only; the output does not
+    // change): newest arch first, as its cubin is the largest, so its
+    // nvlink and zstd run while the other targets still compile; the last
+    // two targets alternate, so that their links end the build side by
+    // side instead of one after the other on one thread.
+    std::vector<size_t> Order;
+    for (size_t I = 0; I < Targets.size(); ++I)
+      if (PartsOf[I])
+        Order.push_back(I);
+    llvm::stable_sort(Order, [&](size_t A, size_t B) {
+      return Targets[A].Sm > Targets[B].Sm;
+    });
+    for (auto [R, I] : enumerate(Order))
+      RankOf[I] = R;
+    LastTwo = Order.size() >= 2 ? Order.size() - 2 : 0;
+  }
+
+  /// Posts every partition's job (after whole targets, before any ptxas).
+  void post() {
+    for (size_t GI = 0; GI < Groups.size(); ++GI)
+      for (size_t P = 0; P < Groups[GI].Parts->size(); ++P)
+        Queue.post(JobQueue::priority(1, P, GI), [this, GI, P] { run(GI, P); });
+  }
+
+  std::atomic<unsigned> Generated{0}; ///< code generations run
+  std::atomic<unsigned> Reused{0};    ///< PTX taken from the oldest arch
+
+private:
+  uint64_t ptxasPriority(size_t I, size_t P) const {
+    size_t R = RankOf[I];
+    if (R >= LastTwo)
+      return JobQueue::priority(2, LastTwo, P * 2 + (R - LastTwo));
+    return JobQueue::priority(2, R, P);
+  }
+
+  Expected<std::string> generate(const lto::CodegenPartition &Part,
+                                 size_t I) {
+    ++Generated;
+    return lto::generatePTX(Part.Bitcode, Targets[I], C.Link.OptLevel);
+  }
+
+  /// Partition P of group GI.
+  void run(size_t GI, size_t P) {
+    const PartitionGroup &G = Groups[GI];
+    const lto::CodegenPartition &Part = (*G.Parts)[P];
+    TimeTraceScope Scope("Codegen partition", "part" + std::to_string(P));
+    std::vector<std::string> Keys(Targets.size());
+    std::vector<std::pair<size_t, std::string>> Hits;
+    std::vector<size_t> Missing;
+    for (size_t I : G.Members) {
+      if (!C.CacheDir.empty()) {
+        Keys[I] = codegenKey(C, Targets[I], Part.Bitcode, PTXSource[I]);
+        if (std::optional<std::string> Cubin =
+                cacheLookupBlob(Ctx, C.CacheDir + "/codegen", Keys[I])) {
+          Hits.emplace_back(I, std::move(*Cubin));
+          continue;
+        }
+      }
+      Missing.push_back(I);
+    }
+
+    // Shared PTX: generate the oldest and the newest plain target's code;
+    // if they agree apart from the header, the targets between them take
+    // it. Decided the same way whatever the cache holds.
+    bool NeedShared =
+        any_of(Missing, [&](size_t I) { return !PTXSource[I].empty(); });
+    size_t Lo = NeedShared ? G.Sharing.front() : Targets.size();
+    size_t Hi = NeedShared ? G.Sharing.back() : Targets.size();
+    std::optional<std::string> LoText, HiText;
+    std::vector<size_t> Settled; // missing targets that already failed
+    bool Shared = false;
+    if (NeedShared) {
+      for (auto [End, Text] :
+           {std::pair(Lo, &LoText), std::pair(Hi, &HiText)}) {
+        Expected<std::string> E = generate(Part, End);
+        if (E) {
+          *Text = std::move(*E);
+        } else if (is_contained(Missing, End)) {
+          Done(End, P, E.takeError());
+          Settled.push_back(End);
+        } else {
+          consumeError(E.takeError());
+        }
+      }
+      if (LoText && HiText) {
+        TimeTraceScope CompareScope("Compare PTX");
+        std::optional<std::string> HiAsLo =
+            lto::retargetPTX(*HiText, Targets[Hi], Targets[Lo]);
+        Shared = HiAsLo && *HiAsLo == *LoText;
+      }
+    }
+
+    for (size_t I : Missing) {
+      if (is_contained(Settled, I))
+        continue;
+      std::optional<std::string> Text;
+      if (I == Lo) {
+        Text = Shared ? *LoText : std::move(*LoText); // the middle needs it
+      } else if (I == Hi) {
+        Text = std::move(*HiText);
+      } else if (Shared && !PTXSource[I].empty()) {
+        Text = lto::retargetPTX(*LoText, Targets[Lo], Targets[I]);
+        if (Text)
+          ++Reused;
+      }
+      if (!Text) {
+        Expected<std::string> E = generate(Part, I);
+        if (!E) {
+          Done(I, P, E.takeError());
+          continue;
+        }
+        Text = std::move(*E);
+      }
+      // To a file now: the texts of all partitions would otherwise wait in
+      // memory for their ptxas jobs.
+      Expected<std::string> Path =
+          Ctx.Temps.write(partitionFileName(Targets[I], P, ".ptx"), *Text);
+      if (!Path) {
+        Done(I, P, Path.takeError());
+        continue;
+      }
+      Queue.post(ptxasPriority(I, P),
+                 [this, I, P, Key = Keys[I], Path = std::move(*Path)] {
+                   Done(I, P,
+                        assemblePartition(Ctx, C, Targets[I], Path, P, Key));
+                 });
+    }
+    for (auto &[I, Cubin] : Hits)
+      Done(I, P, std::move(Cubin));
+  }
+
+  Context &Ctx;
+  const Config &C;
+  ArrayRef<lto::Target> Targets;
+  JobQueue &Queue;
+  DoneFn Done;
+  std::vector<std::string> PTXSource; // before Groups: filled by its planner
+  std::vector<PartitionGroup> Groups;
+  std::vector<size_t> RankOf;
+  size_t LastTwo = 0;
+};
+
+} // namespace
+
 /// Generates PTX for one target and assembles it (sm_XX) or checks it
 /// (compute_XX) with ptxas. With relocatable cubins of the target's arch in
 /// the inputs, the PTX is assembled relocatable (ptxas -c) and nvlink links
@@ -602,10 +765,10 @@ encodeImage(const Config &C, const lto::Target &T, const TargetOutput &O) {
 }
 
 /// Compiles every target, in parallel, into its own slot; for packaged
-/// outputs each task also encodes its fatbin entry. A target whose module
-/// was split (Parts[module] has several partitions) is compiled partition by
-/// partition, each one a task of its own; the task that finishes a target's
-/// last partition links them with nvlink and encodes the entry.
+/// outputs the job that finishes a target also encodes its fatbin entry. A
+/// target whose module was split (Parts[module] has several partitions) is
+/// compiled partition by partition (PartitionJobs); the job that finishes a
+/// target's last partition links them with nvlink and encodes the entry.
 static Expected<std::vector<TargetOutput>>
 compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
                const lto::InputSet &Inputs, ArrayRef<lto::Target> Targets,
@@ -665,8 +828,8 @@ compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
     }
     std::vector<std::string> Paths;
     for (auto [N, Data] : enumerate(PartCubins[I])) {
-      Expected<std::string> Path = Ctx.Temps.write(
-          Targets[I].Name + ".part" + std::to_string(N) + ".o.cubin", Data);
+      Expected<std::string> Path =
+          Ctx.Temps.write(partitionFileName(Targets[I], N, ".o.cubin"), Data);
       if (!Path)
         return Fail(I, Path.takeError());
       Paths.push_back(*Path);
@@ -678,34 +841,6 @@ compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
       return Fail(I, Linked.takeError());
     Outputs[I].Cubin = std::move(*Linked);
     Encode(I);
-  };
-
-  std::vector<std::string> PTXSource;
-  std::vector<PartitionGroup> Groups =
-      planPartitionGroups(C, Targets, PartsOf, PTXSource);
-  std::atomic<unsigned> Generated{0}, Reused{0};
-
-  // The order ptxas runs in (work order only; the output does not change):
-  // newest arch first, as its cubin is the largest, so its nvlink and zstd
-  // run while the other targets still compile; the last two targets
-  // alternate, so that their links end the build side by side instead of
-  // one after the other on one thread.
-  std::vector<size_t> Order;
-  for (size_t I = 0; I < NT; ++I)
-    if (PartsOf[I])
-      Order.push_back(I);
-  llvm::stable_sort(Order, [&](size_t A, size_t B) {
-    return Targets[A].Sm > Targets[B].Sm;
-  });
-  std::vector<size_t> RankOf(NT, 0);
-  for (auto [R, I] : enumerate(Order))
-    RankOf[I] = R;
-  size_t LastTwo = Order.size() >= 2 ? Order.size() - 2 : 0;
-  auto PtxasPriority = [&](size_t I, size_t P) {
-    size_t R = RankOf[I];
-    if (R >= LastTwo)
-      return JobQueue::priority(2, LastTwo, P * 2 + (R - LastTwo));
-    return JobQueue::priority(2, R, P);
   };
 
   {
@@ -722,111 +857,15 @@ compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
           Outputs[I] = std::move(*Out);
           Encode(I);
         });
-
-    // Then one job per partition of each group: its cubins from the cache,
-    // or its PTX for every target that misses, each then assembled by a
-    // ptxas job of its own.
-    for (size_t GI = 0; GI < Groups.size(); ++GI)
-      for (size_t P = 0; P < Groups[GI].Parts->size(); ++P)
-        Queue.post(JobQueue::priority(1, P, GI), [&, GI, P] {
-          const PartitionGroup &G = Groups[GI];
-          const lto::CodegenPartition &Part = (*G.Parts)[P];
-          TimeTraceScope Scope("Codegen partition", "part" + std::to_string(P));
-          std::vector<std::string> Keys(NT);
-          std::vector<std::pair<size_t, std::string>> Hits;
-          std::vector<size_t> Missing;
-          for (size_t I : G.Members) {
-            if (!C.CacheDir.empty()) {
-              Keys[I] = codegenKey(C, Targets[I], Part.Bitcode, PTXSource[I]);
-              if (std::optional<std::string> Cubin = cacheLookupBlob(
-                      Ctx, C.CacheDir + "/codegen", Keys[I])) {
-                Hits.emplace_back(I, std::move(*Cubin));
-                continue;
-              }
-            }
-            Missing.push_back(I);
-          }
-          auto Generate = [&](size_t I) {
-            ++Generated;
-            return lto::generatePTX(Part.Bitcode, Targets[I],
-                                    C.Link.OptLevel);
-          };
-
-          // Shared PTX: generate the oldest and the newest plain target's
-          // code; if they agree apart from the header, the targets between
-          // them take it. Decided the same way whatever the cache holds.
-          bool NeedShared = any_of(
-              Missing, [&](size_t I) { return !PTXSource[I].empty(); });
-          size_t Lo = NeedShared ? G.Sharing.front() : NT;
-          size_t Hi = NeedShared ? G.Sharing.back() : NT;
-          std::optional<std::string> LoText, HiText;
-          std::vector<size_t> Settled; // missing targets already failed
-          bool Shared = false;
-          if (NeedShared) {
-            for (auto [End, Text] :
-                 {std::pair(Lo, &LoText), std::pair(Hi, &HiText)}) {
-              Expected<std::string> E = Generate(End);
-              if (E) {
-                *Text = std::move(*E);
-              } else if (is_contained(Missing, End)) {
-                PartDone(End, P, E.takeError());
-                Settled.push_back(End);
-              } else {
-                consumeError(E.takeError());
-              }
-            }
-            if (LoText && HiText) {
-              TimeTraceScope CompareScope("Compare PTX");
-              std::optional<std::string> HiAsLo =
-                  lto::retargetPTX(*HiText, Targets[Hi], Targets[Lo]);
-              Shared = HiAsLo && *HiAsLo == *LoText;
-            }
-          }
-
-          for (size_t I : Missing) {
-            if (is_contained(Settled, I))
-              continue;
-            std::optional<std::string> Text;
-            if (I == Lo) {
-              Text = Shared ? *LoText : std::move(*LoText); // mids need it
-            } else if (I == Hi) {
-              Text = std::move(*HiText);
-            } else if (Shared && !PTXSource[I].empty()) {
-              Text = lto::retargetPTX(*LoText, Targets[Lo], Targets[I]);
-              if (Text)
-                ++Reused;
-            }
-            if (!Text) {
-              Expected<std::string> E = Generate(I);
-              if (!E) {
-                PartDone(I, P, E.takeError());
-                continue;
-              }
-              Text = std::move(*E);
-            }
-            // To a file now: the texts of all partitions would otherwise
-            // wait in memory for their ptxas jobs.
-            Expected<std::string> Path = Ctx.Temps.write(
-                partitionFileName(Targets[I], P, ".ptx"), *Text);
-            if (!Path) {
-              PartDone(I, P, Path.takeError());
-              continue;
-            }
-            Queue.post(PtxasPriority(I, P), [&, I, P, Key = Keys[I],
-                                             Path = std::move(*Path)] {
-              PartDone(I, P,
-                       assemblePartition(Ctx, C, Targets[I], Path, P, Key));
-            });
-          }
-          for (auto &[I, Cubin] : Hits)
-            PartDone(I, P, std::move(Cubin));
-        });
+    PartitionJobs Jobs(Ctx, C, Targets, PartsOf, Queue, PartDone);
+    Jobs.post();
     Pool.wait();
+    if (Jobs.Generated || Jobs.Reused)
+      Ctx.verbose("PTX: " + Twine(Jobs.Generated.load()) + " generated, " +
+                  Twine(Jobs.Reused.load()) +
+                  " reused (the oldest arch's, where the newest arch's "
+                  "agreed)");
   }
-  if (Generated || Reused)
-    Ctx.verbose("PTX: " + Twine(Generated.load()) + " generated, " +
-                Twine(Reused.load()) +
-                " reused (the oldest arch's, where the newest arch's agreed)");
   Error All = Error::success();
   for (const std::string &E : Errors)
     if (!E.empty())
