@@ -12,6 +12,9 @@
 #   app_full   cubins for sm_75..sm_120 + compute_120 PTX: every kernel runs
 #              and matches the host computation (CUDA runtime <<<>>>, Rust
 #              kernels, Rust calling CUDA C++ device code, by-name launches)
+#   app_parts  as app_full, compiled in partitions (nvlinked) with shared
+#              PTX: the arches between sm_75 and sm_120 reuse sm_75's PTX
+#              where sm_120's agrees
 #   app_ptx    only compute_75 PTX: JIT-loads on any GPU >= sm_75
 #   app_sm75 / app_sm120   one cubin of one arch: on a GPU of another major
 #              version it must fail with the documented message
@@ -47,14 +50,15 @@ build() {
     -fgpu-rdc -foffload-lto --offload-arch=sm_75 -O2 -I"$ROOT/runtime/include" \
     -c "$ROOT/tests/gpu/gpu_app.cu" -o "$W/gpu_app.o"
   local INPUTS="$W/gpu_app.o $W/libsaxpy.rlib $W/libvecmath.rlib $W/libminicore.rlib $W/softplus.bc"
-  link_app() { # NAME ARCHS
-    "$FATLINK" device-link --arch="$2" $INPUTS -o "$W/kernels_$1.o"
+  link_app() { # NAME ARCHS [device-link options]
+    "$FATLINK" device-link --arch="$2" "${@:3}" $INPUTS -o "$W/kernels_$1.o"
     "$CLANG" "$W/gpu_app.o" "$W/kernels_$1.o" -Wl,--whole-archive "$LIB" -Wl,--no-whole-archive \
       -L"$CUDA/lib64" -lcudart -ldl -lpthread -Wl,-rpath,'$ORIGIN' -o "$OUT/app_$1"
     echo "   app_$1: --arch=$2"
   }
   echo "== fatlink device-link and host links"
   link_app full sm_75,sm_80,sm_90,sm_100,sm_120,compute_120
+  link_app parts sm_75,sm_80,sm_90,sm_100,sm_120 --partitions=4
   link_app ptx compute_75
   link_app sm75 sm_75
   link_app sm120 sm_120
@@ -78,7 +82,7 @@ fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
 
 run() {
   cd "$OUT" || exit 1
-  for f in app_full app_ptx app_sm75 app_sm120 rust_host cargo_app; do
+  for f in app_full app_parts app_ptx app_sm75 app_sm120 rust_host cargo_app; do
     [ -x "$f" ] || { echo "FAIL: $OUT/$f missing: run 'tests/gpu/run.sh build' first"; exit 1; }
   done
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader || true
@@ -100,6 +104,12 @@ run() {
     pass "CUDA runtime registration logged" || fail "CUDA runtime registration not logged"
   grep -q "on device 0 .*: expecting cubin sm_" full.txt &&
     pass "image choice logged (cubin)" || fail "no image choice in the log"
+
+  echo "== app_parts: partitions, shared PTX between arches"
+  timeout 120 ./app_parts >parts.txt 2>&1; rc=$?
+  cat parts.txt
+  [ $rc -eq 0 ] && grep -q 'gpu_app: all checks passed' parts.txt &&
+    pass "app_parts: all kernels correct" || fail "app_parts (exit $rc)"
 
   echo "== app_ptx: compute_75 PTX only, JIT-compiled"
   FATLINK_RT_LOG=1 timeout 180 ./app_ptx >ptx.txt 2>&1; rc=$?
