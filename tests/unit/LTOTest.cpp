@@ -967,11 +967,14 @@ TEST_F(LTOTest, OptimizesInPartitionsAndMemoizesThem) {
   for (const lto::CodegenPartition &Part : OM.Parts) {
     std::vector<std::string> Defs = definitions(Part.Bitcode);
     // @g lives with both its users; @h is copied wherever it is called.
-    if (is_contained(Defs, "k1") || is_contained(Defs, "k2"))
+    if (is_contained(Defs, "k1") || is_contained(Defs, "k2")) {
       EXPECT_THAT(Defs, AllOf(Contains("g"), Contains("k1"), Contains("k2")));
-    for (const char *Caller : {"k3", "k4"})
-      if (is_contained(Defs, Caller))
+    }
+    for (const char *Caller : {"k3", "k4"}) {
+      if (is_contained(Defs, Caller)) {
         EXPECT_THAT(Defs, Contains("h"));
+      }
+    }
     append_range(Kernels, Part.Kernels);
     Globals.push_back(is_contained(Defs, "g") ? "g" : "");
     Expected<std::string> PTX = lto::generatePTX(Part.Bitcode, Sm80[0], 3);
