@@ -120,6 +120,18 @@ check "cache: no temporary file left in the cache" bash -c "! ls '$CACHE' | grep
 "$CC_WRAP" main.o -L"$D" -ldev -o app_c6 --fatlink-arch=sm_80 --fatlink-cache-dir=off --fatlink-verbose 2>c6.log
 check "cache: off" bash -c "! grep -q '^cache:' c6.log && cmp app_c1 app_c6"
 
+# 5c. The partition and shared-PTX settings reach the device link, by
+# argument and by environment; the executable is the same either way.
+"$CC_WRAP" main.o -L"$D" -ldev -o app_p1 --fatlink-arch=sm_75,sm_80,sm_90 \
+  --fatlink-partitions=2 --fatlink-cache-dir=off --fatlink-verbose 2>p1.log
+FATLINK_PTX_PER_ARCH=1 "$CC_WRAP" main.o -L"$D" -ldev -o app_p2 \
+  --fatlink-arch=sm_75,sm_80,sm_90 --fatlink-partitions=2 --fatlink-cache-dir=off \
+  --fatlink-verbose 2>p2.log
+check "settings: partitions=2 splits the device link" grep -q '^partition 1: ' p1.log
+check "settings: sm_80 reuses PTX by default" grep -q '^PTX: 4 generated, 2 reused' p1.log
+check "settings: FATLINK_PTX_PER_ARCH=1 turns that off" grep -q '^PTX: 6 generated, 0 reused' p2.log
+check "settings: the same executable either way" cmp app_p1 app_p2
+
 # 6. --fatlink-dry-run prints the plan and runs nothing.
 "$CC_WRAP" main.o -L"$D" -ldev -o app_dry --fatlink-arch=sm_80,compute_80 --fatlink-dry-run > plan.txt
 check "dry run: no output written" test ! -e app_dry
