@@ -91,6 +91,23 @@ expect_error "ptxas failure shows its message and target" \
   "${L[@]}" --arch=sm_80 --ptxas="$D/failing-ptxas" $RLIBS "$D/softplus.bc"
 err=$("$FATLINK" "${L[@]}" --arch=sm_80 --ptxas="$D/failing-ptxas" $RLIBS "$D/softplus.bc" 2>&1)
 check "ptxas failure: ptxas's own message shown" grep -qF "Unresolved extern function 'oops'" <<<"$err"
+# The same in partitions, with shared PTX: a failing partition names its
+# target and partition, and a ptxas that fails for one arch only fails the
+# link (no output, no hang) with that arch's message alone.
+expect_error "partitioned ptxas failure names target and partition" \
+  "ptxas for sm_75 (partition " \
+  device-link -o "$OUT.fatbin" --arch=sm_75,sm_80,sm_90 --partitions=4 \
+  --ptxas="$D/failing-ptxas" $RLIBS "$D/softplus.bc"
+check "partitioned ptxas failure: no fatbin left" test ! -e "$OUT.fatbin"
+printf '#!/bin/sh\ncase "$*" in *-c*-arch=sm_80*|*-arch=sm_80*-c*) echo "ptxas fatal   : sm_80 only" >&2; exit 255;; esac\nexec %s "$@"\n' \
+  "$CUDA/bin/ptxas" > "$D/sm80-failing-ptxas"
+chmod +x "$D/sm80-failing-ptxas"
+err=$(timeout 120 "$FATLINK" device-link -o "$OUT.fatbin" --arch=sm_75,sm_80,sm_90 --partitions=4 \
+  --ptxas="$D/sm80-failing-ptxas" $RLIBS "$D/softplus.bc" 2>&1); rc=$?
+check "one arch's ptxas fails: the link fails, without hanging" test $rc -ne 0 -a $rc -ne 124
+check "one arch's ptxas fails: its message, for sm_80" grep -qF "ptxas for sm_80 (partition" <<<"$err"
+check "one arch's ptxas fails: no other target blamed" bash -c "! grep -qE 'ptxas for sm_(75|90)' <<<\"\$1\"" _ "$err"
+check "one arch's ptxas fails: no fatbin left" test ! -e "$OUT.fatbin"
 fake_ptxas crashing-ptxas 'kill -SEGV $$'
 expect_error "ptxas crash" "ptxas for sm_80 crashed" \
   "${L[@]}" --arch=sm_80 --ptxas="$D/crashing-ptxas" $RLIBS "$D/softplus.bc"
