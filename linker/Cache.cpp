@@ -213,7 +213,7 @@ static std::optional<DeviceBuild> deserialize(StringRef Payload) {
 }
 
 std::string codegenKey(const DeviceLinkConfig &C, const lto::Target &T,
-                       StringRef Bitcode, StringRef PTXSource) {
+                       ArrayRef<uint8_t> BitcodeHash, StringRef PTXSource) {
   std::string Data;
   Writer W(Data);
   W.str("fatlink-codegen-2");
@@ -225,8 +225,7 @@ std::string codegenKey(const DeviceLinkConfig &C, const lto::Target &T,
   W.str(T.Cpu);
   W.u64(T.PtxVersion);
   W.u64(C.Link.OptLevel);
-  BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(Bitcode));
-  W.str(toStringRef(ArrayRef<uint8_t>(H)));
+  W.str(toStringRef(BitcodeHash));
   BLAKE3Result<32> Key = BLAKE3::hash(arrayRefFromStringRef(Data));
   return toHex(ArrayRef<uint8_t>(Key), /*LowerCase=*/true);
 }

@@ -47,11 +47,13 @@ void cacheStore(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
                 const DeviceBuild &B);
 
 /// The cache key of one partition's code for one target (64 hex digits):
-/// its bitcode, the target, the optimization level, the tools, and
-/// PTXSource: where the target's PTX comes from ("" when generated for it;
-/// the oldest and newest arch when it may reuse theirs).
+/// its bitcode (BitcodeHash: its BLAKE3 hash, computed once for all
+/// targets), the target, the optimization level, the tools, and PTXSource:
+/// where the target's PTX comes from ("" when generated for it; the oldest
+/// and newest arch when it may reuse theirs).
 std::string codegenKey(const DeviceLinkConfig &C, const lto::Target &T,
-                       llvm::StringRef Bitcode, llvm::StringRef PTXSource);
+                       llvm::ArrayRef<uint8_t> BitcodeHash,
+                       llvm::StringRef PTXSource);
 
 /// The payload stored under Key in Dir, if present and intact (checked
 /// against its recorded length and BLAKE3 hash); misses, hits and damaged

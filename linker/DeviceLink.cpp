@@ -582,9 +582,12 @@ private:
     std::vector<std::string> Keys(Targets.size());
     std::vector<std::pair<size_t, std::string>> Hits;
     std::vector<size_t> Missing;
+    BLAKE3Result<32> BitcodeHash;
+    if (!C.CacheDir.empty())
+      BitcodeHash = BLAKE3::hash(arrayRefFromStringRef(Part.Bitcode));
     for (size_t I : G.Members) {
       if (!C.CacheDir.empty()) {
-        Keys[I] = codegenKey(C, Targets[I], Part.Bitcode, PTXSource[I]);
+        Keys[I] = codegenKey(C, Targets[I], BitcodeHash, PTXSource[I]);
         if (std::optional<std::string> Cubin =
                 cacheLookupBlob(Ctx, C.CacheDir + "/codegen", Keys[I])) {
           Hits.emplace_back(I, std::move(*Cubin));
@@ -1111,6 +1114,7 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   // From here on, the set of device images is fixed.
   lto::LinkOptions Link = C.Link;
   Link.Jobs = C.Jobs;
+  Link.TimeTraceGranularity = C.TimeTraceGranularity;
   Link.Partitions = partitionSetting(C);
   Link.NeedWholeModule =
       C.OutKind == OutputKind::Bitcode ||

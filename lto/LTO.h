@@ -168,6 +168,9 @@ struct LinkOptions {
   /// Threads for work that splits by image or partition (0: one per
   /// core). The result does not depend on it.
   unsigned Jobs = 0;
+  /// With the time profiler on: what its worker threads leave out, in
+  /// microseconds (as the driver's --time-trace-granularity).
+  unsigned TimeTraceGranularity = 500;
   /// Optimize (and then compile) in partitions: 1 = no, N = up to N, 0 =
   /// defaultPartitions(kernels). Before O3 the module is split so that no
   /// partition references another's definitions (local functions are

@@ -339,6 +339,14 @@ private:
 
 } // namespace
 
+/// A memo key: what is memoized (Fact, which names LLVM's version and what
+/// else the value depends on) and the BLAKE3 hash of the bytes it is
+/// computed from.
+static std::string memoKey(const Twine &Fact, StringRef Bytes) {
+  BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(Bytes));
+  return (Fact + "-" + toHex(ArrayRef<uint8_t>(H), /*LowerCase=*/true)).str();
+}
+
 /// A digest of an image's bitcode without the function attributes that name
 /// the arch ("target-cpu", "target-features"), which linkGroup overwrites
 /// anyway. Images with equal digests are the same program for every target.
@@ -390,9 +398,8 @@ std::vector<size_t> DeviceLinker::equivalentImages(
     MemoryBufferRef MB = Inputs.Images[I].Bitcode;
     std::string Key;
     if (Opts.MemoLookup) {
-      BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(MB.getBuffer()));
-      Key = "arch-neutral-digest-1-" LLVM_VERSION_STRING "-" +
-            toHex(ArrayRef<uint8_t>(H), /*LowerCase=*/true);
+      Key = memoKey("arch-neutral-digest-1-" LLVM_VERSION_STRING,
+                    MB.getBuffer());
       if (std::optional<std::string> V = Opts.MemoLookup(Key);
           V && V->size() == 32) {
         BLAKE3Result<32> D;
@@ -822,11 +829,9 @@ Expected<bool> DeviceLinker::optimizePartitions(Module &M, const Target &Rep,
     CodegenPartition &P = Split[I];
     std::string Key;
     if (Opts.MemoLookup) {
-      BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(P.Bitcode));
-      Key = ("o3-1-" LLVM_VERSION_STRING "-O" + Twine(Opts.OptLevel) + "-" +
-             Rep.Cpu + "-ptx" + Twine(Rep.PtxVersion) + "-" +
-             toHex(ArrayRef<uint8_t>(H), /*LowerCase=*/true))
-                .str();
+      Key = memoKey("o3-1-" LLVM_VERSION_STRING "-O" + Twine(Opts.OptLevel) +
+                        "-" + Rep.Cpu + "-ptx" + Twine(Rep.PtxVersion),
+                    P.Bitcode);
       if (std::optional<std::string> V = Opts.MemoLookup(Key)) {
         P.Bitcode = std::move(*V);
         return;
@@ -857,7 +862,7 @@ Expected<bool> DeviceLinker::optimizePartitions(Module &M, const Target &Rep,
     for (size_t I = 0; I < Split.size(); ++I)
       Pool.async([&, I] {
         if (Tracing)
-          timeTraceProfilerInitialize(500, "fatlink");
+          timeTraceProfilerInitialize(Opts.TimeTraceGranularity, "fatlink");
         OptimizeOne(I);
         if (Tracing)
           timeTraceProfilerFinishThread();
