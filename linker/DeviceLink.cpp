@@ -1075,6 +1075,21 @@ static Error writeJSON(Context &Ctx, const Config &C,
           });
         });
     });
+    J.attributeArray("inputs", [&] {
+      for (const lto::InputUse &U : Program.Inputs)
+        J.object([&] {
+          J.attribute("origin", U.Origin);
+          J.attribute("compiled_for", U.CompiledFor);
+          J.attributeArray("targets", [&] {
+            for (const std::string &T : U.Targets)
+              J.value(T);
+          });
+        });
+    });
+    J.attributeArray("warnings", [&] {
+      for (const std::string &W : Program.Warnings)
+        J.value(W);
+    });
     J.attributeArray("globals", [&] {
       for (const std::string &G : Program.Globals)
         J.value(G);
@@ -1109,9 +1124,6 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   for (const lto::Target &T : B.Targets)
     Ctx.verbose("target " + T.Name + ": " + (T.IsPTX ? "PTX" : "cubin") +
                 ", PTX ISA " + T.ptxVersionString());
-  for (const lto::DeviceImage &Image : Inputs.Images)
-    Ctx.verbose("input " + Image.Origin +
-                (Image.Arch.empty() ? "" : " [" + Image.Arch + "]"));
   for (const lto::DeviceObject &O : Inputs.Objects)
     Ctx.verbose("input " + O.Origin + " [" + O.Arch + ", relocatable cubin]");
   for (const std::string &Note : Inputs.Skipped)
@@ -1161,6 +1173,12 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   if (!Program)
     return Program.takeError();
   B.Program = std::move(*Program);
+  // Which arch each input was compiled for and which targets it serves:
+  // an input compiled for sm_75 serving sm_90 lacks its sm_90-only code.
+  for (const lto::InputUse &U : B.Program.Inputs)
+    Ctx.verbose("input " + U.Origin + ": compiled for " +
+                (U.CompiledFor.empty() ? "(no arch)" : U.CompiledFor) +
+                ", serves " + join(U.Targets, ", "));
   for (auto [T, V] : zip(B.Targets, B.Program.PtxVersions))
     if (T.PtxVersion != V) {
       Ctx.verbose("target " + T.Name + ": PTX ISA raised to " +
@@ -1233,8 +1251,11 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
   std::string Key;
   if (UseCache) {
     Key = deviceLinkKey(C, Inputs);
-    if (std::optional<DeviceBuild> B = cacheLookup(Ctx, C.CacheDir, Key))
+    if (std::optional<DeviceBuild> B = cacheLookup(Ctx, C.CacheDir, Key)) {
+      for (const std::string &W : B->Program.Warnings)
+        Ctx.warn(W);
       return std::move(*B);
+    }
   }
   Expected<ToolFacts> Facts = Probe();
   if (!Facts)
@@ -1245,6 +1266,9 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
     return Targets.takeError();
   Expected<DeviceBuild> B =
       buildDevice(Ctx, C, *Facts, std::move(*Targets), Inputs);
+  if (B)
+    for (const std::string &W : B->Program.Warnings)
+      Ctx.warn(W);
   if (B && UseCache)
     cacheStore(Ctx, C.CacheDir, Key, *B);
   return B;

@@ -233,8 +233,22 @@ struct KernelInfo {
   std::vector<unsigned> ParamSizes;
 };
 
+/// What one input contributed: the arch it was compiled for and the
+/// targets that linked it (for `-v` and `--json`).
+struct InputUse {
+  std::string Origin;
+  /// "sm_75": the arch of an OffloadBinary image, else the newest
+  /// `target-cpu` of its functions; empty if none says.
+  std::string CompiledFor;
+  std::vector<std::string> Targets; ///< target names, in target order
+};
+
 struct LinkedProgram {
   std::vector<OptimizedModule> Modules;
+  /// Each input image that some target linked, in input order.
+  std::vector<InputUse> Inputs;
+  /// Findings that do not stop the link, for the driver to print.
+  std::vector<std::string> Warnings;
   /// The PTX ISA version (x10) each target is compiled for, by target
   /// index: its own (Target::PtxVersion) or, when higher, the newest any of
   /// its inputs was compiled for (their `+ptxNN` feature), so that inline

@@ -407,6 +407,14 @@ private:
                          const LinkGroup &G);
   Error choosePtxVersions(ArrayRef<std::unique_ptr<Module>> Modules,
                           const LinkGroup &G, LinkedProgram &Out);
+  void noteUse(const Module &M, const DeviceImage &Image, size_t ImageIndex,
+               const LinkGroup &G, LinkedProgram &Out);
+
+public:
+  /// noteUse's record, by image index.
+  std::map<size_t, InputUse> Uses;
+
+private:
   Error linkLibdevice(Module &M, Linker &L, LinkedProgram &Out);
   void internalize(Module &M);
   Error saveTemp(const Module &M, StringRef Stage);
@@ -621,6 +629,61 @@ Expected<std::unique_ptr<Module>> DeviceLinker::parse(LLVMContext &Ctx,
   return MOrErr;
 }
 
+/// The arch an image was compiled for: its OffloadBinary's, else the newest
+/// "target-cpu" of its functions (plain bitcode carries it there).
+static std::optional<ArchName> compiledFor(const Module &M,
+                                           const DeviceImage &Image) {
+  if (!Image.Arch.empty())
+    return parseArchName(Image.Arch);
+  std::optional<ArchName> Max;
+  for (const Function &F : M) {
+    if (F.isDeclaration())
+      continue;
+    std::optional<ArchName> A =
+        parseArchName(F.getFnAttribute("target-cpu").getValueAsString());
+    if (A && (!Max || A->Sm > Max->Sm))
+      Max = A;
+  }
+  return Max;
+}
+
+/// A kernel whose body is a bare `ret void`.
+static bool isEmptyKernel(const Function &F) {
+  return !F.isDeclaration() && F.getCallingConv() == CallingConv::PTX_Kernel &&
+         F.size() == 1 && F.front().size() == 1 &&
+         isa<ReturnInst>(F.front().front());
+}
+
+/// Records which targets link an image and, for a kernel that is empty in
+/// an image compiled for an older arch than a target it serves, a warning:
+/// code under `#if __CUDA_ARCH__ >= NNN` was left out when the image was
+/// compiled, and that target gets an empty kernel without a word otherwise.
+void DeviceLinker::noteUse(const Module &M, const DeviceImage &Image,
+                           size_t ImageIndex, const LinkGroup &G,
+                           LinkedProgram &Out) {
+  std::optional<ArchName> Arch = compiledFor(M, Image);
+  InputUse &Use = Uses[ImageIndex];
+  Use.Origin = Image.Origin;
+  Use.CompiledFor = Arch ? Arch->Cpu : "";
+  std::vector<std::string> Newer;
+  for (size_t TI : G.Targets) {
+    Use.Targets.push_back(Targets[TI].Name);
+    if (Arch && Targets[TI].Sm > Arch->Sm)
+      Newer.push_back(Targets[TI].Name);
+  }
+  if (Newer.empty())
+    return;
+  for (const Function &F : M)
+    if (isEmptyKernel(F))
+      Out.Warnings.push_back(
+          (Image.Origin + ": kernel " + F.getName() + " is empty for " +
+           join(Newer, ", ") + ": the input was compiled for " + Arch->Cpu +
+           ", so code under `#if __CUDA_ARCH__ >= ...` was left out of it; " +
+           "compile it for those targets too (clang --offload-arch=" +
+           Arch->Cpu + "," + join(Newer, ",") + ")")
+              .str());
+}
+
 /// Plain bitcode carries the processor it was compiled for in each
 /// function's "target-cpu". Code built for a newer GPU than a target may use
 /// instructions that GPU lacks, so that is an error, as with nvcc.
@@ -628,18 +691,9 @@ Error DeviceLinker::checkCompiledFor(const Module &M, const DeviceImage &Image,
                                      const LinkGroup &G) {
   if (!Image.Arch.empty())
     return Error::success(); // chosen by planGroups
-  unsigned MaxSm = 0;
-  std::string MaxCpu;
-  for (const Function &F : M) {
-    if (F.isDeclaration())
-      continue;
-    std::optional<ArchName> A =
-        parseArchName(F.getFnAttribute("target-cpu").getValueAsString());
-    if (A && A->Sm > MaxSm) {
-      MaxSm = A->Sm;
-      MaxCpu = A->Cpu;
-    }
-  }
+  std::optional<ArchName> Arch = compiledFor(M, Image);
+  unsigned MaxSm = Arch ? Arch->Sm : 0;
+  std::string MaxCpu = Arch ? Arch->Cpu : "";
   for (size_t TI : G.Targets)
     if (MaxSm > Targets[TI].Sm)
       return makeError(
@@ -807,6 +861,7 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
         continue;
       }
       Errors.add(checkCompiledFor(**MOrErr, Image, G));
+      noteUse(**MOrErr, Image, I, G, Out);
       Symtab.add(**MOrErr, Image.Origin);
       Modules.push_back(std::move(*MOrErr));
     }
@@ -1068,6 +1123,16 @@ Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
   });
   llvm::sort(Out.Globals);
   llvm::sort(Out.LibdeviceFunctions);
+  // Uses in input order, each one's targets in target order.
+  StringMap<size_t> TargetOrder;
+  for (auto [I, T] : enumerate(Targets))
+    TargetOrder[T.Name] = I;
+  for (auto &[Index, Use] : DL.Uses) {
+    llvm::sort(Use.Targets, [&](const std::string &A, const std::string &B) {
+      return TargetOrder.lookup(A) < TargetOrder.lookup(B);
+    });
+    Out.Inputs.push_back(std::move(Use));
+  }
   Out.LibdeviceFunctions.erase(llvm::unique(Out.LibdeviceFunctions),
                                Out.LibdeviceFunctions.end());
   return std::move(Out);
