@@ -1124,6 +1124,9 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   for (const lto::Target &T : B.Targets)
     Ctx.verbose("target " + T.Name + ": " + (T.IsPTX ? "PTX" : "cubin") +
                 ", PTX ISA " + T.ptxVersionString());
+  for (const lto::DeviceImage &Image : Inputs.Images)
+    Ctx.verbose("input " + Image.Origin +
+                (Image.Arch.empty() ? "" : " [" + Image.Arch + "]"));
   for (const lto::DeviceObject &O : Inputs.Objects)
     Ctx.verbose("input " + O.Origin + " [" + O.Arch + ", relocatable cubin]");
   for (const std::string &Note : Inputs.Skipped)

@@ -26,7 +26,7 @@ check "no cubin for compute_120" test ! -e out/compute_120.cubin
 check "PTX ISA is the inputs' (sm_75: 8.8)" grep -q '^\.version 8\.8$' out/sm_75.ptx
 check "PTX ISA is the inputs' (sm_120: 8.8)" grep -q '^\.version 8\.8$' out/sm_120.ptx
 # Rust bitcode names no PTX ISA: each target gets its arch's minimum.
-"$FATLINK" device-link --arch=sm_75,sm_120 "$D/libvecmath.rlib" "$D/libminicore.rlib" -o rust_only
+"$FATLINK" device-link --arch=sm_75,sm_120 --emit-ptx "$D/libvecmath.rlib" "$D/libminicore.rlib" -o rust_only
 check "PTX ISA is the arch minimum without +ptx inputs (sm_75: 6.3)" grep -q '^\.version 6\.3$' rust_only/sm_75.ptx
 check "PTX ISA is the arch minimum without +ptx inputs (sm_120: 8.7)" grep -q '^\.version 8\.7$' rust_only/sm_120.ptx
 
