@@ -109,12 +109,43 @@ Error DiagnosticCollector::takeError(const Twine &Context) {
 
 namespace {
 
+/// What a symbol is, as a definition or a declaration says.
+enum class SymbolKind { Function, Kernel, Variable, Other };
+
+static SymbolKind kindOf(const GlobalValue &GV) {
+  if (const auto *F = dyn_cast<Function>(&GV))
+    return F->getCallingConv() == CallingConv::PTX_Kernel ? SymbolKind::Kernel
+                                                          : SymbolKind::Function;
+  if (isa<GlobalVariable>(GV))
+    return SymbolKind::Variable;
+  return SymbolKind::Other; // aliases, ifuncs: the IR linker checks them
+}
+
+static const char *kindName(SymbolKind K) {
+  switch (K) {
+  case SymbolKind::Function:
+    return "device function";
+  case SymbolKind::Kernel:
+    return "kernel";
+  case SymbolKind::Variable:
+    return "variable";
+  case SymbolKind::Other:
+    break;
+  }
+  return "symbol";
+}
+
 /// Who defines and who uses each external symbol, by input.
 struct SymbolTable {
   struct Entry {
     std::vector<StringRef> StrongDefs;
     std::vector<StringRef> WeakDefs;
     std::vector<StringRef> Refs;
+    /// What the first definition is, and where; what each reference (in
+    /// Refs' order) declares it to be.
+    SymbolKind DefKind = SymbolKind::Other;
+    StringRef DefOrigin;
+    std::vector<SymbolKind> RefKinds;
   };
   std::map<std::string, Entry> Symbols; // ordered: deterministic reports
 
@@ -128,9 +159,16 @@ struct SymbolTable {
       // the comdat rules, like a weak one.
       const Comdat *C = GV.getComdat();
       bool Deduplicated = C && C->getSelectionKind() != Comdat::NoDeduplicate;
-      if (GV.isDeclarationForLinker())
+      if (GV.isDeclarationForLinker()) {
         E.Refs.push_back(Origin);
-      else if (GV.hasExternalLinkage() && !Deduplicated)
+        E.RefKinds.push_back(kindOf(GV));
+        continue;
+      }
+      if (E.DefOrigin.empty()) {
+        E.DefKind = kindOf(GV);
+        E.DefOrigin = Origin;
+      }
+      if (GV.hasExternalLinkage() && !Deduplicated)
         E.StrongDefs.push_back(Origin);
       else
         E.WeakDefs.push_back(Origin);
@@ -156,6 +194,71 @@ static Error checkDuplicates(const SymbolTable &Symtab, unsigned ErrorLimit) {
     std::string Msg = "duplicate device symbol: " + describeSymbol(Name);
     for (StringRef Origin : E.StrongDefs)
       Msg += "\n>>> defined in " + Origin.str();
+    Errors.add(makeError(Msg));
+  }
+  return Errors.take();
+}
+
+/// A reference must use a symbol as what its definition is: an input that
+/// calls what another defines as a variable, or reads a function as data,
+/// would otherwise link into nonsense without a word; and a kernel called
+/// as a device function compiles, in the caller, to nothing (`exit;`).
+static Error checkKinds(const SymbolTable &Symtab, unsigned ErrorLimit) {
+  ErrorList Errors(ErrorLimit);
+  for (const auto &[Name, E] : Symtab.Symbols) {
+    if (E.DefKind == SymbolKind::Other)
+      continue;
+    for (auto [Origin, Kind] : zip(E.Refs, E.RefKinds)) {
+      if (Kind == E.DefKind || Kind == SymbolKind::Other)
+        continue;
+      std::string Msg = "device symbol " + describeSymbol(Name) +
+                        " is a " + kindName(E.DefKind) + ", used as a " +
+                        kindName(Kind) + "\n>>> defined as a " +
+                        kindName(E.DefKind) + " in " + E.DefOrigin.str() +
+                        "\n>>> used as a " + kindName(Kind) + " by " +
+                        Origin.str();
+      if (E.DefKind == SymbolKind::Kernel && Kind == SymbolKind::Function)
+        Msg += "\n>>> a kernel can only be launched (<<<>>>, cudaLaunchKernel, "
+               "fatlink-rt); a call to one compiles to nothing: call a "
+               "__device__ function instead";
+      Errors.add(makeError(Msg));
+    }
+  }
+  return Errors.take();
+}
+
+/// PTX identifiers: a letter then letters, digits, `_` and `$`; or `_`,
+/// `$` or `%` then at least one of those (PTX ISA, "Identifiers").
+static bool isPTXIdentifier(StringRef Name) {
+  auto Follows = [](char C) { return isAlnum(C) || C == '_' || C == '$'; };
+  if (Name.empty() || !all_of(Name.drop_front(), Follows))
+    return false;
+  if (isAlpha(Name.front()))
+    return true;
+  return (Name.front() == '_' || Name.front() == '$' || Name.front() == '%') &&
+         Name.size() > 1;
+}
+
+/// The program's visible symbols (kernels, exports, host-visible globals)
+/// keep their names in the PTX, where the runtime and the driver look them
+/// up, so each must be a PTX identifier (`#[export_name = "scale-by-two"]`
+/// is not); internal ones the NVPTX backend renames itself.
+static Error checkPTXNames(const Module &M, const SymbolTable &Symtab,
+                           unsigned ErrorLimit) {
+  ErrorList Errors(ErrorLimit);
+  for (const GlobalValue &GV : M.global_values()) {
+    if (GV.hasLocalLinkage() || GV.getName().starts_with("llvm.") ||
+        isPTXIdentifier(GV.getName()))
+      continue;
+    std::string Msg = std::string(kindName(kindOf(GV))) + " '" +
+                      GV.getName().str() +
+                      "' is not a valid PTX name: PTX names are letters, "
+                      "digits, '_' and '$', and start with a letter, '_' or "
+                      "'$'; rename it (Rust: #[export_name = \"...\"], C++: "
+                      "extern \"C\" names)";
+    auto It = Symtab.Symbols.find(GV.getName().str());
+    if (It != Symtab.Symbols.end() && !It->second.DefOrigin.empty())
+      Msg += "\n>>> defined in " + It->second.DefOrigin.str();
     Errors.add(makeError(Msg));
   }
   return Errors.take();
@@ -870,6 +973,8 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
     return E;
   if (Error E = checkDuplicates(Symtab, Opts.ErrorLimit))
     return E;
+  if (Error E = checkKinds(Symtab, Opts.ErrorLimit))
+    return E;
   if (Error E = choosePtxVersions(Modules, G, Out))
     return E;
   unifySharedDeclarations(Modules);
@@ -901,6 +1006,8 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
                                 Opts.ErrorLimit))
     return E;
   resolveWeakReferences(*Composite, ProvidedByObjects);
+  if (Error E = checkPTXNames(*Composite, Symtab, Opts.ErrorLimit))
+    return E;
   if (First)
     collectInterface(*Composite, Out);
 

@@ -20,6 +20,23 @@ expect_error "undefined symbol names its user" \
 expect_error "undefined symbol is named" \
   "undefined device symbol: cuda_softplus" "${L[@]}" --arch=sm_80 $RLIBS
 
+# Symbols used as what they are not, and names PTX cannot hold.
+cuda_bc kernel_as_function.cu sm_75 "$D/kernel_as_function.bc"
+expect_error "a kernel called as a device function" \
+  "device symbol cuda_scale is a kernel, used as a device function" \
+  "${L[@]}" --arch=sm_80 $RLIBS "$D/softplus.bc" "$D/kernel_as_function.bc"
+err=$("$FATLINK" "${L[@]}" --arch=sm_80 $RLIBS "$D/softplus.bc" "$D/kernel_as_function.bc" 2>&1)
+check "kernel called as a function: the kernel's input named" \
+  grep -qxF ">>> defined as a kernel in $D/softplus.bc" <<<"$err"
+check "kernel called as a function: the caller's input named" \
+  grep -qxF ">>> used as a device function by $D/kernel_as_function.bc" <<<"$err"
+rust_crate bad_name --extern minicore="$D/libminicore.rlib"
+expect_error "a kernel name that is not a PTX identifier (Rust #[export_name])" \
+  "kernel 'scale-by-two' is not a valid PTX name" \
+  "${L[@]}" --arch=sm_80 "$D/libbad_name.rlib" "$D/libminicore.rlib"
+err=$("$FATLINK" "${L[@]}" --arch=sm_80 "$D/libbad_name.rlib" "$D/libminicore.rlib" 2>&1)
+check "the bad name's crate is named" grep -qF ">>> defined in $D/libbad_name.rlib(" <<<"$err"
+
 # Inputs.
 expect_error "no inputs" "no input files" "${L[@]}" --arch=sm_80
 expect_error "missing input" "cannot open $D/nope.bc" "${L[@]}" --arch=sm_80 "$D/nope.bc"

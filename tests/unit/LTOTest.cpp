@@ -660,6 +660,93 @@ TEST_F(LTOTest, UndefinedSymbolsUpToTheErrorLimit) {
                        FailedWithMessageArray(::testing::SizeIs(25)));
 }
 
+TEST_F(LTOTest, CallToAVariable) {
+  // a.bc calls what b.bc defines as a variable.
+  std::string A = writeIR("a.bc", "declare float @scale(float)\n"
+                                  "define ptx_kernel void @k(ptr %p) {\n"
+                                  "  %v = call float @scale(float 1.0)\n"
+                                  "  store float %v, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n");
+  std::string B = writeIR("b.bc", "@scale = addrspace(1) global float 2.0\n");
+  EXPECT_THAT_EXPECTED(
+      link({A, B}, Sm80, options()),
+      FailedWithMessage("device symbol scale is a variable, used as a device "
+                        "function\n>>> defined as a variable in " +
+                        B + "\n>>> used as a device function by " + A));
+}
+
+TEST_F(LTOTest, VariableThatIsAFunction) {
+  std::string A = writeIR("a.bc", "@table = external addrspace(1) global i32\n"
+                                  "define ptx_kernel void @k(ptr %p) {\n"
+                                  "  %v = load i32, ptr addrspace(1) @table\n"
+                                  "  store i32 %v, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n");
+  std::string B = writeIR("b.bc", "define i32 @table() {\n"
+                                  "  ret i32 0\n"
+                                  "}\n");
+  EXPECT_THAT_EXPECTED(
+      link({A, B}, Sm80, options()),
+      FailedWithMessage(HasSubstr("device symbol table is a device function, "
+                                  "used as a variable\n>>> defined as a "
+                                  "device function in " +
+                                  B)));
+}
+
+TEST_F(LTOTest, KernelCalledAsADeviceFunction) {
+  // The caller would compile to a bare `exit;`.
+  std::string A = writeIR("a.bc", "declare void @child(ptr)\n"
+                                  "define ptx_kernel void @parent(ptr %p) {\n"
+                                  "  call void @child(ptr %p)\n"
+                                  "  ret void\n"
+                                  "}\n");
+  std::string B = writeIR("b.bc", "define ptx_kernel void @child(ptr %p) {\n"
+                                  "  store i32 1, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n");
+  EXPECT_THAT_EXPECTED(
+      link({A, B}, Sm80, options()),
+      FailedWithMessage(AllOf(
+          HasSubstr("device symbol child is a kernel, used as a device "
+                    "function\n>>> defined as a kernel in " +
+                    B + "\n>>> used as a device function by " + A),
+          HasSubstr("a kernel can only be launched"))));
+}
+
+TEST_F(LTOTest, KernelDeclaredAsAKernelLinks) {
+  std::string A = writeIR("a.bc", "declare ptx_kernel void @child(ptr)\n"
+                                  "@keep = addrspace(1) externally_initialized "
+                                  "global ptr @child\n");
+  std::string B = writeIR("b.bc", "define ptx_kernel void @child(ptr %p) {\n"
+                                  "  store i32 1, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n");
+  EXPECT_THAT_EXPECTED(link({A, B}, Sm80, options()), Succeeded());
+}
+
+TEST_F(LTOTest, KernelNameThatIsNotAPTXIdentifier) {
+  // rustc's #[export_name = "scale-by-two"]: LLVM's NVPTX printer aborts on
+  // it; fatlink names it and its input.
+  std::string A = writeIR("a.bc", "define ptx_kernel void @\"scale-by-two\"(ptr %p) {\n"
+                                  "  store i32 2, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n"
+                                  "define ptx_kernel void @\"has space\"(ptr %p) {\n"
+                                  "  store i32 3, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n"
+                                  "define internal void @\"local.name-ok\"() {\n"
+                                  "  ret void\n"
+                                  "}\n");
+  EXPECT_THAT_EXPECTED(
+      link({A}, Sm80, options()),
+      FailedWithMessageArray(ElementsAre(
+          AllOf(HasSubstr("kernel 'scale-by-two' is not a valid PTX name"),
+                HasSubstr(">>> defined in " + A)),
+          HasSubstr("kernel 'has space' is not a valid PTX name"))));
+}
+
 TEST_F(LTOTest, UndefinedSymbolOnlyInDeadCode) {
   // @unused is not reachable from a kernel: it is removed before undefined
   // symbols are checked.
