@@ -32,6 +32,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lto/LTO.h"
+#include "lto/Libraries.h"
 #include "lto/Support.h"
 #include "lto/Target.h"
 
@@ -168,7 +169,8 @@ static bool isProvidedByPTX(StringRef Name) {
 }
 
 static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
-                            const StringSet<> &ProvidedByObjects) {
+                            const StringSet<> &ProvidedByObjects,
+                            StringRef RuntimeNote) {
   ErrorList Errors;
   for (const GlobalValue &GV : M.global_values()) {
     if (!GV.isDeclarationForLinker() || GV.getName().starts_with("llvm.") ||
@@ -182,6 +184,8 @@ static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
         Msg += "\n>>> referenced by " + Origin.str();
     if (GV.getName().starts_with("__nv_"))
       Msg += "\n>>> (not in libdevice either: check the function name)";
+    if (isDeviceRuntimeSymbol(GV.getName()) && !RuntimeNote.empty())
+      Msg += "\n>>> (" + RuntimeNote.str() + ")";
     Errors.add(makeError(Msg));
   }
   return Errors.take();
@@ -335,6 +339,8 @@ private:
   ArrayRef<Target> Targets;
   const LinkOptions &Opts;
   DiagnosticCollector Diags;
+  /// Device libraries (CUDA's device runtime), read on first need.
+  LibraryResolver Libraries{Inputs, Opts};
 };
 
 } // namespace
@@ -723,7 +729,11 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   for (const DeviceObject &O : Inputs.Objects)
     for (const std::string &Name : O.Defined)
       ProvidedByObjects.insert(Name);
-  if (Error E = checkUndefined(*Composite, Symtab, ProvidedByObjects))
+  if (Error E = Libraries.resolve(*Composite, ProvidedByObjects,
+                                  isProvidedByPTX, Out))
+    return E;
+  if (Error E = checkUndefined(*Composite, Symtab, ProvidedByObjects,
+                               Libraries.note()))
     return E;
   if (First)
     collectInterface(*Composite, Out);
@@ -947,6 +957,9 @@ Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
   llvm::sort(Out.LibdeviceFunctions);
   Out.LibdeviceFunctions.erase(llvm::unique(Out.LibdeviceFunctions),
                                Out.LibdeviceFunctions.end());
+  llvm::sort(Out.LibrarySymbols);
+  Out.LibrarySymbols.erase(llvm::unique(Out.LibrarySymbols),
+                           Out.LibrarySymbols.end());
   return std::move(Out);
 }
 
