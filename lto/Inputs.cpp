@@ -310,6 +310,27 @@ static Error checkOffloadSections(MemoryBufferRef MB) {
   return Error::success();
 }
 
+/// Whether an ELF object carries nvcc device code: a `__nv_relfatbin`
+/// (nvcc -dc) or `.nv_fatbin` (nvcc -c) section.
+static bool hasNvccDeviceCode(MemoryBufferRef MB) {
+  Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
+      object::ObjectFile::createObjectFile(MB);
+  if (!ObjOrErr) {
+    consumeError(ObjOrErr.takeError());
+    return false;
+  }
+  for (const object::SectionRef &Sec : (*ObjOrErr)->sections()) {
+    Expected<StringRef> Name = Sec.getName();
+    if (!Name) {
+      consumeError(Name.takeError());
+      continue;
+    }
+    if (*Name == "__nv_relfatbin" || *Name == ".nv_fatbin")
+      return true;
+  }
+  return false;
+}
+
 void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
                                     size_t &Found) {
   SmallVector<object::OffloadFile> Binaries;
@@ -321,6 +342,11 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
                          Origin.str().c_str(),
                          toString(std::move(E)).c_str()));
     return;
+  }
+  if (Binaries.empty() && hasNvccDeviceCode(MB)) {
+    // Not read, but remembered: an undefined symbol it defines says so.
+    Set.NvccObjects.push_back({Origin.str(), MB});
+    Set.Skipped.push_back(Origin.str() + ": nvcc device code, not read");
   }
   for (auto [I, OF] : enumerate(Binaries)) {
     const object::OffloadBinary &OB = *OF.getBinary();
@@ -471,7 +497,15 @@ void InputReader::readFile(const std::string &Path) {
     readArchive(MB, Path, Found);
     if (Found == 0 && !FailedHere() &&
         sys::path::filename(Path) == DeviceRuntimeName) {
-      // CUDA's device runtime: nvlink links it as it is.
+      // CUDA's device runtime: nvlink links it as it is, so its members
+      // are not skipped nvcc code.
+      std::string Prefix = Path + "(";
+      llvm::erase_if(Set.NvccObjects, [&](const NvccObject &O) {
+        return StringRef(O.Origin).starts_with(Prefix);
+      });
+      llvm::erase_if(Set.Skipped, [&](const std::string &Note) {
+        return StringRef(Note).starts_with(Prefix);
+      });
       Expected<DeviceLibrary> Lib = readDeviceLibrary(MB, Path);
       if (Lib)
         Set.Libraries.push_back(std::move(*Lib));

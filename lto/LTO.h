@@ -121,6 +121,13 @@ struct DeviceLibrary {
 /// relocatable cubins and the symbols they define.
 llvm::Expected<DeviceLibrary> readDeviceLibrary(llvm::StringRef Path);
 
+/// An object with nvcc device code that fatlink skipped (see
+/// InputSet::NvccObjects).
+struct NvccObject {
+  std::string Origin;         ///< "libfoo.a(bar.o)"
+  llvm::MemoryBufferRef Data; ///< the whole object; owned by the InputSet
+};
+
 /// Everything read from the command line's inputs. Owns the file contents.
 class InputSet {
 public:
@@ -128,6 +135,10 @@ public:
   std::vector<DeviceObject> Objects;
   /// Device libraries named as inputs (libcudadevrt.a).
   std::vector<DeviceLibrary> Libraries;
+  /// Objects and archive members with nvcc device code (`__nv_relfatbin`,
+  /// `.nv_fatbin`), which fatlink does not read: an undefined symbol that
+  /// one of them defines is reported as such.
+  std::vector<NvccObject> NvccObjects;
   /// Paths of the files read, in command-line order (for the cache key and
   /// for `-v`).
   std::vector<std::string> Files;

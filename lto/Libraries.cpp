@@ -10,7 +10,10 @@
 
 #include "lto/Libraries.h"
 
+#include "packager/Packager.h"
+
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Object/ObjectFile.h"
 #include "llvm/Support/FileSystem.h"
 
 using namespace llvm;
@@ -74,6 +77,63 @@ Error LibraryResolver::resolve(const Module &M, StringSet<> &Provided,
       Note = "not defined by " + L->Path + " either";
   }
   return Error::success();
+}
+
+/// The global symbols the cubins of an nvcc object define (of its first
+/// cubin: nvcc compiles one program for every arch). Best effort: an
+/// object whose device code cannot be read, or holds no cubin (nvcc
+/// -dlto's LTO-IR), defines nothing here.
+static std::vector<std::string> nvccDefinitions(const NvccObject &O) {
+  std::vector<std::string> Defs;
+  Expected<std::vector<packager::EmbeddedImage>> ImagesOrErr =
+      packager::scanFile(O.Data.getBuffer(), O.Origin);
+  if (!ImagesOrErr) {
+    consumeError(ImagesOrErr.takeError());
+    return Defs;
+  }
+  for (const packager::EmbeddedImage &I : *ImagesOrErr) {
+    if (I.Kind != "cubin")
+      continue;
+    Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
+        object::ObjectFile::createObjectFile(MemoryBufferRef(I.Data, I.Origin));
+    if (!ObjOrErr) {
+      consumeError(ObjOrErr.takeError());
+      continue;
+    }
+    for (const object::SymbolRef &Sym : (*ObjOrErr)->symbols()) {
+      Expected<uint32_t> Flags = Sym.getFlags();
+      Expected<StringRef> Name = Sym.getName();
+      if (Flags && Name && (*Flags & object::SymbolRef::SF_Global) &&
+          !(*Flags & object::SymbolRef::SF_Undefined) && !Name->empty())
+        Defs.push_back(Name->str());
+      if (!Flags)
+        consumeError(Flags.takeError());
+      if (!Name)
+        consumeError(Name.takeError());
+    }
+    break;
+  }
+  return Defs;
+}
+
+std::string LibraryResolver::notesFor(StringRef Name) {
+  std::string Notes;
+  if (!NvccDefs) {
+    NvccDefs.emplace();
+    for (const NvccObject &O : Inputs.NvccObjects)
+      for (const std::string &Def : nvccDefinitions(O))
+        (*NvccDefs)[Def].push_back(O.Origin);
+  }
+  auto It = NvccDefs->find(Name);
+  if (It != NvccDefs->end())
+    for (const std::string &Origin : It->second)
+      Notes += "\n>>> defined in " + Origin +
+               ", which carries nvcc device code that fatlink did not read "
+               "(compile it with clang --offload-new-driver -fgpu-rdc "
+               "-foffload-lto to link it)";
+  if (isDeviceRuntimeSymbol(Name) && !Note.empty())
+    Notes += "\n>>> (" + Note + ")";
+  return Notes;
 }
 
 } // namespace fatlink::lto

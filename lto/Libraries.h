@@ -16,6 +16,7 @@
 #include "lto/LTO.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/Error.h"
@@ -46,15 +47,20 @@ public:
                       llvm::function_ref<bool(llvm::StringRef)> IsBuiltin,
                       LinkedProgram &Out);
 
-  /// Why a device runtime symbol can still be undefined after resolve, for
-  /// its message (empty: no device runtime was looked for).
-  llvm::StringRef note() const { return Note; }
+  /// Lines to add to the message for \p Name, undefined after resolve:
+  /// each input with nvcc device code that fatlink skipped and that defines
+  /// it (InputSet::NvccObjects, read on first call), and for a device
+  /// runtime symbol, why the runtime did not provide it. Each line starts
+  /// with "\n>>> ".
+  std::string notesFor(llvm::StringRef Name);
 
 private:
   const InputSet &Inputs;
   const LinkOptions &Opts;
   std::optional<DeviceLibrary> Runtime; ///< the toolkit's, once read
-  std::string Note;
+  std::string Note; ///< why a device runtime symbol can be undefined
+  /// Symbol -> the skipped nvcc inputs that define it (built on first need).
+  std::optional<llvm::StringMap<std::vector<std::string>>> NvccDefs;
 };
 
 } // namespace fatlink::lto

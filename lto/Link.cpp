@@ -170,7 +170,7 @@ static bool isProvidedByPTX(StringRef Name) {
 
 static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
                             const StringSet<> &ProvidedByObjects,
-                            StringRef RuntimeNote) {
+                            LibraryResolver &Libs) {
   ErrorList Errors;
   for (const GlobalValue &GV : M.global_values()) {
     if (!GV.isDeclarationForLinker() || GV.getName().starts_with("llvm.") ||
@@ -184,8 +184,7 @@ static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
         Msg += "\n>>> referenced by " + Origin.str();
     if (GV.getName().starts_with("__nv_"))
       Msg += "\n>>> (not in libdevice either: check the function name)";
-    if (isDeviceRuntimeSymbol(GV.getName()) && !RuntimeNote.empty())
-      Msg += "\n>>> (" + RuntimeNote.str() + ")";
+    Msg += Libs.notesFor(GV.getName());
     Errors.add(makeError(Msg));
   }
   return Errors.take();
@@ -732,8 +731,8 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   if (Error E = Libraries.resolve(*Composite, ProvidedByObjects,
                                   isProvidedByPTX, Out))
     return E;
-  if (Error E = checkUndefined(*Composite, Symtab, ProvidedByObjects,
-                               Libraries.note()))
+  if (Error E =
+          checkUndefined(*Composite, Symtab, ProvidedByObjects, Libraries))
     return E;
   if (First)
     collectInterface(*Composite, Out);
