@@ -35,6 +35,31 @@ Error LibraryResolver::resolve(const Module &M, StringSet<> &Provided,
         !GV.getName().starts_with("llvm.") && !IsBuiltin(GV.getName()) &&
         !Provided.contains(GV.getName()))
       Missing.push_back(GV.getName());
+  return take(Missing, Provided, Out);
+}
+
+Error LibraryResolver::resolveObjects(LinkedProgram &Out) {
+  StringSet<> Provided;
+  for (const DeviceObject &O : Inputs.Objects)
+    for (const std::string &Name : O.Defined)
+      Provided.insert(Name);
+  std::vector<StringRef> Missing;
+  for (const DeviceObject &O : Inputs.Objects)
+    for (const std::string &Name : O.Undefined)
+      if (isDeviceRuntimeSymbol(Name) && !Provided.contains(Name) &&
+          !is_contained(Missing, Name))
+        Missing.push_back(Name);
+  if (Error E = take(Missing, Provided, Out))
+    return E;
+  llvm::sort(Out.LibrarySymbols);
+  Out.LibrarySymbols.erase(llvm::unique(Out.LibrarySymbols),
+                           Out.LibrarySymbols.end());
+  return Error::success();
+}
+
+/// Takes each of \p Missing that a device library defines from it.
+Error LibraryResolver::take(ArrayRef<StringRef> Missing, StringSet<> &Provided,
+                            LinkedProgram &Out) {
   if (Missing.empty())
     return Error::success();
 

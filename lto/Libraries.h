@@ -47,6 +47,11 @@ public:
                       llvm::function_ref<bool(llvm::StringRef)> IsBuiltin,
                       LinkedProgram &Out);
 
+  /// The same for the relocatable cubins' references to the device runtime
+  /// (clang -fgpu-rdc without -foffload-lto): nvlink would otherwise find
+  /// them undefined.
+  llvm::Error resolveObjects(LinkedProgram &Out);
+
   /// Lines to add to the message for \p Name, undefined after resolve:
   /// each input with nvcc device code that fatlink skipped and that defines
   /// it (InputSet::NvccObjects, read on first call), and for a device
@@ -55,6 +60,9 @@ public:
   std::string notesFor(llvm::StringRef Name);
 
 private:
+  llvm::Error take(llvm::ArrayRef<llvm::StringRef> Missing,
+                   llvm::StringSet<> &Provided, LinkedProgram &Out);
+
   const InputSet &Inputs;
   const LinkOptions &Opts;
   std::optional<DeviceLibrary> Runtime; ///< the toolkit's, once read

@@ -320,6 +320,7 @@ public:
 
   Expected<std::vector<LinkGroup>> planGroups();
   Error linkGroup(const LinkGroup &G, LinkedProgram &Out, bool First);
+  LibraryResolver &libraries() { return Libraries; }
 
 private:
   std::vector<size_t> equivalentImages(
@@ -944,6 +945,8 @@ Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
     return GroupsOrErr.takeError();
 
   LinkedProgram Out;
+  if (Error E = DL.libraries().resolveObjects(Out))
+    return std::move(E);
   if (Inputs.Images.empty())
     return std::move(Out); // relocatable cubins only: nvlink does the link
   for (auto [I, G] : enumerate(*GroupsOrErr))

@@ -74,6 +74,23 @@ check "host object: kernel table lists parent and child" \
 check "host object: kernel table lists the child" \
   grep -q '"_Z9cdp_childPfif"' "$WORK/cdp.json"
 
+# clang's new offload driver: device bitcode in a host object
+# (-foffload-lto), and relocatable cubins (without it) whose own calls into
+# the runtime nvlink must resolve.
+cuda_obj dynamic_parallelism.cu sm_75,sm_90 "$D/cdp_lto.o"
+rm -rf "$WORK/lto_x"
+if "$FATLINK" device-link --arch=sm_75,sm_90 "$D/cdp_lto.o" -o "$WORK/cdp_lto.fatbin" &&
+   "$FATLINK" inspect --extract="$WORK/lto_x" "$WORK/cdp_lto.fatbin" >/dev/null; then
+  check_cubin "clang -foffload-lto object: sm_75" "$(ls "$WORK"/lto_x/*.sm_75.cubin | head -1)"
+  check_cubin "clang -foffload-lto object: sm_90" "$(ls "$WORK"/lto_x/*.sm_90.cubin | head -1)"
+else
+  fail "clang -foffload-lto object: link failed"
+fi
+cuda_obj_nolto dynamic_parallelism.cu sm_80 "$D/cdp_rdc.o"
+check "clang relocatable cubins calling the runtime link" \
+  "$FATLINK" device-link --arch=sm_80 "$D/cdp_rdc.o" -o "$WORK/cdp_rdc.cubin"
+check_cubin "clang relocatable cubins: sm_80" "$WORK/cdp_rdc.cubin"
+
 # sm_90a takes the runtime's sm_90 cubin (nvlink does).
 rm -rf "$OUT"
 check "sm_90a links with the runtime's sm_90 cubin" \
