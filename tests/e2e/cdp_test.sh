@@ -91,6 +91,28 @@ check "clang relocatable cubins calling the runtime link" \
   "$FATLINK" device-link --arch=sm_80 "$D/cdp_rdc.o" -o "$WORK/cdp_rdc.cubin"
 check_cubin "clang relocatable cubins: sm_80" "$WORK/cdp_rdc.cubin"
 
+# A whole program through fatlink-cc (the host link): the device link of
+# both objects' bitcode gets the runtime; the executable's cubin has it.
+cuda_obj cdp_main.cu sm_75 "$D/cdp_main.o"
+ln -sf "$FATLINK" "$WORK/fatlink-cc"
+rm -rf "$WORK/app_x"
+if "$WORK/fatlink-cc" "$D/cdp_main.o" "$D/cdp_lto.o" -o "$WORK/cdp_app" \
+     -L"$CUDA/lib64" -lcudart -Wl,-rpath,"$CUDA/lib64" --fatlink-arch=sm_80 &&
+   "$FATLINK" inspect --extract="$WORK/app_x" "$WORK/cdp_app" >/dev/null; then
+  check_cubin "fatlink-cc executable: sm_80 cubin" "$(ls "$WORK"/app_x/*.sm_80.cubin | head -1)"
+  # On a GPU the data must check out (exit 0); without one (this machine)
+  # only the runtime's "no driver / no device" error is accepted.
+  "$WORK/cdp_app" >"$WORK/app.out" 2>&1; rc=$?
+  if [ "$rc" -eq 0 ] || { [ "$rc" -eq 2 ] &&
+       grep -qE 'driver version is insufficient|no CUDA-capable device' "$WORK/app.out"; }; then
+    pass "fatlink-cc executable runs (exit $rc: $(head -1 "$WORK/app.out"))"
+  else
+    fail "fatlink-cc executable: exit $rc: $(cat "$WORK/app.out")"
+  fi
+else
+  fail "fatlink-cc link of a dynamic parallelism program"
+fi
+
 # sm_90a takes the runtime's sm_90 cubin (nvlink does).
 rm -rf "$OUT"
 check "sm_90a links with the runtime's sm_90 cubin" \
