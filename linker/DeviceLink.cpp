@@ -351,7 +351,13 @@ static Error checkLibraries(const lto::LinkedProgram &Program,
                             ArrayRef<lto::Target> Targets) {
   if (Program.Libraries.empty())
     return Error::success();
-  std::string Uses = Program.LibrarySymbols.front();
+  // Name the launch when there is one: it says what the program does.
+  auto Launch = find_if(Program.LibrarySymbols, [](const std::string &S) {
+    return StringRef(S).contains("LaunchDevice");
+  });
+  std::string Uses = Launch != Program.LibrarySymbols.end()
+                         ? *Launch
+                         : Program.LibrarySymbols.front();
   if (Program.LibrarySymbols.size() > 1)
     Uses +=
         " and " + std::to_string(Program.LibrarySymbols.size() - 1) + " more";

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lto/Libraries.h"
+#include "lto/Support.h"
 
 #include "packager/Packager.h"
 
@@ -50,6 +51,20 @@ Error LibraryResolver::resolveObjects(LinkedProgram &Out) {
           !is_contained(Missing, Name))
         Missing.push_back(Name);
   if (Error E = take(Missing, Provided, Out))
+    return E;
+  // What no library provided would only make nvlink fail later, with less
+  // to say: report it here, as the LTO part's undefined symbols are.
+  ErrorList Errors;
+  for (StringRef Name : Missing) {
+    if (Provided.contains(Name))
+      continue;
+    std::string Msg = "undefined device symbol: " + Name.str();
+    for (const DeviceObject &O : Inputs.Objects)
+      if (is_contained(O.Undefined, Name))
+        Msg += "\n>>> referenced by " + O.Origin;
+    Errors.add(makeError(Msg + notesFor(Name)));
+  }
+  if (Error E = Errors.take())
     return E;
   llvm::sort(Out.LibrarySymbols);
   Out.LibrarySymbols.erase(llvm::unique(Out.LibrarySymbols),

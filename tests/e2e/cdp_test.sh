@@ -130,6 +130,12 @@ expect_error "toolkit without the device runtime: symbol named" \
 expect_error "toolkit without the device runtime: says what to do" \
   "$FAKE/lib64/libcudadevrt.a does not exist; pass --cuda-path=<a CUDA toolkit with lib64/libcudadevrt.a> or name libcudadevrt.a as an input" \
   device-link --cuda-path="$FAKE" --arch=sm_80 "$D/cdp3.bc" -o "$OUT"
+expect_error "toolkit without the device runtime: relocatable cubins' user named" \
+  ">>> referenced by $D/cdp_rdc.o(.llvm.offloading[0])" \
+  device-link --cuda-path="$FAKE" --arch=sm_80 "$D/cdp_rdc.o" -o "$OUT"
+expect_error "toolkit without the device runtime: relocatable cubins, what to do" \
+  "$FAKE/lib64/libcudadevrt.a does not exist; pass --cuda-path=" \
+  device-link --cuda-path="$FAKE" --arch=sm_80 "$D/cdp_rdc.o" -o "$OUT"
 
 # Named on the command line instead (before the fix: "archive contains no
 # device bitcode").
@@ -158,7 +164,7 @@ fi
 
 # PTX cannot carry the runtime; an arch the runtime lacks is named.
 expect_error "PTX target refused" \
-  "compute_120: the program launches kernels from the device (it calls __cudaCDP2GetLastError and 2 more, from $CUDA/lib64/libcudadevrt.a), and the device runtime is relocatable machine code that cannot be linked into PTX: build a cubin target instead (sm_120)" \
+  "compute_120: the program launches kernels from the device (it calls __cudaCDP2LaunchDevice and 2 more, from $CUDA/lib64/libcudadevrt.a), and the device runtime is relocatable machine code that cannot be linked into PTX: build a cubin target instead (sm_120)" \
   device-link --arch=sm_80,compute_120 "$D/cdp3.bc" -o "$OUT"
 expect_error "arch missing from the runtime is named" \
   "sm_87: $CUDA/lib64/libcudadevrt.a has no cubin for sm_87 (it has sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_103, sm_110, sm_120, sm_121)" \
