@@ -66,6 +66,12 @@ check "-v names the runtime symbols the program uses" grep -qF \
   "linked by nvlink for __cudaCDP2GetLastError __cudaCDP2GetParameterBuffer __cudaCDP2LaunchDevice" \
   "$WORK/cdp3.log"
 check "no temporary file left" test -z "$(ls -A "$TMPDIR")"
+# Byte-identical for any -j (nvlink records its options, not its inputs'
+# temporary paths).
+"$FATLINK" device-link -j1 --arch=$ARCHES "$D/cdp3.bc" -o "$WORK/j1/" &&
+  "$FATLINK" device-link -j2 --arch=$ARCHES "$D/cdp3.bc" -o "$WORK/j2/"
+check "-j1 and -j2 give the same cubins" diff -r "$WORK/j1" "$WORK/j2"
+check "-j1 wrote every cubin" test "$(ls "$WORK"/j1/*.cubin | wc -l)" -eq 5
 
 # A host object for the runtime: the kernel table lists both kernels.
 "$FATLINK" device-link --arch=sm_80 "$D/cdp3.bc" -o "$WORK/cdp.o" --json="$WORK/cdp.json"
