@@ -119,6 +119,17 @@ else
   fail "fatlink-cc link of a dynamic parallelism program"
 fi
 
+# nvcc users' -lcudadevrt: fatlink-cc finds the archive on -L like any -l
+# archive and takes the runtime from it (the flags still reach cc).
+if "$WORK/fatlink-cc" "$D/cdp_main.o" "$D/cdp_lto.o" -o "$WORK/cdp_app2" \
+     -L"$CUDA/lib64" -lcudadevrt -lcudart --fatlink-arch=sm_80 --fatlink-verbose \
+     >"$WORK/app2.log" 2>&1; then
+  check "fatlink-cc -lcudadevrt: the archive is the named device runtime" \
+    grep -qF "input $CUDA/lib64/libcudadevrt.a [device library: " "$WORK/app2.log"
+else
+  fail "fatlink-cc -lcudadevrt: $(cat "$WORK/app2.log")"
+fi
+
 # sm_90a takes the runtime's sm_90 cubin (nvlink does).
 rm -rf "$OUT"
 check "sm_90a links with the runtime's sm_90 cubin" \
