@@ -94,6 +94,7 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   W.str(toolIdentity(C.Paths.Ptxas));
   W.str(toolIdentity(C.Paths.Nvlink));
   W.str(toolIdentity(C.Link.LibdevicePath));
+  W.str(toolIdentity(C.Link.DeviceRuntimePath));
   W.u64(C.ArchLists.size());
   for (const std::string &A : C.ArchLists)
     W.str(A);
@@ -129,6 +130,10 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
     BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(O.Data.getBuffer()));
     W.str(toStringRef(ArrayRef<uint8_t>(H)));
   }
+  // Device libraries are linked by nvlink from their path, like a tool.
+  W.u64(Inputs.Libraries.size());
+  for (const lto::DeviceLibrary &L : Inputs.Libraries)
+    W.str(toolIdentity(L.Path));
   BLAKE3Result<32> Key = BLAKE3::hash(arrayRefFromStringRef(Data));
   return toHex(ArrayRef<uint8_t>(Key), /*LowerCase=*/true);
 }

@@ -32,6 +32,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lto/LTO.h"
+#include "lto/Libraries.h"
 #include "lto/Support.h"
 #include "lto/Target.h"
 
@@ -304,7 +305,7 @@ static void resolveWeakReferences(Module &M,
 
 static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
                             const StringSet<> &ProvidedByObjects,
-                            unsigned ErrorLimit) {
+                            LibraryResolver &Libs, unsigned ErrorLimit) {
   ErrorList Errors(ErrorLimit);
   for (const GlobalValue &GV : M.global_values()) {
     if (!GV.isDeclarationForLinker() || GV.getName().starts_with("llvm.") ||
@@ -318,6 +319,7 @@ static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
         Msg += "\n>>> referenced by " + Origin.str();
     if (GV.getName().starts_with("__nv_"))
       Msg += "\n>>> (not in libdevice either: check the function name)";
+    Msg += Libs.notesFor(GV.getName());
     Errors.add(makeError(Msg));
   }
   return Errors.take();
@@ -500,6 +502,7 @@ public:
 
   Expected<std::vector<LinkGroup>> planGroups();
   Error linkGroup(const LinkGroup &G, LinkedProgram &Out, bool First);
+  LibraryResolver &libraries() { return Libraries; }
 
 private:
   std::vector<size_t> equivalentImages(
@@ -530,6 +533,8 @@ private:
   std::vector<Target> Targets;
   const LinkOptions &Opts;
   DiagnosticCollector Diags;
+  /// Device libraries (CUDA's device runtime), read on first need.
+  LibraryResolver Libraries{Inputs, Opts};
 };
 
 } // namespace
@@ -1002,8 +1007,11 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   for (const DeviceObject &O : Inputs.Objects)
     for (const std::string &Name : O.Defined)
       ProvidedByObjects.insert(Name);
+  if (Error E = Libraries.resolve(*Composite, ProvidedByObjects,
+                                  isProvidedByPTX, Out))
+    return E;
   if (Error E = checkUndefined(*Composite, Symtab, ProvidedByObjects,
-                                Opts.ErrorLimit))
+                                Libraries, Opts.ErrorLimit))
     return E;
   resolveWeakReferences(*Composite, ProvidedByObjects);
   if (Error E = checkPTXNames(*Composite, Symtab, Opts.ErrorLimit))
@@ -1220,6 +1228,8 @@ Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
   LinkedProgram Out;
   for (const Target &T : Targets)
     Out.PtxVersions.push_back(T.PtxVersion);
+  if (Error E = DL.libraries().resolveObjects(Out))
+    return std::move(E);
   if (Inputs.Images.empty())
     return std::move(Out); // relocatable cubins only: nvlink does the link
   for (auto [I, G] : enumerate(*GroupsOrErr))
@@ -1242,6 +1252,9 @@ Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
   }
   Out.LibdeviceFunctions.erase(llvm::unique(Out.LibdeviceFunctions),
                                Out.LibdeviceFunctions.end());
+  llvm::sort(Out.LibrarySymbols);
+  Out.LibrarySymbols.erase(llvm::unique(Out.LibrarySymbols),
+                           Out.LibrarySymbols.end());
   return std::move(Out);
 }
 

@@ -19,6 +19,16 @@ expect_error "undefined symbol names its user" \
   ">>> referenced by $D/libsaxpy.rlib(libsaxpy.saxpy." "${L[@]}" --arch=sm_80 $RLIBS
 expect_error "undefined symbol is named" \
   "undefined device symbol: cuda_softplus" "${L[@]}" --arch=sm_80 $RLIBS
+# A symbol defined only in nvcc device code, which fatlink skips (here an
+# nvcc -dc object in an archive beside the bitcode that calls it): the
+# message names the object.
+"$CUDA/bin/nvcc" -dc -arch=sm_80 "$TESTDATA/cuda/nvcc_helper.cu" -o "$D/nvcc_helper.o" ||
+  fail "nvcc -dc nvcc_helper.cu"
+cuda_bc calls_nvcc.cu sm_75 "$D/calls_nvcc.bc"
+rm -f "$D/mixed.a" && ar rc "$D/mixed.a" "$D/calls_nvcc.bc" "$D/nvcc_helper.o"
+expect_error "undefined symbol defined in skipped nvcc code names it" \
+  ">>> defined in $D/mixed.a(nvcc_helper.o), which carries nvcc device code that fatlink did not read" \
+  "${L[@]}" --arch=sm_80 "$D/mixed.a"
 
 # Symbols used as what they are not, and names PTX cannot hold.
 cuda_bc kernel_as_function.cu sm_75 "$D/kernel_as_function.bc"

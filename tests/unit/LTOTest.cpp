@@ -999,6 +999,71 @@ TEST_F(LTOTest, LibdeviceMissing) {
                                                    Opts.LibdevicePath + ": ")));
 }
 
+//===----------------------------------------------------------------------===//
+// The device runtime (dynamic parallelism)
+//===----------------------------------------------------------------------===//
+
+std::string deviceRuntimePath() {
+  const char *Cuda = std::getenv("CUDA_PATH");
+  return std::string(Cuda && *Cuda ? Cuda : "/usr/local/cuda") +
+         "/lib64/libcudadevrt.a";
+}
+
+// What clang emits for cudaGetLastError() in device code.
+constexpr const char *CallsRuntime =
+    "declare i32 @__cudaCDP2GetLastError()\n"
+    "define ptx_kernel void @k(ptr %p) {\n"
+    "  %e = call i32 @__cudaCDP2GetLastError()\n"
+    "  store i32 %e, ptr %p\n"
+    "  ret void\n"
+    "}\n";
+
+TEST_F(LTOTest, DeviceRuntimeTakenFromToolkit) {
+  std::string A = writeIR("a.bc", CallsRuntime);
+  lto::LinkOptions Opts = options();
+  Opts.DeviceRuntimePath = deviceRuntimePath();
+  Expected<lto::LinkedProgram> P = link({A}, Sm80, Opts);
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  EXPECT_THAT(P->LibrarySymbols, ElementsAre("__cudaCDP2GetLastError"));
+  ASSERT_EQ(P->Libraries.size(), 1u);
+  EXPECT_EQ(P->Libraries[0].Path, Opts.DeviceRuntimePath);
+  EXPECT_THAT(P->Libraries[0].Arches, Contains("sm_80"));
+  EXPECT_THAT(P->Libraries[0].Defined, Contains("__cudaCDP2LaunchDevice"));
+}
+
+TEST_F(LTOTest, DeviceRuntimeReadOnlyWhenReferenced) {
+  // Not an archive: reading it would fail the link.
+  lto::LinkOptions Opts = options();
+  Opts.DeviceRuntimePath = Dir.write("libcudadevrt.a", "not an archive");
+  std::string Plain = writeIR("plain.bc", "define ptx_kernel void @k() {\n"
+                                          "  ret void\n"
+                                          "}\n");
+  Expected<lto::LinkedProgram> P = link({Plain}, Sm80, Opts);
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  EXPECT_TRUE(P->Libraries.empty());
+  std::string A = writeIR("a.bc", CallsRuntime);
+  EXPECT_THAT_EXPECTED(
+      link({A}, Sm80, Opts),
+      FailedWithMessage(HasSubstr(Opts.DeviceRuntimePath + ": ")));
+}
+
+TEST_F(LTOTest, DeviceRuntimeMissing) {
+  std::string A = writeIR("a.bc", CallsRuntime);
+  lto::LinkOptions Opts = options();
+  Opts.DeviceRuntimePath = Dir.file("no-cuda/lib64/libcudadevrt.a");
+  EXPECT_THAT_EXPECTED(
+      link({A}, Sm80, Opts),
+      FailedWithMessage(
+          "undefined device symbol: __cudaCDP2GetLastError\n"
+          ">>> referenced by " +
+          A +
+          "\n>>> (a symbol of CUDA's device runtime, which kernels that "
+          "launch kernels need: " +
+          Opts.DeviceRuntimePath +
+          " does not exist; pass --cuda-path=<a CUDA toolkit with "
+          "lib64/libcudadevrt.a> or name libcudadevrt.a as an input)"));
+}
+
 TEST_F(LTOTest, NotInLibdevice) {
   std::string A = writeIR("a.bc", "declare float @__nv_bogus(float)\n"
                                   "define ptx_kernel void @k(ptr %p) {\n"
