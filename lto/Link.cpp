@@ -122,6 +122,21 @@ static SymbolKind kindOf(const GlobalValue &GV) {
   return SymbolKind::Other; // aliases, ifuncs: the IR linker checks them
 }
 
+/// What a declaration claims its symbol is. A function declaration that is
+/// never called claims nothing about kernels: clang declares a kernel that
+/// host code launches, in that file's device image, as a plain function
+/// (for `__clang_gpu_used_external`).
+static SymbolKind refKindOf(const GlobalValue &GV) {
+  SymbolKind K = kindOf(GV);
+  if (K != SymbolKind::Function)
+    return K;
+  bool Called = any_of(GV.users(), [&](const User *U) {
+    const auto *CB = dyn_cast<CallBase>(U);
+    return CB && CB->getCalledOperand() == &GV;
+  });
+  return Called ? SymbolKind::Function : SymbolKind::Other;
+}
+
 static const char *kindName(SymbolKind K) {
   switch (K) {
   case SymbolKind::Function:
@@ -162,7 +177,7 @@ struct SymbolTable {
       bool Deduplicated = C && C->getSelectionKind() != Comdat::NoDeduplicate;
       if (GV.isDeclarationForLinker()) {
         E.Refs.push_back(Origin);
-        E.RefKinds.push_back(kindOf(GV));
+        E.RefKinds.push_back(refKindOf(GV));
         continue;
       }
       if (E.DefOrigin.empty()) {

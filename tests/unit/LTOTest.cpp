@@ -725,6 +725,22 @@ TEST_F(LTOTest, KernelDeclaredAsAKernelLinks) {
   EXPECT_THAT_EXPECTED(link({A, B}, Sm80, options()), Succeeded());
 }
 
+TEST_F(LTOTest, KernelDeclaredAsAFunctionButNotCalledLinks) {
+  // A host file's device image: clang declares the kernel its host code
+  // launches as a plain function, only for __clang_gpu_used_external.
+  std::string A = writeIR(
+      "a.bc", "declare void @child(ptr)\n"
+              "@__clang_gpu_used_external = internal global [1 x ptr] "
+              "[ptr @child]\n"
+              "@llvm.compiler.used = appending global [1 x ptr] "
+              "[ptr @__clang_gpu_used_external], section \"llvm.metadata\"\n");
+  std::string B = writeIR("b.bc", "define ptx_kernel void @child(ptr %p) {\n"
+                                  "  store i32 1, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n");
+  EXPECT_THAT_EXPECTED(link({A, B}, Sm80, options()), Succeeded());
+}
+
 TEST_F(LTOTest, KernelNameThatIsNotAPTXIdentifier) {
   // rustc's #[export_name = "scale-by-two"]: LLVM's NVPTX printer aborts on
   // it; fatlink names it and its input.
