@@ -119,6 +119,27 @@ void Context::verboseCommand(ArrayRef<StringRef> Argv) {
   verbose(Line);
 }
 
+Error checkOutputsAreNotInputs(ArrayRef<std::string> Outputs,
+                               ArrayRef<std::string> Inputs) {
+  for (const std::string &Out : Outputs) {
+    sys::fs::file_status OutStatus;
+    if (Out.empty() || Out == "-" || sys::fs::status(Out, OutStatus))
+      continue;
+    for (const std::string &In : Inputs) {
+      sys::fs::file_status InStatus;
+      if (sys::fs::status(In, InStatus) ||
+          !sys::fs::equivalent(InStatus, OutStatus))
+        continue;
+      return createStringError(inconvertibleErrorCode(),
+                               "input file '%s' is the same as output file "
+                               "'%s': writing it would destroy the input; "
+                               "name another output",
+                               In.c_str(), Out.c_str());
+    }
+  }
+  return Error::success();
+}
+
 Expected<StagedFile> StagedFile::create(StringRef Path, StringRef Data) {
   auto Fail = [&](const Twine &Why) {
     return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",

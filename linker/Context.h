@@ -76,6 +76,13 @@ private:
   std::optional<llvm::sys::fs::TempFile> Temp;
 };
 
+/// Refuses an output that is one of the inputs, compared by file identity
+/// (the same file under another name, a hard link, a symlink), as gcc does:
+/// writing it would destroy the input. Paths that do not exist yet are no
+/// input. Outputs named "-" (stdout) and empty ones are skipped.
+llvm::Error checkOutputsAreNotInputs(llvm::ArrayRef<std::string> Outputs,
+                                     llvm::ArrayRef<std::string> Inputs);
+
 class Context {
 public:
   Context(llvm::raw_ostream &Out, llvm::raw_ostream &Err) : Out(Out), Err(Err) {}

@@ -1227,6 +1227,11 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
 }
 
 Error runDeviceLink(Context &Ctx, const Config &C, ProbeFn Probe) {
+  // Writing over an input would destroy it (the output is renamed into
+  // place only at the end, but then the input is gone).
+  if (Error E = checkOutputsAreNotInputs(
+          {C.Output, C.JsonPath, C.TimeTracePath}, C.Inputs))
+    return E;
   Expected<lto::InputSet> Inputs = lto::readInputs(C.Inputs);
   if (!Inputs)
     return Inputs.takeError();

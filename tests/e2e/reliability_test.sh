@@ -14,6 +14,9 @@
 #     path prefixes, working directories, TMPDIR and locale, and the cache.
 #  4. Concurrency: several fatlink processes at once on the same inputs, the
 #     same output and the same cache directory.
+#  5. Outputs against inputs and each other (issue #14): an output that is
+#     an input, outputs that cannot all be written, --save-temps names, the
+#     same input twice.
 source "$(dirname "$0")/testlib.sh"
 build_testdata
 D="$WORK/dev"
@@ -385,6 +388,44 @@ for i in $(seq 2 $N); do
   check "concurrent fatlink cc $i: same .nv_fatbin as the first" \
     bash -c "test -s '$WORK/conc/app1.fatbin' && cmp '$WORK/conc/app1.fatbin' '$WORK/conc/app$i.fatbin'"
 done
+
+#===------------------------------------------------------------------===#
+# 5. Outputs against inputs and against each other (issue #14)
+#===------------------------------------------------------------------===#
+O="$WORK/outs"
+mkdir -p "$O"
+cp $RLIBS "$D/softplus.bc" "$O/"
+ORLIBS=("$O/libsaxpy.rlib" "$O/libvecmath.rlib" "$O/libminicore.rlib")
+cp "$O/softplus.bc" "$O/softplus.bc.orig"
+ln -sf softplus.bc "$O/alias.bc"
+ln -f "$O/softplus.bc" "$O/hard.bc"
+# expect_same_file NAME FILE ARGS...: -o names an input (by another name,
+# maybe): refused as gcc does, and the input is intact.
+expect_same_file() {
+  local name="$1" file="$2"; shift 2
+  local err rc
+  err=$("$FATLINK" "$@" 2>&1 >/dev/null); rc=$?
+  check "$name: refused ($rc)" test "$rc" -ne 0
+  check "$name: message" grep -qF "fatlink: error: input file '" <<<"$err"
+  check "$name: message names the output" grep -qF "is the same as output file '$file'" <<<"$err"
+  check "$name: the input is intact" cmp "$O/softplus.bc" "$O/softplus.bc.orig"
+  cp "$O/softplus.bc.orig" "$O/softplus.bc" # for the next cases, if not
+}
+expect_same_file "device-link -o an input" "$O/softplus.bc" \
+  device-link --arch=sm_80 "${ORLIBS[@]}" "$O/softplus.bc" -o "$O/softplus.bc"
+expect_same_file "device-link -o a symlink to an input" "$O/alias.bc" \
+  device-link --arch=sm_80 "${ORLIBS[@]}" "$O/softplus.bc" -o "$O/alias.bc"
+expect_same_file "device-link -o a hard link to an input" "$O/hard.bc" \
+  device-link --arch=sm_80 "${ORLIBS[@]}" "$O/softplus.bc" -o "$O/hard.bc"
+expect_same_file "device-link --json= an input" "$O/softplus.bc" \
+  device-link --arch=sm_80 "${ORLIBS[@]}" "$O/softplus.bc" -o "$O/k.fatbin" --json="$O/softplus.bc"
+expect_same_file "embed -o an input" "$O/softplus.bc" \
+  embed "${ORLIBS[@]}" "$O/softplus.bc" -o "$O/softplus.bc"
+# Compared by identity, not by spelling: a relative -o from another
+# directory.
+expect_same_file "embed -o the input by a relative path" "outs/./softplus.bc" \
+  embed "${ORLIBS[@]}" "$O/softplus.bc" -o outs/./softplus.bc
+
 check "no temporary file left anywhere in TMPDIR" test -z "$(ls -A "$TMPDIR")"
 
 finish
