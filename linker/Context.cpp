@@ -145,6 +145,10 @@ Expected<StagedFile> StagedFile::create(StringRef Path, StringRef Data) {
     return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
                              Path.str().c_str(), Why.str().c_str());
   };
+  // Renaming over a directory would fail only at commit, after other
+  // outputs may have been renamed into place.
+  if (sys::fs::is_directory(Path))
+    return Fail("it is a directory");
   Expected<sys::fs::TempFile> T =
       sys::fs::TempFile::create(Path + ".tmp%%%%%%%");
   if (!T)

@@ -108,9 +108,12 @@ llvm::Expected<DeviceBuild> buildDeviceCached(Context &Ctx,
                                               ProbeFn Probe);
 
 /// The whole device link: reads C.Inputs, builds (through the cache), and
-/// writes C.Output (and the --json summary).
+/// writes C.Output (and the --json summary): every file or none. With
+/// Pending, the files are written but left there uncommitted, for the
+/// caller to add its own (the time trace) and commit them all.
 llvm::Error runDeviceLink(Context &Ctx, const DeviceLinkConfig &C,
-                          ProbeFn Probe);
+                          ProbeFn Probe,
+                          std::vector<StagedFile> *Pending = nullptr);
 
 /// Parses a compression setting: none, zstd, zstd-N. Name is the option or
 /// setting, for the message.

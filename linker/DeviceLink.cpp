@@ -997,9 +997,11 @@ planOutputs(const Config &C, ArrayRef<lto::Target> Targets,
   return Files;
 }
 
-/// Writes every file or none: each goes to a temporary beside its
-/// destination and is renamed into place only when all were written.
-static Error writeOutputs(const Config &C, ArrayRef<OutputFile> Files) {
+/// Writes every file to a temporary beside its destination, into Staged;
+/// they are renamed into place only when all (the --json summary and the
+/// time trace too) were written.
+static Error writeOutputs(const Config &C, ArrayRef<OutputFile> Files,
+                          std::vector<StagedFile> &Staged) {
   TimeTraceScope Scope("Write outputs");
   if (C.OutKind == OutputKind::Directory) {
     if (sys::fs::exists(C.Output) && !sys::fs::is_directory(C.Output))
@@ -1017,13 +1019,17 @@ static Error writeOutputs(const Config &C, ArrayRef<OutputFile> Files) {
                              C.Output.c_str());
   }
 
-  std::vector<StagedFile> Staged;
   for (const OutputFile &F : Files) {
     Expected<StagedFile> S = StagedFile::create(F.Path, F.Data);
     if (!S)
       return S.takeError();
     Staged.push_back(std::move(*S));
   }
+  return Error::success();
+}
+
+/// Renames every staged file into place.
+static Error commitOutputs(std::vector<StagedFile> &Staged) {
   for (StagedFile &S : Staged)
     if (Error E = S.commit())
       return E;
@@ -1034,7 +1040,8 @@ static Error writeJSON(Context &Ctx, const Config &C,
                        ArrayRef<lto::Target> Targets,
                        ArrayRef<TargetOutput> Outputs,
                        ArrayRef<OutputFile> Files,
-                       const lto::LinkedProgram &Program) {
+                       const lto::LinkedProgram &Program,
+                       std::vector<StagedFile> &Staged) {
   std::string Text;
   raw_string_ostream OS(Text);
   json::OStream J(OS, 2);
@@ -1086,7 +1093,8 @@ static Error writeJSON(Context &Ctx, const Config &C,
   Expected<StagedFile> S = StagedFile::create(C.JsonPath, Text);
   if (!S)
     return S.takeError();
-  return S->commit();
+  Staged.push_back(std::move(*S));
+  return Error::success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1226,7 +1234,8 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
   return B;
 }
 
-Error runDeviceLink(Context &Ctx, const Config &C, ProbeFn Probe) {
+Error runDeviceLink(Context &Ctx, const Config &C, ProbeFn Probe,
+                    std::vector<StagedFile> *Pending) {
   // Writing over an input would destroy it (the output is renamed into
   // place only at the end, but then the input is gone).
   if (Error E = checkOutputsAreNotInputs(
@@ -1243,14 +1252,25 @@ Error runDeviceLink(Context &Ctx, const Config &C, ProbeFn Probe) {
       planOutputs(C, B->Targets, B->Outputs, *B);
   if (!Files)
     return Files.takeError();
-  if (Error E = writeOutputs(C, *Files))
+  // Every output or none: a --json that cannot be written leaves the
+  // previous output in place.
+  std::vector<StagedFile> Staged;
+  if (Error E = writeOutputs(C, *Files, Staged))
     return E;
   if (!C.JsonPath.empty())
-    return writeJSON(Ctx, C, B->Targets, B->Outputs, *Files, B->Program);
-  return Error::success();
+    if (Error E = writeJSON(Ctx, C, B->Targets, B->Outputs, *Files,
+                            B->Program, Staged))
+      return E;
+  if (Pending) {
+    for (StagedFile &S : Staged)
+      Pending->push_back(std::move(S));
+    return Error::success();
+  }
+  return commitOutputs(Staged);
 }
 
-static Error deviceLink(Context &Ctx, const Config &C) {
+static Error deviceLink(Context &Ctx, const Config &C,
+                        std::vector<StagedFile> &Pending) {
   if (C.ListTargets) {
     Expected<ToolFacts> Facts = probeTools(Ctx, C);
     if (!Facts)
@@ -1258,7 +1278,18 @@ static Error deviceLink(Context &Ctx, const Config &C) {
     printTargets(Ctx, *Facts);
     return Error::success();
   }
-  return runDeviceLink(Ctx, C, [&] { return probeTools(Ctx, C); });
+  return runDeviceLink(Ctx, C, [&] { return probeTools(Ctx, C); }, &Pending);
+}
+
+/// The Chrome trace of this run, written beside its destination but not
+/// committed. The file is opened by fatlink rather than by
+/// timeTraceProfilerWrite, whose message ("Could not open") named neither
+/// the reason nor, in every version, the file.
+static Expected<StagedFile> stageTimeTrace(StringRef Path) {
+  SmallString<0> Text;
+  raw_svector_ostream OS(Text);
+  timeTraceProfilerWrite(OS);
+  return StagedFile::create(Path, Text);
 }
 
 int deviceLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,
@@ -1286,18 +1317,29 @@ int deviceLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,
   if (!C->TimeTracePath.empty())
     timeTraceProfilerInitialize(C->TimeTraceGranularity, "fatlink");
 
+  // The outputs (and --json) are staged; the time trace joins them, and
+  // they are committed together: a trace that cannot be written leaves the
+  // previous output in place.
+  std::vector<StagedFile> Pending;
   Error E = [&] {
     TimeTraceScope Scope("device-link");
-    return deviceLink(Ctx, *C);
+    return deviceLink(Ctx, *C, Pending);
   }();
-  if (E)
-    Ctx.error(std::move(E));
 
   if (timeTraceProfilerEnabled()) {
-    if (Error TE = timeTraceProfilerWrite(C->TimeTracePath, C->Output))
-      Ctx.error(std::move(TE));
+    Expected<StagedFile> Trace = stageTimeTrace(C->TimeTracePath);
     timeTraceProfilerCleanup();
+    if (!Trace)
+      E = joinErrors(std::move(E), Trace.takeError());
+    else if (E) // a failed run's trace is still worth having
+      E = joinErrors(std::move(E), Trace->commit());
+    else
+      Pending.push_back(std::move(*Trace));
   }
+  if (!E)
+    E = commitOutputs(Pending);
+  if (E)
+    Ctx.error(std::move(E));
   return Ctx.exitCode();
 }
 

@@ -426,6 +426,26 @@ expect_same_file "embed -o an input" "$O/softplus.bc" \
 expect_same_file "embed -o the input by a relative path" "outs/./softplus.bc" \
   embed "${ORLIBS[@]}" "$O/softplus.bc" -o outs/./softplus.bc
 
+# A --json or --time-trace that cannot be written: the run fails, saying
+# which file and why, and the previous output stays (every output or none).
+echo previous > "$O/previous"
+for opt in json time-trace; do
+  cp "$O/previous" "$O/prev.fatbin"
+  err=$("$FATLINK" device-link --arch=sm_80 "${INPUTS[@]}" -o "$O/prev.fatbin" \
+    --$opt="$O/no-such-dir/x.json" 2>&1); rc=$?
+  check "--$opt unwritable: exit non-zero ($rc)" test "$rc" -ne 0
+  check "--$opt unwritable: message names the file and the reason" \
+    grep -qF "fatlink: error: cannot write $O/no-such-dir/x.json: No such file or directory" <<<"$err"
+  check "--$opt unwritable: previous output intact" cmp "$O/prev.fatbin" "$O/previous"
+  check "--$opt unwritable: no temporary file left" \
+    test "$(ls -A "$O" | grep -c tmp)" -eq 0
+done
+# And when they can be written, all are.
+"$FATLINK" device-link --arch=sm_80 "${INPUTS[@]}" -o "$O/prev.fatbin" \
+  --json="$O/k.json" --time-trace="$O/k.trace.json"
+check "--json and --time-trace written with the output" \
+  bash -c "! cmp -s '$O/prev.fatbin' '$O/previous' && grep -q '\"kernels\"' '$O/k.json' && grep -q traceEvents '$O/k.trace.json'"
+
 check "no temporary file left anywhere in TMPDIR" test -z "$(ls -A "$TMPDIR")"
 
 finish
