@@ -27,11 +27,12 @@ TempFiles::~TempFiles() {
   }
 }
 
-Error TempFiles::saveIn(StringRef D) {
+Error TempFiles::saveIn(StringRef D, StringRef Prefix) {
   if (std::error_code EC = sys::fs::create_directories(D))
     return createStringError(EC, "cannot create --save-temps directory %s: %s",
                              D.str().c_str(), EC.message().c_str());
   SaveDir = D.str();
+  SavePrefix = Prefix.str();
   return Error::success();
 }
 
@@ -39,7 +40,8 @@ Expected<std::string> TempFiles::create(StringRef Name) {
   std::lock_guard<std::mutex> Lock(Mu);
   if (saving()) {
     SmallString<256> Path(SaveDir);
-    sys::path::append(Path, Name);
+    sys::path::append(Path, SavePrefix.empty() ? Name.str()
+                                               : SavePrefix + "." + Name.str());
     return std::string(Path);
   }
   // Directly in the temp directory (no private directory, which a signal

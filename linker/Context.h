@@ -7,7 +7,7 @@
 //
 // Temporary files live in the system temp directory and are removed on
 // success, error and signal; `--save-temps` puts them in a directory of the
-// user's choice under stable names and keeps them.
+// user's choice under stable names derived from the output, and keeps them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,13 +34,17 @@ public:
   ~TempFiles();
 
   /// Keep every file in Dir (created if needed) instead of removing them;
-  /// files get stable names there.
-  llvm::Error saveIn(llvm::StringRef Dir);
+  /// files get stable names there, each "<Prefix>.<name>". Prefix is the
+  /// output's stem (out.o -> out.sm_80.cubin, as clang's -save-temps), so
+  /// that the names are the output's and no other link's or user's file:
+  /// files named after the output are fatlink's to replace.
+  llvm::Error saveIn(llvm::StringRef Dir, llvm::StringRef Prefix);
   bool saving() const { return !SaveDir.empty(); }
   llvm::StringRef saveDir() const { return SaveDir; }
 
-  /// A new file: "<save-dir>/<Name>" when saving, else a new unique file
-  /// "<tmp>/fatlink-<stem>-XXXXXX.<ext>", removed on exit and on signals.
+  /// A new file: "<save-dir>/<prefix>.<Name>" when saving, else a new
+  /// unique file "<tmp>/fatlink-<stem>-XXXXXX.<ext>", removed on exit and
+  /// on signals.
   /// Thread-safe.
   llvm::Expected<std::string> create(llvm::StringRef Name);
   /// create(Name), then Data written to it.
@@ -49,6 +53,7 @@ public:
 private:
   std::mutex Mu;
   std::string SaveDir;
+  std::string SavePrefix;
   std::vector<std::string> Files;
 };
 

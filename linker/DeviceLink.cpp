@@ -219,7 +219,10 @@ static Expected<Config> parseConfig(Context &Ctx,
     Fail(H.takeError());
 
   // --save-temps keeps intermediates beside the output (or in the given
-  // directory), named after the output.
+  // directory), named after the output: out.o -> out.linked.bc,
+  // out.sm_80.ptx (a directory output kdir: kdir/kdir.sm_80.ptx). Names
+  // derived from the output are fatlink's; no fixed name (sm_80.cubin,
+  // ptxas.log) that a user's file or another link's temporaries could have.
   if (const opt::Arg *A = Args.getLastArg(OPT_save_temps, OPT_save_temps_EQ)) {
     std::string Dir;
     if (A->getOption().matches(OPT_save_temps_EQ))
@@ -230,12 +233,16 @@ static Expected<Config> parseConfig(Context &Ctx,
       Dir = sys::path::parent_path(C.Output).str();
     if (Dir.empty())
       Dir = ".";
-    if (Error E = Ctx.Temps.saveIn(Dir))
+    StringRef Stem = C.OutKind == OutputKind::Directory
+                         ? sys::path::filename(
+                               sys::path::remove_leading_dotslash(C.Output))
+                         : sys::path::stem(C.Output);
+    if (Stem.empty() || Stem == "." || Stem == "..")
+      Stem = "fatlink";
+    if (Error E = Ctx.Temps.saveIn(Dir, Stem))
       Fail(std::move(E));
     SmallString<256> Prefix(Ctx.Temps.saveDir());
-    sys::path::append(Prefix, C.OutKind == OutputKind::File
-                                  ? sys::path::stem(C.Output)
-                                  : StringRef("fatlink"));
+    sys::path::append(Prefix, Stem);
     C.Link.SaveTempsPrefix = std::string(Prefix);
   }
 

@@ -198,7 +198,7 @@ check "-v prints the ptxas command of each target" \
 "$FATLINK" device-link --arch=sm_80 $RLIBS "$D/softplus.bc" -o temps/k.cubin --save-temps
 check "--save-temps keeps linked bitcode" test -s temps/k.linked.bc
 check "--save-temps keeps optimized bitcode" test -s temps/k.opt.sm_80.bc
-check "--save-temps keeps PTX" grep -q '\.entry saxpy' temps/sm_80.ptx
+check "--save-temps keeps PTX" grep -q '\.entry saxpy' temps/k.sm_80.ptx
 
 # --time-trace writes a Chrome trace with the stages.
 "$FATLINK" device-link --arch=sm_80,sm_90 $RLIBS "$D/softplus.bc" -o tt --time-trace=trace.json --time-trace-granularity=0

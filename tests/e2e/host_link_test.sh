@@ -80,7 +80,7 @@ check "rsp: forwarded as @file" grep -qx '@plain.rsp' host-args.txt
 check "rsp: its device code was found" bash -c "./app_rsp | grep -q 'kernel saxpy'"
 printf '%s\n' main.o -L"$D" -ldev --fatlink-arch=sm_90 > mixed.rsp
 "$CC_WRAP" @mixed.rsp -o app_rsp2 --fatlink-linker="$WORK/rec-host" --fatlink-save-temps="$WORK/keep"
-check "rsp with fatlink arguments: rewritten" bash -c "grep -q '^@$WORK/keep/link-0.rsp' host-args.txt && ! grep -q fatlink-arch $WORK/keep/link-0.rsp"
+check "rsp with fatlink arguments: rewritten" bash -c "grep -q '^@$WORK/keep/app_rsp2.link-0.rsp' host-args.txt && ! grep -q fatlink-arch $WORK/keep/app_rsp2.link-0.rsp"
 check "rsp with fatlink arguments: its setting applied" bash -c "./app_rsp2 | grep -q 'cubin for sm_90'"
 
 # 4. No device code: only forwards, and the result equals a plain cc link.

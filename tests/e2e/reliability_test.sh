@@ -446,6 +446,25 @@ done
 check "--json and --time-trace written with the output" \
   bash -c "! cmp -s '$O/prev.fatbin' '$O/previous' && grep -q '\"kernels\"' '$O/k.json' && grep -q traceEvents '$O/k.trace.json'"
 
+# --save-temps names its files after the output (out.fatbin ->
+# out.sm_80.ptx, out.linked.bc): a user's files with the names it used to
+# write (sm_80.cubin, sm_80.ptx, ptxas.log, fatlink.linked.bc) stay, and two
+# links into one directory keep their own.
+S="$WORK/savetemps"
+mkdir -p "$S"
+for f in sm_80.cubin sm_80.ptx ptxas.log fatlink.linked.bc; do echo mine > "$S/$f"; done
+for o in a b; do
+  "$FATLINK" device-link --arch=sm_80 --save-temps "${INPUTS[@]}" -o "$S/$o.fatbin" 2>/dev/null
+done
+for f in sm_80.cubin sm_80.ptx ptxas.log fatlink.linked.bc; do
+  check "--save-temps: the user's $f is untouched" test "$(cat "$S/$f")" = mine
+done
+for o in a b; do
+  check "--save-temps: $o.fatbin's temporaries are named after it" \
+    bash -c "test -s '$S/$o.sm_80.ptx' && test -s '$S/$o.sm_80.cubin' && test -s '$S/$o.linked.bc'"
+done
+check "--save-temps: each link's PTX is its own (both complete)" cmp "$S/a.sm_80.ptx" "$S/b.sm_80.ptx"
+
 check "no temporary file left anywhere in TMPDIR" test -z "$(ls -A "$TMPDIR")"
 
 finish
