@@ -36,6 +36,8 @@
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <set>
+
 using namespace llvm;
 
 namespace fatlink::lto {
@@ -131,6 +133,10 @@ public:
   ErrorList Errors;
   /// Source number of the next container (file, member or object).
   unsigned NextSource = 0;
+  /// The files read so far, by identity: a file named twice (`-ldev -ldev`
+  /// for circular dependencies, a path and a symlink to it) is read once,
+  /// as a linker takes an archive's members once.
+  std::set<sys::fs::UniqueID> Seen;
 
   void readFile(const std::string &Path);
 
@@ -360,6 +366,13 @@ void InputReader::readArchive(MemoryBufferRef MB, StringRef Path,
 }
 
 void InputReader::readFile(const std::string &Path) {
+  sys::fs::file_status Status;
+  if (!sys::fs::status(Path, Status) &&
+      !Seen.insert(Status.getUniqueID()).second) {
+    Set.Skipped.push_back(Path + ": already read (the same file as an "
+                                 "earlier input)");
+    return;
+  }
   ErrorOr<std::unique_ptr<MemoryBuffer>> MBOrErr =
       MemoryBuffer::getFile(Path, /*IsText=*/false,
                             /*RequiresNullTerminator=*/false);

@@ -465,6 +465,22 @@ for o in a b; do
 done
 check "--save-temps: each link's PTX is its own (both complete)" cmp "$S/a.sm_80.ptx" "$S/b.sm_80.ptx"
 
+# The same archive twice (-ldev -ldev for circular dependencies, rustc's
+# link lines) or under another name is read once, as ld takes it: no
+# "duplicate device symbol".
+ln -sf libsaxpy.rlib "$O/libsaxpy-alias.rlib"
+"$FATLINK" device-link --arch=sm_80 "${ORLIBS[@]}" "${ORLIBS[@]}" "$O/libsaxpy-alias.rlib" \
+  "$O/softplus.bc" "$O/softplus.bc" -o "$O/dup.fatbin" 2>"$O/dup.err"
+check "the same inputs twice (device-link): links" test -s "$O/dup.fatbin"
+check "the same inputs twice (device-link): no error" test ! -s "$O/dup.err"
+"$FATLINK" device-link --arch=sm_80 "${ORLIBS[@]}" "$O/softplus.bc" -o "$O/nodup.fatbin"
+check "the same inputs twice (device-link): same fatbin as once" cmp "$O/nodup.fatbin" "$O/dup.fatbin"
+"$FATLINK" cc "$D/main.o" -L"$D" -ldev -ldev -Wl,-ldev -o "$O/dupapp" \
+  --fatlink-arch=sm_80 2>"$O/dupcc.err"
+check "-ldev -ldev (cc): links" test -x "$O/dupapp"
+check "-ldev -ldev (cc): no duplicate device symbol" \
+  bash -c "! grep -q 'duplicate device symbol' '$O/dupcc.err' && test -f '$O/dupcc.err'"
+
 check "no temporary file left anywhere in TMPDIR" test -z "$(ls -A "$TMPDIR")"
 
 finish
