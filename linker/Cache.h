@@ -17,7 +17,9 @@
 // PTX and cubins, the kernel table, the fatbin and host object). Entries
 // are written to a temporary file in the cache directory and renamed, so
 // concurrent links never see half an entry; an entry whose length or hash
-// does not match is treated as a miss and rewritten.
+// does not match, or that is not a regular file, is treated as a miss and
+// rewritten. Type and length are checked before anything is read, and the
+// hash through a small buffer before the payload is kept.
 //
 //===----------------------------------------------------------------------===//
 

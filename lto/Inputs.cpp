@@ -367,8 +367,22 @@ void InputReader::readArchive(MemoryBufferRef MB, StringRef Path,
 
 void InputReader::readFile(const std::string &Path) {
   sys::fs::file_status Status;
-  if (!sys::fs::status(Path, Status) &&
-      !Seen.insert(Status.getUniqueID()).second) {
+  bool Exists = !sys::fs::status(Path, Status);
+  // Only regular files are read: a FIFO would block, a device such as
+  // /dev/zero would be read until memory ran out, a directory has nothing.
+  if (Exists && Status.type() != sys::fs::file_type::regular_file) {
+    if (Mode == InputMode::HostLink) {
+      Set.Skipped.push_back(Path + ": not a regular file (left to the host "
+                                   "linker)");
+      return;
+    }
+    Errors.add(makeError("%s: not a regular file (a FIFO, a device or a "
+                         "directory): pass the bitcode, archive or object "
+                         "file itself",
+                         Path.c_str()));
+    return;
+  }
+  if (Exists && !Seen.insert(Status.getUniqueID()).second) {
     Set.Skipped.push_back(Path + ": already read (the same file as an "
                                  "earlier input)");
     return;

@@ -481,6 +481,65 @@ check "-ldev -ldev (cc): links" test -x "$O/dupapp"
 check "-ldev -ldev (cc): no duplicate device symbol" \
   bash -c "! grep -q 'duplicate device symbol' '$O/dupcc.err' && test -f '$O/dupcc.err'"
 
+# A cache entry is checked (a regular file, of the size its header states)
+# before it is read, and hashed through a small buffer before it is kept:
+# a FIFO in its place hung the link, a symlink to /dev/zero was read until
+# memory ran out, a large damaged entry was held whole. Each is a miss:
+# the link is rebuilt, with the reference bytes.
+C5="$WORK/cache5"
+/usr/bin/time -f %M -o "$O/rss.cold" "$FATLINK" device-link --cache-dir="$C5" \
+  --arch=sm_80 "${INPUTS[@]}" -o "$O/c5.fatbin"
+entry=$(find "$C5" -maxdepth 1 -type f -name '????????????????*')
+check "cache: one entry" test "$(wc -w <<<"$entry")" -eq 1
+# A 1 GiB entry whose header states the right length, with a wrong hash
+# (sparse: no disk used).
+python3 - "$entry" <<'PY'
+import sys
+with open(sys.argv[1], "r+b") as f:
+    size = 1 << 30
+    f.seek(8); f.write((size - 48).to_bytes(8, "little")); f.write(b"\xff" * 32)
+    f.truncate(size)
+PY
+/usr/bin/time -f %M -o "$O/rss.big" timeout 120 "$FATLINK" device-link \
+  --cache-dir="$C5" --arch=sm_80 "${INPUTS[@]}" -o "$O/c5-big.fatbin" -v 2>"$O/c5-big.log"
+check "cache: a damaged 1 GiB entry is a miss, rebuilt" cmp "$O/c5.fatbin" "$O/c5-big.fatbin"
+check "cache: a damaged 1 GiB entry is not held in memory ($(cat "$O/rss.big") KiB, cold link $(cat "$O/rss.cold") KiB)" \
+  test "$(cat "$O/rss.big")" -lt $(( $(cat "$O/rss.cold") + 262144 ))
+check "cache: -v says why the entry was ignored" grep -qF "cache: corrupt entry $entry (hash mismatch)" "$O/c5-big.log"
+for kind in fifo zero; do
+  rm -f "$entry"
+  if [ $kind = fifo ]; then mkfifo "$entry"; else ln -s /dev/zero "$entry"; fi
+  # (ulimit -v: without the check, /dev/zero would be read until the limit.)
+  (ulimit -v 4194304; exec timeout 60 "$FATLINK" device-link --cache-dir="$C5" \
+    --arch=sm_80 "${INPUTS[@]}" -o "$O/c5-$kind.fatbin" -v) 2>"$O/c5-$kind.log"; rc=$?
+  check "cache: entry is a $kind: the link succeeds ($rc)" test "$rc" -eq 0
+  check "cache: entry is a $kind: rebuilt, same fatbin" cmp "$O/c5.fatbin" "$O/c5-$kind.fatbin"
+  check "cache: entry is a $kind: -v says so" grep -qF "cache: corrupt entry $entry (not a regular file)" "$O/c5-$kind.log"
+done
+
+# Command-line inputs and response files: only regular files are read, a
+# response file has at most 64 MiB.
+mkfifo "$O/fifo"
+truncate -s 65M "$O/big.rsp"
+OUT="$O/nr.fatbin"
+# (Bounded, so that a regression fails instead of hanging or eating memory.)
+printf '#!/bin/sh\nulimit -v 4194304\nexec timeout 30 %s "$@"\n' "$FATLINK" > "$O/bounded-fatlink"
+chmod +x "$O/bounded-fatlink"
+REAL_FATLINK="$FATLINK"
+FATLINK="$O/bounded-fatlink"
+for input in /dev/zero "$O/fifo"; do
+  expect_error "input $input: refused" "$input: not a regular file" \
+    device-link --arch=sm_80 "$input" -o "$OUT"
+  expect_error "response file @$input: refused" \
+    "cannot expand response file: $input is not a regular file" \
+    device-link --arch=sm_80 "@$input" -o "$OUT"
+done
+expect_error "response file over 64 MiB: refused" \
+  "cannot expand response file: $O/big.rsp has 68157440 bytes, more than the 64 MiB" \
+  embed "@$O/big.rsp" -o "$OUT"
+FATLINK="$REAL_FATLINK"
+rm -f "$O/big.rsp"
+
 check "no temporary file left anywhere in TMPDIR" test -z "$(ls -A "$TMPDIR")"
 
 finish
