@@ -88,9 +88,36 @@ private:
 llvm::Error checkOutputsAreNotInputs(llvm::ArrayRef<std::string> Outputs,
                                      llvm::ArrayRef<std::string> Inputs);
 
+/// A child process (ptxas, nvlink) while it runs. A SIGINT, SIGTERM, SIGHUP
+/// or SIGPIPE that ends fatlink stops the running children (SIGTERM, then
+/// SIGKILL after 2 s) and waits for them before LLVM's handler removes the
+/// temporary files: otherwise they would run on, re-parented to init, and
+/// write into files just removed. Signal-safe slots, the one global state of
+/// a run (a signal handler has no context).
+class RunningChild {
+public:
+  explicit RunningChild(int Pid);
+  ~RunningChild();
+  RunningChild(const RunningChild &) = delete;
+  RunningChild &operator=(const RunningChild &) = delete;
+  /// Whether a signal is ending fatlink: start nothing new.
+  static bool stopping();
+
+private:
+  void *Slot = nullptr;
+};
+
+/// Installs the handlers RunningChild relies on, over LLVM's (once; every
+/// Context does it). SIGPIPE (`fatlink ... -v 2>&1 | head -1`) then removes
+/// the temporaries too and ends fatlink by SIGPIPE, as other tools end,
+/// rather than through exit() while other threads still run.
+void installSignalHandlers();
+
 class Context {
 public:
-  Context(llvm::raw_ostream &Out, llvm::raw_ostream &Err) : Out(Out), Err(Err) {}
+  Context(llvm::raw_ostream &Out, llvm::raw_ostream &Err) : Out(Out), Err(Err) {
+    installSignalHandlers();
+  }
 
   llvm::raw_ostream &Out;
   llvm::raw_ostream &Err;

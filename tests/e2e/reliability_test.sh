@@ -540,6 +540,58 @@ expect_error "response file over 64 MiB: refused" \
 FATLINK="$REAL_FATLINK"
 rm -f "$O/big.rsp"
 
+# SIGTERM, SIGINT and SIGPIPE during a partitioned link running ptxas in
+# parallel: the ptxas children are stopped before the temporaries are
+# removed, so none runs on (re-parented to init) and none writes a file
+# into TMPDIR afterwards. This ptxas records its pid, takes 4 s, then
+# writes its output, as a real one would.
+cat > "$D/slow-part-ptxas" <<PTXAS
+#!/bin/sh
+case "\$1" in --version|--help) exec "$CUDA/bin/ptxas" "\$@";; esac
+echo \$\$ >> "$D/ptxas-pids"
+i=0; while [ \$i -lt 40 ]; do sleep 0.1; i=\$((i+1)); done
+out=; prev=; for a; do [ "\$prev" = -o ] && out=\$a; prev=\$a; done
+echo late > "\$out"
+PTXAS
+chmod +x "$D/slow-part-ptxas"
+PART=(device-link -v -j2 --partitions=4 --arch=sm_80,sm_90 --ptxas="$D/slow-part-ptxas"
+  "${INPUTS[@]}" -o "$O/sig.fatbin")
+# ptxas_left: how many of the recorded ptxas are still running.
+ptxas_left() {
+  local n=0 p
+  for p in $(cat "$D/ptxas-pids" 2>/dev/null); do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done
+  echo $n
+}
+wait_for_ptxas() {
+  for _ in $(seq 300); do [ "$(wc -l < "$D/ptxas-pids" 2>/dev/null || echo 0)" -ge "$1" ] && return; sleep 0.1; done
+}
+for sig in TERM INT PIPE; do
+  rm -f "$D/ptxas-pids" "$O/sig.fatbin"
+  if [ $sig = PIPE ]; then
+    # The reader goes away once ptxas runs; fatlink's next -v line (the
+    # next ptxas command) raises SIGPIPE.
+    "$FATLINK" "${PART[@]}" 2>&1 | { wait_for_ptxas 2; exit 0; }
+    rc=${PIPESTATUS[0]}
+    check "SIGPIPE during partitioned ptxas: killed by the signal ($rc)" test "$rc" -eq $((128 + $(kill -l PIPE)))
+  else
+    python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+      "$FATLINK" "${PART[@]}" 2>/dev/null &
+    pid=$!
+    wait_for_ptxas 2
+    kill -s $sig $pid
+    wait $pid; rc=$?
+    check "SIG$sig during partitioned ptxas: killed by the signal ($rc)" test "$rc" -eq $((128 + $(kill -l $sig)))
+  fi
+  check "SIG$sig during partitioned ptxas: ptxas ran ($(wc -l < "$D/ptxas-pids"))" test -s "$D/ptxas-pids"
+  sleep 0.5
+  check "SIG$sig during partitioned ptxas: no ptxas left running ($(ptxas_left))" test "$(ptxas_left)" -eq 0
+  sleep 4 # a ptxas left running would now write its output
+  check "SIG$sig during partitioned ptxas: no output" test ! -e "$O/sig.fatbin"
+  check "SIG$sig during partitioned ptxas: no temporary file left ($(ls -A "$TMPDIR" | head -3 | tr '\n' ' '))" test -z "$(ls -A "$TMPDIR")"
+  for p in $(cat "$D/ptxas-pids" 2>/dev/null); do kill "$p" 2>/dev/null; done
+  rm -rf "${TMPDIR:?}"/*
+done
+
 check "no temporary file left anywhere in TMPDIR" test -z "$(ls -A "$TMPDIR")"
 
 finish
