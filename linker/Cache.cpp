@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/BLAKE3.h"
+#include "llvm/Support/CachePruning.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -29,6 +30,8 @@ using namespace llvm;
 namespace fatlink {
 
 static constexpr StringLiteral Magic = "FLCACHE1";
+/// Entry names: the prefix llvm::pruneCache removes, and only it.
+static constexpr StringLiteral EntryPrefix = "llvmcache-";
 
 namespace {
 
@@ -240,7 +243,7 @@ std::optional<std::string> cacheLookupBlob(Context &Ctx, StringRef Dir,
       Ctx.verbose(Msg);
   };
   SmallString<256> Path(Dir);
-  sys::path::append(Path, Key);
+  sys::path::append(Path, EntryPrefix + Key);
   // Nothing is read before the entry is known to be a regular file whose
   // size is what its header states, and nothing is kept before its hash
   // matches: a FIFO in an entry's place would block the link, a symlink to
@@ -320,7 +323,7 @@ std::optional<std::string> cacheLookupBlob(Context &Ctx, StringRef Dir,
   return Payload;
 }
 
-void cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
+bool cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
                     StringRef Payload, bool Report) {
   BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(Payload));
   std::string Entry;
@@ -333,11 +336,12 @@ void cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
   auto Fail = [&](const Twine &Why) {
     if (Report)
       Ctx.verbose("cache: cannot store " + Key + " in " + Dir + ": " + Why);
+    return false;
   };
   if (std::error_code EC = sys::fs::create_directories(Dir))
     return Fail(EC.message());
   SmallString<256> Path(Dir), Temp;
-  sys::path::append(Path, Key);
+  sys::path::append(Path, EntryPrefix + Key);
   int FD;
   if (std::error_code EC =
           sys::fs::createUniqueFile(Path + ".tmp%%%%%%", FD, Temp))
@@ -360,6 +364,7 @@ void cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
   }
   if (Report)
     Ctx.verbose("cache: stored " + Key);
+  return true;
 }
 
 std::optional<DeviceBuild> cacheLookup(Context &Ctx, StringRef Dir,
@@ -375,10 +380,38 @@ std::optional<DeviceBuild> cacheLookup(Context &Ctx, StringRef Dir,
   return B;
 }
 
-void cacheStore(Context &Ctx, StringRef Dir, StringRef Key,
+bool cacheStore(Context &Ctx, StringRef Dir, StringRef Key,
                 const DeviceBuild &B) {
   TimeTraceScope Scope("Cache store");
-  cacheStoreBlob(Ctx, Dir, Key, serialize(B));
+  return cacheStoreBlob(Ctx, Dir, Key, serialize(B));
+}
+
+Error checkCachePolicy(StringRef Name, StringRef Policy) {
+  Expected<CachePruningPolicy> P = parseCachePruningPolicy(Policy);
+  if (!P)
+    return createStringError(
+        inconvertibleErrorCode(),
+        "invalid value for %s: '%s': %s (expected a cache pruning policy "
+        "such as %s)",
+        Name.str().c_str(), Policy.str().c_str(),
+        toString(P.takeError()).c_str(), DefaultCachePolicy);
+  return Error::success();
+}
+
+void cachePrune(Context &Ctx, StringRef Dir, StringRef Policy) {
+  TimeTraceScope Scope("Cache prune");
+  Expected<CachePruningPolicy> P = parseCachePruningPolicy(Policy);
+  if (!P) { // checked when the options were read
+    consumeError(P.takeError());
+    return;
+  }
+  for (StringRef Sub : {"", "memo", "codegen"}) {
+    SmallString<256> Path(Dir);
+    if (!Sub.empty())
+      sys::path::append(Path, Sub);
+    if (sys::fs::is_directory(Path) && pruneCache(Path, *P))
+      Ctx.verbose("cache: pruned " + Path);
+  }
 }
 
 std::string defaultCacheDir() {
@@ -391,7 +424,9 @@ std::string defaultCacheDir() {
     return "";
   else
     sys::path::append(Path, ".cache");
-  sys::path::append(Path, "fatlink");
+  // Not fatlink/ itself: scripts/setup.sh unpacks build dependencies in
+  // fatlink/deps.
+  sys::path::append(Path, "fatlink", "device-links");
   return std::string(Path);
 }
 

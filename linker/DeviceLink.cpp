@@ -203,6 +203,11 @@ static Expected<Config> parseConfig(Context &Ctx,
   C.Link.CodegenOnly = Args.hasArg(OPT_codegen_only);
   C.SharePTX = !Args.hasArg(OPT_ptx_per_arch);
   C.CacheDir = Args.getLastArgValue(OPT_cache_dir_EQ).str();
+  if (const opt::Arg *A = Args.getLastArg(OPT_cache_policy_EQ)) {
+    C.CachePolicy = A->getValue();
+    if (Error E = checkCachePolicy("--cache-policy", C.CachePolicy))
+      Fail(std::move(E));
+  }
 
   if (const opt::Arg *A = Args.getLastArg(OPT_compress_EQ)) {
     Expected<packager::FatbinOptions> F =
@@ -1236,8 +1241,10 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
   if (!Targets)
     return Targets.takeError();
   Expected<DeviceBuild> B = buildDevice(Ctx, C, std::move(*Targets), Inputs);
-  if (B && UseCache)
-    cacheStore(Ctx, C.CacheDir, Key, *B);
+  // Only a store makes the cache grow: then keep it within its limits (on
+  // a full disk, nothing is stored and nothing is written).
+  if (B && UseCache && cacheStore(Ctx, C.CacheDir, Key, *B))
+    cachePrune(Ctx, C.CacheDir, C.CachePolicy);
   return B;
 }
 

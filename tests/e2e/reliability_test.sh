@@ -351,7 +351,8 @@ for phase in cold warm; do
   for i in $(seq $N); do
     check "shared cache, $phase, link $i: same fatbin" cmp "$R/k.fatbin" "$WORK/conc/$phase$i.fatbin"
   done
-  check "shared cache, $phase: one entry, no temporary file" test "$(ls -A "$C" | wc -l)" -eq 1
+  check "shared cache, $phase: one entry, no temporary file" \
+    bash -c "test \$(ls -A '$C' | grep -c '^llvmcache-') -eq 1 && test -z \"\$(ls -A '$C' | grep tmp)\""
 done
 check "shared cache, warm: every link hit" test "$(cat "$WORK"/conc/warm*.log | grep -c '^cache: hit ')" -eq $N
 # The same in partitions: $N links at once fill (cold), then read (warm),
@@ -489,7 +490,7 @@ check "-ldev -ldev (cc): no duplicate device symbol" \
 C5="$WORK/cache5"
 /usr/bin/time -f %M -o "$O/rss.cold" "$FATLINK" device-link --cache-dir="$C5" \
   --arch=sm_80 "${INPUTS[@]}" -o "$O/c5.fatbin"
-entry=$(find "$C5" -maxdepth 1 -type f -name '????????????????*')
+entry=$(find "$C5" -maxdepth 1 -type f -name 'llvmcache-*')
 check "cache: one entry" test "$(wc -w <<<"$entry")" -eq 1
 # A 1 GiB entry whose header states the right length, with a wrong hash
 # (sparse: no disk used).
@@ -591,6 +592,51 @@ for sig in TERM INT PIPE; do
   for p in $(cat "$D/ptxas-pids" 2>/dev/null); do kill "$p" 2>/dev/null; done
   rm -rf "${TMPDIR:?}"/*
 done
+
+# The cache is pruned after each store, by LLVM's pruneCache (--cache-policy,
+# the cache-policy setting), and pruning removes cache entries alone: its
+# entries are the directory's "llvmcache-*" files; nothing else in it (a
+# user's file, build dependencies, an older fatlink's entries) is touched.
+P="$WORK/prune"
+Z64=0000000000000000000000000000000000000000000000000000000000000000
+mkdir -p "$P/deps/zstd"
+echo dep > "$P/deps/zstd/libzstd.a"
+echo mine > "$P/notes.txt"
+echo older > "$P/$Z64"
+echo expired > "$P/llvmcache-${Z64%0}1"
+touch -d '30 days ago' "$P/deps/zstd/libzstd.a" "$P/deps/zstd" "$P/deps" "$P/notes.txt" "$P/$Z64" "$P/llvmcache-${Z64%0}1"
+"$FATLINK" device-link --cache-dir="$P" --cache-policy=prune_interval=0s:prune_after=168h \
+  --arch=sm_80 "${INPUTS[@]}" -o "$O/p1.fatbin"
+check "cache policy: an entry unused for 30 days is pruned" test ! -e "$P/llvmcache-${Z64%0}1"
+check "cache policy: this link's entry is kept" \
+  bash -c "test -s '$O/p1.fatbin' && test \$(ls '$P' | grep -c '^llvmcache-[0-9a-f]\{64\}$') -eq 1"
+"$FATLINK" device-link --cache-dir="$P" --cache-policy=prune_interval=0s:cache_size_bytes=1 \
+  --arch=sm_90 "${INPUTS[@]}" -o "$O/p2.fatbin"
+check "cache policy: beyond the size limit, entries are pruned" test "$(ls "$P" | grep -c '^llvmcache-[0-9a-f]')" -eq 0
+check "cache policy: nothing but entries removed" \
+  bash -c "test -s '$P/deps/zstd/libzstd.a' && test -s '$P/notes.txt' && test -s '$P/$Z64'"
+OUT="$O/p3.fatbin"
+expect_error "cache policy: a bad one is refused" \
+  "invalid value for --cache-policy: 'prune_after=3x': " \
+  device-link --cache-dir="$P" --cache-policy=prune_after=3x --arch=sm_80 "${INPUTS[@]}" -o "$OUT"
+err=$(FATLINK_CACHE_DIR="$P" FATLINK_CACHE_POLICY=cache_sise=1 "$FATLINK" cc "$D/main.o" -L"$D" -ldev \
+  -o "$O/papp" --fatlink-arch=sm_80 2>&1)
+check "cache policy: a bad FATLINK_CACHE_POLICY is refused, named" \
+  grep -qF "fatlink: error: invalid value for FATLINK_CACHE_POLICY: 'cache_sise=1'" <<<"$err"
+# The default cache of fatlink cc is a directory of its own, not
+# ~/.cache/fatlink, where scripts/setup.sh unpacks build dependencies
+# (deps/): even a policy that prunes everything leaves them.
+H="$WORK/home"
+mkdir -p "$H/.cache/fatlink/deps/zstd"
+echo dep > "$H/.cache/fatlink/deps/zstd/libzstd.a"
+touch -d '30 days ago' "$H/.cache/fatlink/deps/zstd/libzstd.a"
+env -u FATLINK_CACHE_DIR -u XDG_CACHE_HOME HOME="$H" "$FATLINK" cc "$D/main.o" -L"$D" -ldev \
+  -o "$O/happ" --fatlink-arch=sm_80 --fatlink-cache-policy=prune_interval=0s:prune_after=1s:cache_size_bytes=1
+check "default cache: fatlink cc links" test -x "$O/happ"
+check "default cache: in ~/.cache/fatlink/device-links" test -e "$H/.cache/fatlink/device-links/llvmcache.timestamp"
+check "default cache: nothing of its own in ~/.cache/fatlink" \
+  test "$(ls -A "$H/.cache/fatlink" | tr '\n' ' ')" = "deps device-links "
+check "default cache: the build dependencies are intact" test -s "$H/.cache/fatlink/deps/zstd/libzstd.a"
 
 check "no temporary file left anywhere in TMPDIR" test -z "$(ls -A "$TMPDIR")"
 
