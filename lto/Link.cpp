@@ -528,6 +528,9 @@ public:
   Error linkGroup(const LinkGroup &G, LinkedProgram &Out, bool First);
   LibraryResolver &libraries() { return Libraries; }
 
+  /// What each image contributed (noteUse), by image index.
+  std::map<size_t, InputUse> Uses;
+
 private:
   std::vector<size_t> equivalentImages(
       const std::map<unsigned, std::vector<size_t>> &BySource);
@@ -540,11 +543,6 @@ private:
   void noteUse(const Module &M, const DeviceImage &Image, size_t ImageIndex,
                const LinkGroup &G, LinkedProgram &Out);
 
-public:
-  /// noteUse's record, by image index.
-  std::map<size_t, InputUse> Uses;
-
-private:
   Error linkLibdevice(Module &M, Linker &L, LinkedProgram &Out);
   void internalize(Module &M);
   Error saveTemp(const Module &M, StringRef Stage);
