@@ -89,11 +89,14 @@ struct DeviceBuild {
 /// off: then no ptxas is needed).
 llvm::Expected<ToolFacts> probeTools(Context &Ctx, const DeviceLinkConfig &C);
 
-/// Links and optimizes the images for Targets (from planTargets), compiles
-/// every target (in parallel) and, for Fatbin and HostObject outputs,
-/// packages them.
+/// Links and optimizes the images for Targets (from planTargets with
+/// Facts), compiles every target (in parallel) and, for Fatbin and
+/// HostObject outputs, packages them. A target's PTX ISA version may rise
+/// to what its inputs were compiled for (DeviceBuild::Targets has the
+/// final ones).
 llvm::Expected<DeviceBuild> buildDevice(Context &Ctx,
                                         const DeviceLinkConfig &C,
+                                        const ToolFacts &Facts,
                                         std::vector<lto::Target> Targets,
                                         const lto::InputSet &Inputs);
 

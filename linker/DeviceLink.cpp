@@ -173,6 +173,13 @@ static Expected<Config> parseConfig(Context &Ctx,
     else
       Fail(G.takeError());
   }
+  if (const opt::Arg *A = Args.getLastArg(OPT_error_limit_EQ)) {
+    if (Expected<unsigned> N =
+            parseUnsigned("--error-limit", A->getValue(), 1u << 30))
+      C.Link.ErrorLimit = *N;
+    else
+      Fail(N.takeError());
+  }
   if (const opt::Arg *A = Args.getLastArg(OPT_ptx_version_EQ)) {
     C.PtxVersion = parsePtxVersion(A->getValue());
     if (!C.PtxVersion)
@@ -1094,6 +1101,7 @@ static Error writeJSON(Context &Ctx, const Config &C,
 //===----------------------------------------------------------------------===//
 
 Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
+                                  const ToolFacts &Facts,
                                   std::vector<lto::Target> Targets,
                                   const lto::InputSet &Inputs) {
   DeviceBuild B;
@@ -1114,6 +1122,14 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   // From here on, the set of device images is fixed.
   lto::LinkOptions Link = C.Link;
   Link.Jobs = C.Jobs;
+  // Inputs compiled for a newer PTX ISA raise their targets' (up to what
+  // both LLVM and ptxas take), unless --ptx-version chose it.
+  Link.KeepPtxVersion = C.PtxVersion.has_value();
+  Link.MaxPtxVersion = std::min(Facts.PtxasMaxPtx, Facts.LLVMMaxPtx);
+  Link.MaxPtxVersionBy =
+      Facts.PtxasMaxPtx <= Facts.LLVMMaxPtx
+          ? (C.RunPtxas ? "ptxas from CUDA " + Facts.PtxasRelease : "LLVM")
+          : "LLVM " + std::to_string(Facts.LLVMMajor);
   Link.TimeTraceGranularity = C.TimeTraceGranularity;
   Link.Partitions = partitionSetting(C);
   Link.NeedWholeModule =
@@ -1145,6 +1161,13 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   if (!Program)
     return Program.takeError();
   B.Program = std::move(*Program);
+  for (auto [T, V] : zip(B.Targets, B.Program.PtxVersions))
+    if (T.PtxVersion != V) {
+      Ctx.verbose("target " + T.Name + ": PTX ISA raised to " +
+                  Twine(V / 10) + "." + Twine(V % 10) +
+                  ", the newest its inputs were compiled for");
+      T.PtxVersion = V;
+    }
   if (B.Program.Kernels.empty())
     Ctx.warn("the linked program has no kernels: nothing can be launched");
   for (const lto::KernelInfo &K : B.Program.Kernels)
@@ -1220,14 +1243,16 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
       planTargets(C.ArchLists, *Facts, C.PtxVersion);
   if (!Targets)
     return Targets.takeError();
-  Expected<DeviceBuild> B = buildDevice(Ctx, C, std::move(*Targets), Inputs);
+  Expected<DeviceBuild> B =
+      buildDevice(Ctx, C, *Facts, std::move(*Targets), Inputs);
   if (B && UseCache)
     cacheStore(Ctx, C.CacheDir, Key, *B);
   return B;
 }
 
 Error runDeviceLink(Context &Ctx, const Config &C, ProbeFn Probe) {
-  Expected<lto::InputSet> Inputs = lto::readInputs(C.Inputs);
+  Expected<lto::InputSet> Inputs =
+      lto::readInputs(C.Inputs, lto::InputMode::Device, C.Link.ErrorLimit);
   if (!Inputs)
     return Inputs.takeError();
   Expected<DeviceBuild> B = buildDeviceCached(Ctx, C, *Inputs, Probe);

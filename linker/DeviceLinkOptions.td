@@ -36,7 +36,7 @@ def list_targets : F<"list-targets",
   Group<grp_targets>;
 defm ptx_version : JS<"ptx-version", "<X.Y>",
   "PTX ISA version for every target (default: the oldest each arch allows, "
-  "for the widest driver support)">, Group<grp_targets>;
+  "raised to the newest the inputs were compiled for)">, Group<grp_targets>;
 def opt_level : Joined<["-"], "O">, MetaVarName<"<0-3>">, Group<grp_targets>,
   HelpText<"Optimization level (default 3)">;
 defm export_symbol : JS<"export-symbol", "<name>",
@@ -106,6 +106,9 @@ def save_temps : F<"save-temps",
   "Keep intermediate files (bitcode, PTX) in the output's directory">,
   Group<grp_diag>;
 def save_temps_EQ : J<"save-temps", "<dir>", "Keep intermediate files in <dir>">,
+  Group<grp_diag>;
+def error_limit_EQ : J<"error-limit", "<N>",
+  "Report at most <N> errors of one kind (default 20; 0: all)">,
   Group<grp_diag>;
 defm time_trace : JS<"time-trace", "<file>",
   "Write a Chrome trace of where the time goes to <file>">, Group<grp_diag>;

@@ -189,7 +189,10 @@ Expected<std::string> generatePTX(const LinkedProgram &Program,
     if (is_contained(Candidate.TargetIndices, Index))
       OM = &Candidate;
   assert(OM && "every target belongs to one optimized module");
-  return generatePTX(OM->Bitcode, Targets[Index], OptLevel);
+  Target T = Targets[Index];
+  if (Index < Program.PtxVersions.size())
+    T.PtxVersion = Program.PtxVersions[Index];
+  return generatePTX(OM->Bitcode, T, OptLevel);
 }
 
 Expected<std::string> generatePTX(StringRef Bitcode, const Target &T,

@@ -124,7 +124,8 @@ Expected<std::unique_ptr<MemoryBuffer>> readThinMember(StringRef Archive,
 /// reports every bad input.
 class InputReader {
 public:
-  explicit InputReader(InputMode Mode) : Mode(Mode) {}
+  InputReader(InputMode Mode, unsigned ErrorLimit)
+      : Mode(Mode), Errors(ErrorLimit) {}
 
   InputMode Mode;
   InputSet Set;
@@ -425,11 +426,12 @@ void InputReader::readFile(const std::string &Path) {
   }
 }
 
-Expected<InputSet> readInputs(ArrayRef<std::string> Paths, InputMode Mode) {
+Expected<InputSet> readInputs(ArrayRef<std::string> Paths, InputMode Mode,
+                              unsigned ErrorLimit) {
   TimeTraceScope Scope("Read inputs");
   if (Paths.empty() && Mode == InputMode::Device)
     return makeError("no input files");
-  InputReader R(Mode);
+  InputReader R(Mode, ErrorLimit);
   for (const std::string &Path : Paths)
     R.readFile(Path);
   if (Error E = R.Errors.take())

@@ -125,6 +125,10 @@ private:
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> Buffers;
 };
 
+/// The number of errors one phase reports before it stops listing them
+/// (lld's default); `--error-limit` changes it, 0 lists all.
+constexpr unsigned DefaultErrorLimit = 20;
+
 enum class InputMode {
   /// A device link: every input must carry device code.
   Device,
@@ -141,7 +145,8 @@ enum class InputMode {
 /// it must be bitcode of an LLVM no newer than this one, for an nvptx64
 /// triple. Reports every bad input, not just the first.
 llvm::Expected<InputSet> readInputs(llvm::ArrayRef<std::string> Paths,
-                                    InputMode Mode = InputMode::Device);
+                                    InputMode Mode = InputMode::Device,
+                                    unsigned ErrorLimit = DefaultErrorLimit);
 
 //===----------------------------------------------------------------------===//
 // Link and optimize
@@ -157,6 +162,17 @@ struct LinkOptions {
   /// Symbols that must stay visible, besides kernels and host-visible
   /// globals (rustc's `--export-symbol`).
   std::vector<std::string> ExportSymbols;
+  /// The highest PTX ISA version (x10) the tools after code generation
+  /// accept (ptxas), and who says so, for messages ("ptxas from CUDA
+  /// 13.0"). 0: no limit. An input compiled for a newer PTX ISA than this
+  /// is an error before any work is done.
+  unsigned MaxPtxVersion = 0;
+  std::string MaxPtxVersionBy;
+  /// The targets' PTX ISA versions were chosen by the user (--ptx-version):
+  /// keep them even where an input was compiled for a newer one.
+  bool KeepPtxVersion = false;
+  /// Errors listed per phase before the rest are only counted (0: all).
+  unsigned ErrorLimit = DefaultErrorLimit;
   /// libdevice.10.bc; linked lazily when the program calls `__nv_*`.
   std::string LibdevicePath;
   /// Answers to `__nvvm_reflect` queries besides `__CUDA_ARCH`.
@@ -219,6 +235,12 @@ struct KernelInfo {
 
 struct LinkedProgram {
   std::vector<OptimizedModule> Modules;
+  /// The PTX ISA version (x10) each target is compiled for, by target
+  /// index: its own (Target::PtxVersion) or, when higher, the newest any of
+  /// its inputs was compiled for (their `+ptxNN` feature), so that inline
+  /// PTX written for that ISA assembles. The driver copies them into its
+  /// targets before code generation.
+  std::vector<unsigned> PtxVersions;
   /// Kernels of the program, sorted by name.
   std::vector<KernelInfo> Kernels;
   /// Host-visible device globals, sorted by name.
@@ -229,7 +251,8 @@ struct LinkedProgram {
 
 /// Links every image, resolves symbols as a linker would (strong, weak,
 /// linkonce and comdat definitions; duplicates and undefined references
-/// reported with the inputs that define or use them), links libdevice
+/// reported with the inputs that define or use them; weak references and
+/// `extern __shared__` declarations may stay undefined), links libdevice
 /// lazily, internalizes all but the program's interface and optimizes.
 /// Targets that can share one optimized module (same inputs, same answers to
 /// `__nvvm_reflect`) share it.
@@ -241,8 +264,9 @@ llvm::Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
 /// name, for packaging its code separately.
 llvm::Expected<std::vector<KernelInfo>> readKernels(llvm::MemoryBufferRef Bitcode);
 
-/// Generates PTX for Targets[Index] from its optimized module. Thread-safe:
-/// each call works in its own LLVMContext.
+/// Generates PTX for Targets[Index] from its optimized module, at the PTX
+/// ISA version the link chose for it (LinkedProgram::PtxVersions).
+/// Thread-safe: each call works in its own LLVMContext.
 llvm::Expected<std::string> generatePTX(const LinkedProgram &Program,
                                         llvm::ArrayRef<Target> Targets,
                                         size_t Index, unsigned OptLevel);

@@ -56,6 +56,7 @@
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/NVPTXAddrSpace.h"
 #include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/Threading.h"
 #include "llvm/Support/TimeProfiler.h"
@@ -147,8 +148,8 @@ static std::string describeSymbol(StringRef Name) {
   return (Name + " (" + Demangled + ")").str();
 }
 
-static Error checkDuplicates(const SymbolTable &Symtab) {
-  ErrorList Errors;
+static Error checkDuplicates(const SymbolTable &Symtab, unsigned ErrorLimit) {
+  ErrorList Errors(ErrorLimit);
   for (const auto &[Name, E] : Symtab.Symbols) {
     if (E.StrongDefs.size() < 2)
       continue;
@@ -167,13 +168,45 @@ static bool isProvidedByPTX(StringRef Name) {
          Name == "__assertfail" || Name == "__nvvm_reflect";
 }
 
+/// Declarations that are not undefined symbols:
+///  - weak references (`extern_weak`), which resolve to null when nothing
+///    defines them (resolveWeakReferences); clang declares its builtin variables
+///    (threadIdx, blockIdx, blockDim, gridDim, warpSize) so, and at -O0 or
+///    wherever their address survives, they reach the link;
+///  - variables in the shared address space: `extern __shared__ T a[];` is
+///    the block's dynamic shared memory, which the launch sizes; the NVPTX
+///    backend writes `.extern .shared` and ptxas accepts it.
+static bool mayStayUndefined(const GlobalValue &GV) {
+  if (GV.hasExternalWeakLinkage())
+    return true;
+  return isa<GlobalVariable>(GV) &&
+         GV.getAddressSpace() == NVPTXAS::ADDRESS_SPACE_SHARED;
+}
+
+/// Weak references that nothing defined resolve to null, as in every ELF
+/// linker: `if (&f) f();` then folds away. PTX has no weak undefined
+/// symbols (ptxas rejects an unresolved `.extern .func`), so they cannot be
+/// left to it. What a relocatable cubin defines is nvlink's to resolve.
+static void resolveWeakReferences(Module &M,
+                                  const StringSet<> &ProvidedByObjects) {
+  std::vector<GlobalValue *> Unresolved;
+  for (GlobalValue &GV : M.global_values())
+    if (GV.hasExternalWeakLinkage() && !ProvidedByObjects.contains(GV.getName()))
+      Unresolved.push_back(&GV);
+  for (GlobalValue *GV : Unresolved) {
+    GV->replaceAllUsesWith(Constant::getNullValue(GV->getType()));
+    GV->eraseFromParent();
+  }
+}
+
 static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
-                            const StringSet<> &ProvidedByObjects) {
-  ErrorList Errors;
+                            const StringSet<> &ProvidedByObjects,
+                            unsigned ErrorLimit) {
+  ErrorList Errors(ErrorLimit);
   for (const GlobalValue &GV : M.global_values()) {
     if (!GV.isDeclarationForLinker() || GV.getName().starts_with("llvm.") ||
         isProvidedByPTX(GV.getName()) || GV.use_empty() ||
-        ProvidedByObjects.contains(GV.getName()))
+        mayStayUndefined(GV) || ProvidedByObjects.contains(GV.getName()))
       continue;
     std::string Msg = "undefined device symbol: " + describeSymbol(GV.getName());
     auto It = Symtab.Symbols.find(GV.getName().str());
@@ -297,6 +330,53 @@ static Error optimize(Module &M, const Target &T, unsigned OptLevel) {
   return Error::success();
 }
 
+/// Declarations of the same shared-memory variable in several inputs
+/// (`extern __shared__ float a[];` in one file, `extern __shared__ float4
+/// a[];` in another) are one symbol, as in the NVPTX backend and nvcc: one
+/// `.extern .shared` with the largest alignment any input asks for. The IR
+/// linker keeps the first declaration's alignment, so every declaration
+/// gets the largest before the link.
+static void unifySharedDeclarations(ArrayRef<std::unique_ptr<Module>> Modules) {
+  StringMap<Align> Largest;
+  auto Shared = [](const GlobalVariable &V) {
+    return V.isDeclaration() && !V.hasLocalLinkage() &&
+           V.getAddressSpace() == NVPTXAS::ADDRESS_SPACE_SHARED;
+  };
+  for (const std::unique_ptr<Module> &M : Modules)
+    for (const GlobalVariable &V : M->globals())
+      if (Shared(V)) {
+        Align &A = Largest.try_emplace(V.getName(), Align(1)).first->second;
+        A = std::max(A, V.getAlign().valueOrOne());
+      }
+  for (const std::unique_ptr<Module> &M : Modules)
+    for (GlobalVariable &V : M->globals())
+      if (Shared(V))
+        V.setAlignment(Largest.lookup(V.getName()));
+}
+
+/// The newest PTX ISA (x10) a module was compiled for: the largest `+ptxNN`
+/// in its functions' target features (clang writes the CUDA version's ISA,
+/// rustc nothing unless asked); 0 when none says.
+static unsigned requiredPtxVersion(const Module &M) {
+  unsigned Max = 0;
+  for (const Function &F : M) {
+    if (F.isDeclaration())
+      continue;
+    SmallVector<StringRef, 8> Features;
+    F.getFnAttribute("target-features").getValueAsString().split(Features, ',');
+    for (StringRef Feature : Features) {
+      unsigned V;
+      if (Feature.consume_front("+ptx") && !Feature.getAsInteger(10, V))
+        Max = std::max(Max, V);
+    }
+  }
+  return Max;
+}
+
+static std::string ptxString(unsigned V) {
+  return (Twine(V / 10) + "." + Twine(V % 10)).str();
+}
+
 //===----------------------------------------------------------------------===//
 // The link
 //===----------------------------------------------------------------------===//
@@ -313,7 +393,7 @@ class DeviceLinker {
 public:
   DeviceLinker(const InputSet &Inputs, ArrayRef<Target> Targets,
                const LinkOptions &Opts)
-      : Inputs(Inputs), Targets(Targets), Opts(Opts) {}
+      : Inputs(Inputs), Targets(Targets.begin(), Targets.end()), Opts(Opts) {}
 
   Expected<std::vector<LinkGroup>> planGroups();
   Error linkGroup(const LinkGroup &G, LinkedProgram &Out, bool First);
@@ -325,6 +405,8 @@ private:
                                           const DeviceImage &Image);
   Error checkCompiledFor(const Module &M, const DeviceImage &Image,
                          const LinkGroup &G);
+  Error choosePtxVersions(ArrayRef<std::unique_ptr<Module>> Modules,
+                          const LinkGroup &G, LinkedProgram &Out);
   Error linkLibdevice(Module &M, Linker &L, LinkedProgram &Out);
   void internalize(Module &M);
   Error saveTemp(const Module &M, StringRef Stage);
@@ -332,7 +414,9 @@ private:
                                     unsigned Parts, OptimizedModule &OM);
 
   const InputSet &Inputs;
-  ArrayRef<Target> Targets;
+  /// The targets, their PTX versions raised to what their inputs need
+  /// (choosePtxVersions) before their modules are optimized.
+  std::vector<Target> Targets;
   const LinkOptions &Opts;
   DiagnosticCollector Diags;
 };
@@ -464,7 +548,7 @@ Expected<std::vector<LinkGroup>> DeviceLinker::planGroups() {
     BySource[Image.Source].push_back(I);
   std::vector<size_t> Rep = equivalentImages(BySource);
 
-  ErrorList Errors;
+  ErrorList Errors(Opts.ErrorLimit);
   std::map<std::vector<size_t>, std::vector<size_t>> Groups;
   for (auto [TI, T] : enumerate(Targets)) {
     std::vector<size_t> Chosen;
@@ -565,6 +649,38 @@ Error DeviceLinker::checkCompiledFor(const Module &M, const DeviceImage &Image,
           Image.Origin.c_str(), MaxCpu.c_str(), Targets[TI].Name.c_str(),
           Targets[TI].Cpu.c_str(), Targets[TI].Cpu.c_str(),
           Targets[TI].Name.c_str());
+  return Error::success();
+}
+
+/// Raises each target's PTX ISA version to the newest its inputs were
+/// compiled for, so that their inline PTX assembles (CCCL's `bmsk`, under
+/// NV_PROVIDES_SM_70, needs PTX 7.6; sm_75's own minimum is 6.3). An input
+/// that needs more than ptxas accepts is an error now, naming it, rather
+/// than a ptxas failure after all the optimization work. With
+/// --ptx-version the user's choice stands.
+Error DeviceLinker::choosePtxVersions(ArrayRef<std::unique_ptr<Module>> Modules,
+                                      const LinkGroup &G, LinkedProgram &Out) {
+  unsigned Required = 0;
+  size_t By = 0;
+  for (size_t I = 0; I < Modules.size(); ++I)
+    if (unsigned V = requiredPtxVersion(*Modules[I]); V > Required) {
+      Required = V;
+      By = I;
+    }
+  if (Opts.KeepPtxVersion || Required == 0)
+    return Error::success();
+  if (Opts.MaxPtxVersion && Required > Opts.MaxPtxVersion)
+    return makeError(
+        "%s: compiled for PTX ISA %s (+ptx%u), but %s accepts at most %s: "
+        "use a newer CUDA toolkit (--cuda-path), compile it for an older PTX "
+        "ISA, or choose one with --ptx-version",
+        Inputs.Images[G.Images[By]].Origin.c_str(), ptxString(Required).c_str(),
+        Required, Opts.MaxPtxVersionBy.c_str(),
+        ptxString(Opts.MaxPtxVersion).c_str());
+  for (size_t TI : G.Targets) {
+    Targets[TI].PtxVersion = std::max(Targets[TI].PtxVersion, Required);
+    Out.PtxVersions[TI] = Targets[TI].PtxVersion;
+  }
   return Error::success();
 }
 
@@ -680,7 +796,7 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   // Parse every image, recording who defines and uses what.
   std::vector<std::unique_ptr<Module>> Modules;
   SymbolTable Symtab;
-  ErrorList Errors;
+  ErrorList Errors(Opts.ErrorLimit);
   {
     TimeTraceScope Scope("Parse bitcode");
     for (size_t I : G.Images) {
@@ -697,8 +813,11 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   }
   if (Error E = Errors.take())
     return E;
-  if (Error E = checkDuplicates(Symtab))
+  if (Error E = checkDuplicates(Symtab, Opts.ErrorLimit))
     return E;
+  if (Error E = choosePtxVersions(Modules, G, Out))
+    return E;
+  unifySharedDeclarations(Modules);
 
   // From here on the set of device modules is fixed: link them.
   // The first module is the destination (as llvm-link does), so a single
@@ -723,8 +842,10 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   for (const DeviceObject &O : Inputs.Objects)
     for (const std::string &Name : O.Defined)
       ProvidedByObjects.insert(Name);
-  if (Error E = checkUndefined(*Composite, Symtab, ProvidedByObjects))
+  if (Error E = checkUndefined(*Composite, Symtab, ProvidedByObjects,
+                                Opts.ErrorLimit))
     return E;
+  resolveWeakReferences(*Composite, ProvidedByObjects);
   if (First)
     collectInterface(*Composite, Out);
 
@@ -935,6 +1056,8 @@ Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
     return GroupsOrErr.takeError();
 
   LinkedProgram Out;
+  for (const Target &T : Targets)
+    Out.PtxVersions.push_back(T.PtxVersion);
   if (Inputs.Images.empty())
     return std::move(Out); // relocatable cubins only: nvlink does the link
   for (auto [I, G] : enumerate(*GroupsOrErr))

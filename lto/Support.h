@@ -10,6 +10,8 @@
 #ifndef FATLINK_LTO_SUPPORT_H
 #define FATLINK_LTO_SUPPORT_H
 
+#include "lto/LTO.h"
+
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBufferRef.h"
 
@@ -24,15 +26,15 @@ inline llvm::Error makeError(const llvm::Twine &Msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), Msg);
 }
 
-/// Errors of one phase, at most Limit of them.
+/// Errors of one phase, at most Limit of them (0: no limit).
 class ErrorList {
 public:
-  static constexpr unsigned Limit = 20;
+  explicit ErrorList(unsigned Limit = DefaultErrorLimit) : Limit(Limit) {}
 
   void add(llvm::Error E) {
     if (!E)
       return;
-    if (++Count > Limit) {
+    if (++Count > Limit && Limit != 0) {
       llvm::consumeError(std::move(E));
       return;
     }
@@ -44,15 +46,18 @@ public:
   /// The joined errors (success if none), with a note when some were left
   /// out.
   llvm::Error take() {
-    if (Count > Limit)
+    if (Count > Limit && Limit != 0)
       All = llvm::joinErrors(
           std::move(All),
-          makeError("too many errors (%u), the first %u shown", Count, Limit));
+          makeError("too many errors (%u), the first %u shown: "
+                    "--error-limit=0 shows all",
+                    Count, Limit));
     Count = 0;
     return std::move(All);
   }
 
 private:
+  unsigned Limit;
   llvm::Error All = llvm::Error::success();
   unsigned Count = 0;
 };

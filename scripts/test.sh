@@ -6,7 +6,14 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 
+# Every program the tests run must come from setup.sh's packages, the CUDA
+# toolkit or rustup: a fresh machine has nothing else (scripts/check-install.sh).
 set +e
+scripts/check-install.sh >/tmp/fatlink-install.$$.log 2>&1
+install_rc=$?
+grep -v ' ok ' /tmp/fatlink-install.$$.log
+rm -f /tmp/fatlink-install.$$.log
+
 bazel test //... "$@" 2>&1 | tee /tmp/fatlink-test.$$.log
 rc=${PIPESTATUS[0]}
 set -e
@@ -14,5 +21,11 @@ set -e
 passed=$(grep -cE '^//.* (PASSED|\(cached\) PASSED)' /tmp/fatlink-test.$$.log || true)
 failed=$(grep -cE '^//.* (FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD)' /tmp/fatlink-test.$$.log || true)
 rm -f /tmp/fatlink-test.$$.log
+if [ "$install_rc" -eq 0 ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  [ "$rc" -ne 0 ] || rc=1
+fi
 echo "$passed passed, $failed failed"
 exit "$rc"

@@ -353,7 +353,8 @@ TEST_F(LTOTest, ErrorCountIsCapped) {
       FailedWithMessageArray(AllOf(
           ::testing::SizeIs(21), ::testing::Contains(HasSubstr("missing19.bc")),
           Not(::testing::Contains(HasSubstr("missing20.bc"))),
-          Contains("too many errors (25), the first 20 shown"))));
+          Contains("too many errors (25), the first 20 shown: "
+                   "--error-limit=0 shows all"))));
 }
 
 //===----------------------------------------------------------------------===//
@@ -501,6 +502,162 @@ TEST_F(LTOTest, UndefinedGlobalVariable) {
       FailedWithMessage(HasSubstr("undefined device symbol: ext\n"
                                   ">>> referenced by " +
                                   A)));
+}
+
+TEST_F(LTOTest, WeakReferenceMayStayUndefined) {
+  // clang declares its builtin variables extern_weak; at -O0 (or wherever
+  // their address survives, as in cooperative groups' dim3(threadIdx)) they
+  // reach the link. Unresolved weak references are not errors, as in any
+  // linker: not for clang's names alone, and not for functions either.
+  std::string A = writeIR(
+      "a.bc",
+      "%struct.__cuda_builtin_threadIdx_t = type { i8 }\n"
+      "@threadIdx = extern_weak addrspace(1) global "
+      "%struct.__cuda_builtin_threadIdx_t, align 1\n"
+      "@some_weak_var = extern_weak addrspace(1) global i32\n"
+      "declare extern_weak void @some_weak_fn()\n"
+      "define ptx_kernel void @k(ptr %out) {\n"
+      "  store ptr addrspacecast (ptr addrspace(1) @threadIdx to ptr), "
+      "ptr %out\n"
+      "  %p = getelementptr ptr, ptr %out, i64 1\n"
+      "  store ptr addrspacecast (ptr addrspace(1) @some_weak_var to ptr), "
+      "ptr %p\n"
+      "  %q = getelementptr ptr, ptr %out, i64 2\n"
+      "  store ptr @some_weak_fn, ptr %q\n"
+      "  ret void\n"
+      "}\n");
+  for (unsigned OptLevel : {0u, 3u}) {
+    lto::LinkOptions Opts = options();
+    Opts.OptLevel = OptLevel;
+    Expected<lto::LinkedProgram> P = link({A}, Sm80, Opts);
+    ASSERT_THAT_EXPECTED(P, Succeeded());
+    Expected<std::string> PTX = lto::generatePTX(*P, Sm80, 0, OptLevel);
+    ASSERT_THAT_EXPECTED(PTX, Succeeded());
+    // They resolve to null, as in an ELF linker: PTX has no weak undefined
+    // symbols, and ptxas rejects an unresolved .extern .func.
+    EXPECT_THAT(*PTX, Not(HasSubstr("threadIdx")));
+    EXPECT_THAT(*PTX, Not(HasSubstr("some_weak")));
+  }
+}
+
+TEST_F(LTOTest, WeakReferenceResolvesToADefinition) {
+  std::string A = writeIR("a.bc", "@v = extern_weak addrspace(1) global i32\n"
+                                  "define ptx_kernel void @k(ptr %out) {\n"
+                                  "  %x = load i32, ptr addrspace(1) @v\n"
+                                  "  store i32 %x, ptr %out\n"
+                                  "  ret void\n"
+                                  "}\n");
+  std::string B = writeIR("b.bc", "@v = addrspace(1) global i32 7\n");
+  Expected<lto::LinkedProgram> P = link({A, B}, Sm80, options());
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  EXPECT_EQ(storedConstant(P->Modules[0], "k"), 7);
+}
+
+TEST_F(LTOTest, DynamicSharedMemoryIsNotUndefined) {
+  // `extern __shared__ float smem[];` in two translation units, with
+  // different types and alignments: one .extern .shared symbol with the
+  // largest alignment, whichever input comes first.
+  auto Kernel = [](StringRef Name, StringRef Ty, unsigned Align) {
+    return ("@smem = external addrspace(3) global [0 x " + Ty +
+            "], align " + Twine(Align) +
+            "\n"
+            "define ptx_kernel void @" +
+            Name +
+            "(ptr %out) {\n"
+            "  %v = load " +
+            Ty +
+            ", ptr addrspace(3) @smem\n"
+            "  store " +
+            Ty +
+            " %v, ptr %out\n"
+            "  ret void\n"
+            "}\n")
+        .str();
+  };
+  std::string A = writeIR("a.bc", Kernel("ka", "float", 4));
+  std::string B = writeIR("b.bc", Kernel("kb", "<4 x float>", 16));
+  for (const std::vector<std::string> &Order :
+       {std::vector<std::string>{A, B}, std::vector<std::string>{B, A}}) {
+    Expected<lto::LinkedProgram> P = link(Order, Sm80, options());
+    ASSERT_THAT_EXPECTED(P, Succeeded());
+    Expected<std::string> PTX = lto::generatePTX(*P, Sm80, 0, 3);
+    ASSERT_THAT_EXPECTED(PTX, Succeeded());
+    EXPECT_THAT(*PTX, HasSubstr(".extern .shared .align 16 .b8 smem[];"));
+  }
+}
+
+TEST_F(LTOTest, UndefinedNonSharedDeclarationIsStillAnError) {
+  // Only the shared address space may stay undefined: the same
+  // declaration in global memory is an undefined symbol.
+  std::string A = writeIR("a.bc",
+                          "@gmem = external addrspace(1) global [0 x float]\n"
+                          "define ptx_kernel void @k(ptr %out) {\n"
+                          "  %v = load float, ptr addrspace(1) @gmem\n"
+                          "  store float %v, ptr %out\n"
+                          "  ret void\n"
+                          "}\n");
+  EXPECT_THAT_EXPECTED(link({A}, Sm80, options()),
+                       FailedWithMessage(HasSubstr("undefined device symbol: gmem")));
+}
+
+TEST_F(LTOTest, PtxVersionRaisedToWhatInputsNeed) {
+  // An input compiled with +ptx76 (inline PTX that needs 7.6, say) raises
+  // sm_75's PTX ISA from its minimum 6.3; a target already above keeps its
+  // own; --ptx-version (KeepPtxVersion) keeps the user's choice.
+  std::string A = writeIR("a.bc", "define ptx_kernel void @k(ptr %p) #0 {\n"
+                                  "  store i32 1, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n"
+                                  "attributes #0 = { \"target-cpu\"=\"sm_75\" "
+                                  "\"target-features\"=\"+ptx76,+sm_75\" }\n");
+  std::vector<lto::Target> Targets = {smTarget(75, 63), smTarget(90, 78)};
+  Expected<lto::LinkedProgram> P = link({A}, Targets, options());
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  EXPECT_THAT(P->PtxVersions, ElementsAre(76u, 78u));
+  Expected<std::string> PTX = lto::generatePTX(*P, Targets, 0, 3);
+  ASSERT_THAT_EXPECTED(PTX, Succeeded());
+  EXPECT_THAT(*PTX, HasSubstr(".version 7.6\n"));
+
+  lto::LinkOptions Keep = options();
+  Keep.KeepPtxVersion = true;
+  P = link({A}, Targets, Keep);
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  EXPECT_THAT(P->PtxVersions, ElementsAre(63u, 78u));
+}
+
+TEST_F(LTOTest, PtxVersionAboveWhatPtxasTakes) {
+  std::string A = writeIR("a.bc", "define ptx_kernel void @k(ptr %p) #0 {\n"
+                                  "  store i32 1, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n"
+                                  "attributes #0 = { \"target-cpu\"=\"sm_80\" "
+                                  "\"target-features\"=\"+ptx88\" }\n");
+  lto::LinkOptions Opts = options();
+  Opts.MaxPtxVersion = 85;
+  Opts.MaxPtxVersionBy = "ptxas from CUDA 12.5";
+  EXPECT_THAT_EXPECTED(
+      link({A}, Sm80, Opts),
+      FailedWithMessage(A + ": compiled for PTX ISA 8.8 (+ptx88), but ptxas "
+                            "from CUDA 12.5 accepts at most 8.5: use a newer "
+                            "CUDA toolkit (--cuda-path), compile it for an "
+                            "older PTX ISA, or choose one with --ptx-version"));
+}
+
+TEST_F(LTOTest, UndefinedSymbolsUpToTheErrorLimit) {
+  std::string IR;
+  for (int I = 0; I < 25; ++I)
+    IR += "declare void @missing" + std::to_string(I) + "()\n";
+  IR += "define ptx_kernel void @k() {\n";
+  for (int I = 0; I < 25; ++I)
+    IR += "  call void @missing" + std::to_string(I) + "()\n";
+  IR += "  ret void\n}\n";
+  std::string A = writeIR("a.bc", IR);
+  EXPECT_THAT_EXPECTED(link({A}, Sm80, options()),
+                       FailedWithMessageArray(::testing::SizeIs(21)));
+  lto::LinkOptions All = options();
+  All.ErrorLimit = 0;
+  EXPECT_THAT_EXPECTED(link({A}, Sm80, All),
+                       FailedWithMessageArray(::testing::SizeIs(25)));
 }
 
 TEST_F(LTOTest, UndefinedSymbolOnlyInDeadCode) {
