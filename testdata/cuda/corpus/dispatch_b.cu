@@ -8,6 +8,15 @@
 // Kernels: reduce_max_f32, lerp_kernel_f64, fold_with_table.
 #include "dispatch.cuh"
 
+// Shape is abstract, so its vtable (emitted here, with its key function)
+// points its pure virtual slot at __cxa_pure_virtual. clang-22 emits that
+// reference in device code but nothing defines it for NVPTX (neither
+// libdevice nor the CUDA toolkit; nvlink fails on it too; newer clang
+// defines it itself): code built with clang defines it, trapping, as here.
+// The reference survives only where the base constructor is not inlined
+// (-O0).
+extern "C" __device__ void __cxa_pure_virtual() { __trap(); }
+
 namespace corpus {
 
 __device__ float Shape::perimeter() const { return 0.0f; }
