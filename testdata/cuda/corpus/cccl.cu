@@ -2,9 +2,9 @@
 // device code, the way most CUDA projects use them today:
 //
 // - CUB block primitives: BlockLoad/BlockStore, BlockReduce, BlockScan,
-//   BlockRadixSort (whose digit extraction is cuda::bitfield_extract,
-//   inline PTX `bfe`, and whose masks come from cuda::bitmask, inline PTX
-//   `bmsk` on sm_70+: PTX ISA 7.6);
+//   BlockRadixSort (whose digit extraction, cuda::bitfield_extract, is on
+//   sm_70+ a shift and cuda::bitmask: inline PTX `bmsk`, which needs PTX
+//   ISA 7.6 where sm_75's minimum is 6.3);
 // - a CUB warp primitive: WarpReduce;
 // - a thrust algorithm compiled as device code (thrust::seq in a thread).
 //
