@@ -25,7 +25,7 @@ using namespace llvm;
 
 namespace fatlink {
 
-static constexpr StringLiteral Magic = "FLCACHE1";
+static constexpr StringLiteral Magic = "FLCACHE2";
 
 namespace {
 
@@ -94,6 +94,7 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   W.str(toolIdentity(C.Paths.Ptxas));
   W.str(toolIdentity(C.Paths.Nvlink));
   W.str(toolIdentity(C.Link.LibdevicePath));
+  W.str(toolIdentity(C.Link.DeviceRuntimePath));
   W.u64(C.ArchLists.size());
   for (const std::string &A : C.ArchLists)
     W.str(A);
@@ -129,6 +130,10 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
     BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(O.Data.getBuffer()));
     W.str(toStringRef(ArrayRef<uint8_t>(H)));
   }
+  // Device libraries are linked by nvlink from their path, like a tool.
+  W.u64(Inputs.Libraries.size());
+  for (const lto::DeviceLibrary &L : Inputs.Libraries)
+    W.str(toolIdentity(L.Path));
   BLAKE3Result<32> Key = BLAKE3::hash(arrayRefFromStringRef(Data));
   return toHex(ArrayRef<uint8_t>(Key), /*LowerCase=*/true);
 }
@@ -154,10 +159,19 @@ static std::string serialize(const DeviceBuild &B) {
       W.u64(S);
   }
   for (const std::vector<std::string> *List :
-       {&B.Program.Globals, &B.Program.LibdeviceFunctions}) {
+       {&B.Program.Globals, &B.Program.LibdeviceFunctions,
+        &B.Program.Warnings}) {
     W.u64(List->size());
     for (const std::string &S : *List)
       W.str(S);
+  }
+  W.u64(B.Program.Inputs.size());
+  for (const lto::InputUse &U : B.Program.Inputs) {
+    W.str(U.Origin);
+    W.str(U.CompiledFor);
+    W.u64(U.Targets.size());
+    for (const std::string &T : U.Targets)
+      W.str(T);
   }
   W.str(B.Fatbin);
   W.str(B.Object);
@@ -198,15 +212,23 @@ static std::optional<DeviceBuild> deserialize(StringRef Payload) {
     }
     B.Program.Kernels.push_back(std::move(K));
   }
-  for (std::vector<std::string> *List :
-       {&B.Program.Globals, &B.Program.LibdeviceFunctions}) {
+  auto ReadList = [&](std::vector<std::string> &List) {
     if (!R.u64(N) || N > Payload.size())
+      return false;
+    List.resize(N);
+    return all_of(List, [&](std::string &S) { return R.str(S); });
+  };
+  for (std::vector<std::string> *List :
+       {&B.Program.Globals, &B.Program.LibdeviceFunctions,
+        &B.Program.Warnings})
+    if (!ReadList(*List))
       return std::nullopt;
-    List->resize(N);
-    for (std::string &S : *List)
-      if (!R.str(S))
-        return std::nullopt;
-  }
+  if (!R.u64(N) || N > Payload.size())
+    return std::nullopt;
+  B.Program.Inputs.resize(N);
+  for (lto::InputUse &U : B.Program.Inputs)
+    if (!R.str(U.Origin) || !R.str(U.CompiledFor) || !ReadList(U.Targets))
+      return std::nullopt;
   if (!R.str(B.Fatbin) || !R.str(B.Object) || !R.atEnd())
     return std::nullopt;
   return B;

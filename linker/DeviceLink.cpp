@@ -192,6 +192,7 @@ static Expected<Config> parseConfig(Context &Ctx,
                                 Args.getLastArgValue(OPT_ptxas_EQ),
                                 Args.getLastArgValue(OPT_libdevice_EQ));
   C.Link.LibdevicePath = C.Paths.Libdevice;
+  C.Link.DeviceRuntimePath = C.Paths.DeviceRuntime;
 
   if (!C.ListTargets) {
     if (C.Output.empty())
@@ -348,12 +349,62 @@ static Error checkObjects(const lto::InputSet &Inputs,
   return Errors;
 }
 
-/// Links relocatable cubins of target T (assembled with ptxas -c), and the
-/// inputs' relocatable cubins for its arch, into one cubin with nvlink.
+/// A program that uses a device library (CUDA's device runtime, for
+/// kernels that launch kernels) needs, for every target, a cubin of the
+/// library for the target's SM (nvlink takes sm_90's for sm_90a, and
+/// nothing else: measured with CUDA 13.0), and PTX targets cannot have it
+/// linked in at all. Checked after the link, before code generation.
+static Error checkLibraries(const lto::LinkedProgram &Program,
+                            ArrayRef<lto::Target> Targets) {
+  if (Program.Libraries.empty())
+    return Error::success();
+  // Name the launch when there is one: it says what the program does.
+  auto Launch = find_if(Program.LibrarySymbols, [](const std::string &S) {
+    return StringRef(S).contains("LaunchDevice");
+  });
+  std::string Uses = Launch != Program.LibrarySymbols.end()
+                         ? *Launch
+                         : Program.LibrarySymbols.front();
+  if (Program.LibrarySymbols.size() > 1)
+    Uses +=
+        " and " + std::to_string(Program.LibrarySymbols.size() - 1) + " more";
+  Error Errors = Error::success();
+  for (const lto::DeviceLibrary &L : Program.Libraries)
+    for (const lto::Target &T : Targets) {
+      std::string Sm = "sm_" + std::to_string(T.Sm);
+      if (T.IsPTX)
+        Errors = joinErrors(
+            std::move(Errors),
+            createStringError(
+                inconvertibleErrorCode(),
+                "%s: the program launches kernels from the device (it "
+                "calls %s, from %s), and the device runtime is relocatable "
+                "machine code that cannot be linked into PTX: build a cubin "
+                "target instead (sm_%u)",
+                T.Name.c_str(), Uses.c_str(), L.Path.c_str(), T.Sm));
+      else if (!is_contained(L.Arches, Sm))
+        Errors = joinErrors(
+            std::move(Errors),
+            createStringError(
+                inconvertibleErrorCode(),
+                "%s: %s has no cubin for %s (it has %s), and the program "
+                "needs it (it calls %s): drop target %s or use a CUDA "
+                "toolkit whose device runtime supports it",
+                T.Name.c_str(), L.Path.c_str(), Sm.c_str(),
+                join(L.Arches, ", ").c_str(), Uses.c_str(), T.Name.c_str()));
+    }
+  return Errors;
+}
+
+/// Links relocatable cubins of target T (assembled with ptxas -c), the
+/// inputs' relocatable cubins for its arch and the device libraries the
+/// program uses (given to nvlink as archives: it picks the arch's cubin)
+/// into one cubin with nvlink.
 static Expected<std::string>
 linkCubins(Context &Ctx, const Config &C, const lto::Target &T,
            std::vector<std::string> Cubins,
-           ArrayRef<const lto::DeviceObject *> Objs) {
+           ArrayRef<const lto::DeviceObject *> Objs,
+           ArrayRef<lto::DeviceLibrary> Libs) {
   TimeTraceScope Scope("nvlink", T.Name);
   for (auto [N, O] : enumerate(Objs)) {
     Expected<std::string> Path = Ctx.Temps.write(
@@ -368,6 +419,8 @@ linkCubins(Context &Ctx, const Config &C, const lto::Target &T,
   std::string Arch = "-arch=" + T.Cpu;
   std::vector<StringRef> Argv = {"nvlink", Arch};
   append_range(Argv, Cubins);
+  for (const lto::DeviceLibrary &L : Libs)
+    Argv.push_back(L.Path);
   append_range(Argv, ArrayRef<StringRef>{"-o", *Linked});
   std::string What = "nvlink for " + T.Name;
   if (Expected<std::string> R =
@@ -711,6 +764,8 @@ static Expected<TargetOutput> compileTarget(Context &Ctx, const Config &C,
 
   TimeTraceScope Scope("ptxas", T.Name);
   std::vector<const lto::DeviceObject *> Objs = objectsFor(Inputs, T);
+  // Relocatable code to link with nvlink: objects or device libraries.
+  bool Relocatable = !Objs.empty() || !Program.Libraries.empty();
   std::string OptFlag = "-O" + std::to_string(C.Link.OptLevel);
   std::string What = "ptxas for " + T.Name;
   std::vector<std::string> Cubins; // to give nvlink
@@ -733,14 +788,14 @@ static Expected<TargetOutput> compileTarget(Context &Ctx, const Config &C,
       return CubinPath.takeError();
     std::string Arch = "-arch=" + T.Cpu;
     std::vector<StringRef> Argv = {"ptxas", Arch, OptFlag};
-    if (!Objs.empty())
+    if (Relocatable)
       Argv.push_back("-c"); // relocatable, for nvlink
     append_range(Argv, ArrayRef<StringRef>{*PTXPath, "-o", *CubinPath});
     if (Expected<std::string> R =
             runProgram(Ctx, C.Paths.Ptxas, Argv, C.PtxasTimeout, What);
         !R)
       return R.takeError();
-    if (Objs.empty()) {
+    if (!Relocatable) {
       Expected<std::string> Cubin = readBack(*CubinPath, What);
       if (!Cubin)
         return Cubin.takeError();
@@ -750,7 +805,8 @@ static Expected<TargetOutput> compileTarget(Context &Ctx, const Config &C,
     Cubins.push_back(*CubinPath);
   }
 
-  Expected<std::string> Cubin = linkCubins(Ctx, C, T, Cubins, Objs);
+  Expected<std::string> Cubin =
+      linkCubins(Ctx, C, T, Cubins, Objs, Program.Libraries);
   if (!Cubin)
     return Cubin.takeError();
   Out.Cubin = std::move(*Cubin);
@@ -845,8 +901,9 @@ compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
       Paths.push_back(*Path);
     }
     PartCubins[I].clear();
-    Expected<std::string> Linked = linkCubins(Ctx, C, Targets[I], Paths,
-                                              objectsFor(Inputs, Targets[I]));
+    Expected<std::string> Linked =
+        linkCubins(Ctx, C, Targets[I], Paths, objectsFor(Inputs, Targets[I]),
+                   Program.Libraries);
     if (!Linked)
       return Fail(I, Linked.takeError());
     Outputs[I].Cubin = std::move(*Linked);
@@ -1075,6 +1132,21 @@ static Error writeJSON(Context &Ctx, const Config &C,
           });
         });
     });
+    J.attributeArray("inputs", [&] {
+      for (const lto::InputUse &U : Program.Inputs)
+        J.object([&] {
+          J.attribute("origin", U.Origin);
+          J.attribute("compiled_for", U.CompiledFor);
+          J.attributeArray("targets", [&] {
+            for (const std::string &T : U.Targets)
+              J.value(T);
+          });
+        });
+    });
+    J.attributeArray("warnings", [&] {
+      for (const std::string &W : Program.Warnings)
+        J.value(W);
+    });
     J.attributeArray("globals", [&] {
       for (const std::string &G : Program.Globals)
         J.value(G);
@@ -1114,6 +1186,9 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
                 (Image.Arch.empty() ? "" : " [" + Image.Arch + "]"));
   for (const lto::DeviceObject &O : Inputs.Objects)
     Ctx.verbose("input " + O.Origin + " [" + O.Arch + ", relocatable cubin]");
+  for (const lto::DeviceLibrary &L : Inputs.Libraries)
+    Ctx.verbose("input " + L.Path +
+                " [device library: " + join(L.Arches, ", ") + "]");
   for (const std::string &Note : Inputs.Skipped)
     Ctx.verbose("skipped " + Note);
   if (Error E = checkObjects(Inputs, B.Targets))
@@ -1161,6 +1236,12 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   if (!Program)
     return Program.takeError();
   B.Program = std::move(*Program);
+  // Which arch each input was compiled for and which targets it serves:
+  // an input compiled for sm_75 serving sm_90 lacks its sm_90-only code.
+  for (const lto::InputUse &U : B.Program.Inputs)
+    Ctx.verbose("input " + U.Origin + ": compiled for " +
+                (U.CompiledFor.empty() ? "(no arch)" : U.CompiledFor) +
+                ", serves " + join(U.Targets, ", "));
   for (auto [T, V] : zip(B.Targets, B.Program.PtxVersions))
     if (T.PtxVersion != V) {
       Ctx.verbose("target " + T.Name + ": PTX ISA raised to " +
@@ -1174,6 +1255,9 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
     Ctx.verbose("kernel " + K.Name);
   if (!B.Program.LibdeviceFunctions.empty())
     Ctx.verbose("libdevice: " + join(B.Program.LibdeviceFunctions, " "));
+  for (const lto::DeviceLibrary &L : B.Program.Libraries)
+    Ctx.verbose("device library " + L.Path + ", linked by nvlink for " +
+                join(B.Program.LibrarySymbols, " "));
   for (const lto::OptimizedModule &M : B.Program.Modules) {
     std::vector<std::string> Names;
     for (size_t I : M.TargetIndices)
@@ -1186,6 +1270,8 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
 
   if (C.OutKind == OutputKind::Bitcode)
     return std::move(B); // no code generation
+  if (Error E = checkLibraries(B.Program, B.Targets))
+    return std::move(E);
 
   // The partitions each optimized module is compiled in (cached per
   // partition): those it was optimized in, else (an optimized module given
@@ -1233,8 +1319,11 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
   std::string Key;
   if (UseCache) {
     Key = deviceLinkKey(C, Inputs);
-    if (std::optional<DeviceBuild> B = cacheLookup(Ctx, C.CacheDir, Key))
+    if (std::optional<DeviceBuild> B = cacheLookup(Ctx, C.CacheDir, Key)) {
+      for (const std::string &W : B->Program.Warnings)
+        Ctx.warn(W);
       return std::move(*B);
+    }
   }
   Expected<ToolFacts> Facts = Probe();
   if (!Facts)
@@ -1245,6 +1334,9 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
     return Targets.takeError();
   Expected<DeviceBuild> B =
       buildDevice(Ctx, C, *Facts, std::move(*Targets), Inputs);
+  if (B)
+    for (const std::string &W : B->Program.Warnings)
+      Ctx.warn(W);
   if (B && UseCache)
     cacheStore(Ctx, C.CacheDir, Key, *B);
   return B;

@@ -217,6 +217,7 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
   C.Paths = resolveToolkitPaths(S.get("cuda-path").value_or(""),
                                 S.get("ptxas").value_or(""), "");
   C.Link.LibdevicePath = C.Paths.Libdevice;
+  C.Link.DeviceRuntimePath = C.Paths.DeviceRuntime;
   C.TimeTracePath = S.get("time-trace").value_or("").str();
   // The wrappers cache by default: a host-only change skips the device link.
   std::string Cache = S.get("cache-dir").value_or(defaultCacheDir()).str();

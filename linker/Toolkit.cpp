@@ -49,6 +49,10 @@ ToolkitPaths resolveToolkitPaths(StringRef CudaPath, StringRef Ptxas,
   Path = P.CudaPath;
   sys::path::append(Path, "bin", "nvlink");
   P.Nvlink = std::string(Path);
+
+  Path = P.CudaPath;
+  sys::path::append(Path, "lib64", "libcudadevrt.a");
+  P.DeviceRuntime = std::string(Path);
   return P;
 }
 

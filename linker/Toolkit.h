@@ -27,6 +27,9 @@ struct ToolkitPaths {
   std::string Ptxas;     ///< --ptxas, else <CudaPath>/bin/ptxas
   std::string Libdevice; ///< --libdevice, else <CudaPath>/nvvm/libdevice/...
   std::string Nvlink;    ///< <CudaPath>/bin/nvlink (relocatable cubins only)
+  /// <CudaPath>/lib64/libcudadevrt.a, CUDA's device runtime (read only for
+  /// kernels that launch kernels; may not exist).
+  std::string DeviceRuntime;
 };
 
 /// What the installed ptxas accepts.

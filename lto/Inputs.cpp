@@ -12,7 +12,10 @@
 //     (`ar rcT`) are followed as GNU ld and lld follow them (see
 //     readThinMember),
 //   - ELF objects with a SHT_LLVM_OFFLOADING section (clang
-//     `--offload-new-driver -fgpu-rdc -foffload-lto`, `fatlink embed`).
+//     `--offload-new-driver -fgpu-rdc -foffload-lto`, `fatlink embed`),
+//   - CUDA's device runtime, libcudadevrt.a: nvcc relocatable cubins that
+//     are not read into the LTO part but handed to nvlink as they are
+//     (readDeviceLibrary). Other nvcc relocatable code is not linked yet.
 //
 // Each image is checked before LLVM's reader sees it: the bitcode's triple
 // must be nvptx64, and bitcode from a newer LLVM than ours is refused with
@@ -83,6 +86,82 @@ Error checkBitcode(MemoryBufferRef MB, StringRef Origin) {
         Origin.str().c_str(),
         TripleOrErr->empty() ? "(none)" : TripleOrErr->c_str());
   return Error::success();
+}
+
+/// The device runtime's file name; an archive of nvcc relocatable code by
+/// this name is a device library, any other is refused.
+static constexpr const char DeviceRuntimeName[] = "libcudadevrt.a";
+
+static Expected<DeviceLibrary> readDeviceLibrary(MemoryBufferRef MB,
+                                                 StringRef Path) {
+  Expected<std::vector<packager::EmbeddedImage>> ImagesOrErr =
+      packager::scanFile(MB.getBuffer(), sys::path::filename(Path));
+  if (!ImagesOrErr)
+    return makeError("%s: cannot read its device code: %s", Path.str().c_str(),
+                     toString(ImagesOrErr.takeError()).c_str());
+  DeviceLibrary Lib;
+  Lib.Path = Path.str();
+  const packager::EmbeddedImage *First = nullptr;
+  for (const packager::EmbeddedImage &I : *ImagesOrErr) {
+    if (I.Section != "__nv_relfatbin" || I.Kind != "cubin")
+      continue;
+    if (!First)
+      First = &I;
+    if (!is_contained(Lib.Arches, I.Arch))
+      Lib.Arches.push_back(I.Arch);
+  }
+  if (!First)
+    return makeError("%s: no relocatable cubins (no __nv_relfatbin section "
+                     "with cubins): the CUDA device runtime is nvcc "
+                     "relocatable device code; use the toolkit's "
+                     "lib64/libcudadevrt.a",
+                     Path.str().c_str());
+  // Oldest first, for messages ("sm_100, sm_103, sm_110").
+  auto SmOf = [](StringRef Arch) {
+    unsigned Sm = 0;
+    Arch.drop_front(3).consumeInteger(10, Sm);
+    return Sm;
+  };
+  llvm::sort(Lib.Arches, [&](const std::string &A, const std::string &B) {
+    return std::make_tuple(SmOf(A), A) < std::make_tuple(SmOf(B), B);
+  });
+  // Every arch's cubin defines the same interface: read the first one's.
+  Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
+      object::ObjectFile::createObjectFile(
+          MemoryBufferRef(First->Data, First->Origin));
+  if (!ObjOrErr)
+    return makeError("%s: corrupt %s cubin: %s", Path.str().c_str(),
+                     First->Arch.c_str(),
+                     toString(ObjOrErr.takeError()).c_str());
+  for (const object::SymbolRef &Sym : (*ObjOrErr)->symbols()) {
+    Expected<uint32_t> Flags = Sym.getFlags();
+    Expected<StringRef> Name = Sym.getName();
+    if (!Flags || !Name) {
+      if (!Flags)
+        consumeError(Flags.takeError());
+      if (!Name)
+        consumeError(Name.takeError());
+      return makeError("%s: corrupt symbol table in its %s cubin",
+                       Path.str().c_str(), First->Arch.c_str());
+    }
+    if ((*Flags & object::SymbolRef::SF_Global) &&
+        !(*Flags & object::SymbolRef::SF_Undefined) && !Name->empty())
+      Lib.Defined.push_back(Name->str());
+  }
+  llvm::sort(Lib.Defined);
+  Lib.Defined.erase(std::unique(Lib.Defined.begin(), Lib.Defined.end()),
+                    Lib.Defined.end());
+  return Lib;
+}
+
+Expected<DeviceLibrary> readDeviceLibrary(StringRef Path) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> MBOrErr =
+      MemoryBuffer::getFile(Path, /*IsText=*/false,
+                            /*RequiresNullTerminator=*/false);
+  if (!MBOrErr)
+    return makeError("cannot open %s: %s", Path.str().c_str(),
+                     MBOrErr.getError().message().c_str());
+  return readDeviceLibrary((*MBOrErr)->getMemBufferRef(), Path);
 }
 
 namespace {
@@ -232,6 +311,27 @@ static Error checkOffloadSections(MemoryBufferRef MB) {
   return Error::success();
 }
 
+/// Whether an ELF object carries nvcc device code: a `__nv_relfatbin`
+/// (nvcc -dc) or `.nv_fatbin` (nvcc -c) section.
+static bool hasNvccDeviceCode(MemoryBufferRef MB) {
+  Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
+      object::ObjectFile::createObjectFile(MB);
+  if (!ObjOrErr) {
+    consumeError(ObjOrErr.takeError());
+    return false;
+  }
+  for (const object::SectionRef &Sec : (*ObjOrErr)->sections()) {
+    Expected<StringRef> Name = Sec.getName();
+    if (!Name) {
+      consumeError(Name.takeError());
+      continue;
+    }
+    if (*Name == "__nv_relfatbin" || *Name == ".nv_fatbin")
+      return true;
+  }
+  return false;
+}
+
 void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
                                     size_t &Found) {
   SmallVector<object::OffloadFile> Binaries;
@@ -243,6 +343,11 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
                          Origin.str().c_str(),
                          toString(std::move(E)).c_str()));
     return;
+  }
+  if (Binaries.empty() && hasNvccDeviceCode(MB)) {
+    // Not read, but remembered: an undefined symbol it defines says so.
+    Set.NvccObjects.push_back({Origin.str(), MB});
+    Set.Skipped.push_back(Origin.str() + ": nvcc device code, not read");
   }
   for (auto [I, OF] : enumerate(Binaries)) {
     const object::OffloadBinary &OB = *OF.getBinary();
@@ -391,6 +496,24 @@ void InputReader::readFile(const std::string &Path) {
     return;
   case file_magic::archive:
     readArchive(MB, Path, Found);
+    if (Found == 0 && !FailedHere() &&
+        sys::path::filename(Path) == DeviceRuntimeName) {
+      // CUDA's device runtime: nvlink links it as it is, so its members
+      // are not skipped nvcc code.
+      std::string Prefix = Path + "(";
+      llvm::erase_if(Set.NvccObjects, [&](const NvccObject &O) {
+        return StringRef(O.Origin).starts_with(Prefix);
+      });
+      llvm::erase_if(Set.Skipped, [&](const std::string &Note) {
+        return StringRef(Note).starts_with(Prefix);
+      });
+      Expected<DeviceLibrary> Lib = readDeviceLibrary(MB, Path);
+      if (Lib)
+        Set.Libraries.push_back(std::move(*Lib));
+      else
+        Errors.add(Lib.takeError());
+      return;
+    }
     if (Strict && Found == 0 && !FailedHere())
       Errors.add(makeError(
           "%s: archive contains no device bitcode: build the crate or "

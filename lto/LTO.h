@@ -105,11 +105,40 @@ struct DeviceObject {
   std::vector<std::string> Undefined;
 };
 
+/// A static library of nvcc relocatable device code that nvlink links as it
+/// is: CUDA's device runtime, libcudadevrt.a (relocatable cubins for several
+/// arches in each member's `__nv_relfatbin` fatbin), which defines what
+/// kernels that launch kernels call (`__cudaCDP2LaunchDevice`, ...). Its
+/// definitions satisfy the LTO part's references; the driver gives the
+/// archive to nvlink with every cubin that uses it.
+struct DeviceLibrary {
+  std::string Path;                 ///< the archive, as nvlink is to read it
+  std::vector<std::string> Arches;  ///< its cubins' arches: "sm_75", ...
+  std::vector<std::string> Defined; ///< global symbols its cubins define
+};
+
+/// Reads a device library (see DeviceLibrary) from \p Path: the arches of its
+/// relocatable cubins and the symbols they define.
+llvm::Expected<DeviceLibrary> readDeviceLibrary(llvm::StringRef Path);
+
+/// An object with nvcc device code that fatlink skipped (see
+/// InputSet::NvccObjects).
+struct NvccObject {
+  std::string Origin;         ///< "libfoo.a(bar.o)"
+  llvm::MemoryBufferRef Data; ///< the whole object; owned by the InputSet
+};
+
 /// Everything read from the command line's inputs. Owns the file contents.
 class InputSet {
 public:
   std::vector<DeviceImage> Images;
   std::vector<DeviceObject> Objects;
+  /// Device libraries named as inputs (libcudadevrt.a).
+  std::vector<DeviceLibrary> Libraries;
+  /// Objects and archive members with nvcc device code (`__nv_relfatbin`,
+  /// `.nv_fatbin`), which fatlink does not read: an undefined symbol that
+  /// one of them defines is reported as such.
+  std::vector<NvccObject> NvccObjects;
   /// Paths of the files read, in command-line order (for the cache key and
   /// for `-v`).
   std::vector<std::string> Files;
@@ -175,6 +204,11 @@ struct LinkOptions {
   unsigned ErrorLimit = DefaultErrorLimit;
   /// libdevice.10.bc; linked lazily when the program calls `__nv_*`.
   std::string LibdevicePath;
+  /// CUDA's device runtime (<cuda>/lib64/libcudadevrt.a), read only when
+  /// the program references symbols that no input defines and no device
+  /// library was named as an input. May name a missing file: references
+  /// then stay undefined, with a note on the device runtime.
+  std::string DeviceRuntimePath;
   /// Answers to `__nvvm_reflect` queries besides `__CUDA_ARCH`.
   bool FlushDenormals = false; ///< __CUDA_FTZ
   bool PreciseSqrt = true;     ///< __CUDA_PREC_SQRT
@@ -233,8 +267,22 @@ struct KernelInfo {
   std::vector<unsigned> ParamSizes;
 };
 
+/// What one input contributed: the arch it was compiled for and the
+/// targets that linked it (for `-v` and `--json`).
+struct InputUse {
+  std::string Origin;
+  /// "sm_75": the arch of an OffloadBinary image, else the newest
+  /// `target-cpu` of its functions; empty if none says.
+  std::string CompiledFor;
+  std::vector<std::string> Targets; ///< target names, in target order
+};
+
 struct LinkedProgram {
   std::vector<OptimizedModule> Modules;
+  /// Each input image that some target linked, in input order.
+  std::vector<InputUse> Inputs;
+  /// Findings that do not stop the link, for the driver to print.
+  std::vector<std::string> Warnings;
   /// The PTX ISA version (x10) each target is compiled for, by target
   /// index: its own (Target::PtxVersion) or, when higher, the newest any of
   /// its inputs was compiled for (their `+ptxNN` feature), so that inline
@@ -247,6 +295,11 @@ struct LinkedProgram {
   std::vector<std::string> Globals;
   /// Libdevice functions that were linked in, sorted (for `-v`).
   std::vector<std::string> LibdeviceFunctions;
+  /// Device libraries the program uses (CUDA's device runtime): nvlink links
+  /// each into every cubin. Empty for most programs.
+  std::vector<DeviceLibrary> Libraries;
+  /// The symbols the program takes from them, sorted.
+  std::vector<std::string> LibrarySymbols;
 };
 
 /// Links every image, resolves symbols as a linker would (strong, weak,

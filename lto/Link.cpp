@@ -32,6 +32,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lto/LTO.h"
+#include "lto/Libraries.h"
 #include "lto/Support.h"
 #include "lto/Target.h"
 
@@ -109,12 +110,58 @@ Error DiagnosticCollector::takeError(const Twine &Context) {
 
 namespace {
 
+/// What a symbol is, as a definition or a declaration says.
+enum class SymbolKind { Function, Kernel, Variable, Other };
+
+static SymbolKind kindOf(const GlobalValue &GV) {
+  if (const auto *F = dyn_cast<Function>(&GV))
+    return F->getCallingConv() == CallingConv::PTX_Kernel ? SymbolKind::Kernel
+                                                          : SymbolKind::Function;
+  if (isa<GlobalVariable>(GV))
+    return SymbolKind::Variable;
+  return SymbolKind::Other; // aliases, ifuncs: the IR linker checks them
+}
+
+/// What a declaration claims its symbol is. A function declaration that is
+/// never called claims nothing about kernels: clang declares a kernel that
+/// host code launches, in that file's device image, as a plain function
+/// (for `__clang_gpu_used_external`).
+static SymbolKind refKindOf(const GlobalValue &GV) {
+  SymbolKind K = kindOf(GV);
+  if (K != SymbolKind::Function)
+    return K;
+  bool Called = any_of(GV.users(), [&](const User *U) {
+    const auto *CB = dyn_cast<CallBase>(U);
+    return CB && CB->getCalledOperand() == &GV;
+  });
+  return Called ? SymbolKind::Function : SymbolKind::Other;
+}
+
+static const char *kindName(SymbolKind K) {
+  switch (K) {
+  case SymbolKind::Function:
+    return "device function";
+  case SymbolKind::Kernel:
+    return "kernel";
+  case SymbolKind::Variable:
+    return "variable";
+  case SymbolKind::Other:
+    break;
+  }
+  return "symbol";
+}
+
 /// Who defines and who uses each external symbol, by input.
 struct SymbolTable {
   struct Entry {
     std::vector<StringRef> StrongDefs;
     std::vector<StringRef> WeakDefs;
     std::vector<StringRef> Refs;
+    /// What the first definition is, and where; what each reference (in
+    /// Refs' order) declares it to be.
+    SymbolKind DefKind = SymbolKind::Other;
+    StringRef DefOrigin;
+    std::vector<SymbolKind> RefKinds;
   };
   std::map<std::string, Entry> Symbols; // ordered: deterministic reports
 
@@ -128,9 +175,16 @@ struct SymbolTable {
       // the comdat rules, like a weak one.
       const Comdat *C = GV.getComdat();
       bool Deduplicated = C && C->getSelectionKind() != Comdat::NoDeduplicate;
-      if (GV.isDeclarationForLinker())
+      if (GV.isDeclarationForLinker()) {
         E.Refs.push_back(Origin);
-      else if (GV.hasExternalLinkage() && !Deduplicated)
+        E.RefKinds.push_back(refKindOf(GV));
+        continue;
+      }
+      if (E.DefOrigin.empty()) {
+        E.DefKind = kindOf(GV);
+        E.DefOrigin = Origin;
+      }
+      if (GV.hasExternalLinkage() && !Deduplicated)
         E.StrongDefs.push_back(Origin);
       else
         E.WeakDefs.push_back(Origin);
@@ -156,6 +210,71 @@ static Error checkDuplicates(const SymbolTable &Symtab, unsigned ErrorLimit) {
     std::string Msg = "duplicate device symbol: " + describeSymbol(Name);
     for (StringRef Origin : E.StrongDefs)
       Msg += "\n>>> defined in " + Origin.str();
+    Errors.add(makeError(Msg));
+  }
+  return Errors.take();
+}
+
+/// A reference must use a symbol as what its definition is: an input that
+/// calls what another defines as a variable, or reads a function as data,
+/// would otherwise link into nonsense without a word; and a kernel called
+/// as a device function compiles, in the caller, to nothing (`exit;`).
+static Error checkKinds(const SymbolTable &Symtab, unsigned ErrorLimit) {
+  ErrorList Errors(ErrorLimit);
+  for (const auto &[Name, E] : Symtab.Symbols) {
+    if (E.DefKind == SymbolKind::Other)
+      continue;
+    for (auto [Origin, Kind] : zip(E.Refs, E.RefKinds)) {
+      if (Kind == E.DefKind || Kind == SymbolKind::Other)
+        continue;
+      std::string Msg = "device symbol " + describeSymbol(Name) +
+                        " is a " + kindName(E.DefKind) + ", used as a " +
+                        kindName(Kind) + "\n>>> defined as a " +
+                        kindName(E.DefKind) + " in " + E.DefOrigin.str() +
+                        "\n>>> used as a " + kindName(Kind) + " by " +
+                        Origin.str();
+      if (E.DefKind == SymbolKind::Kernel && Kind == SymbolKind::Function)
+        Msg += "\n>>> a kernel can only be launched (<<<>>>, cudaLaunchKernel, "
+               "fatlink-rt); a call to one compiles to nothing: call a "
+               "__device__ function instead";
+      Errors.add(makeError(Msg));
+    }
+  }
+  return Errors.take();
+}
+
+/// PTX identifiers: a letter then letters, digits, `_` and `$`; or `_`,
+/// `$` or `%` then at least one of those (PTX ISA, "Identifiers").
+static bool isPTXIdentifier(StringRef Name) {
+  auto Follows = [](char C) { return isAlnum(C) || C == '_' || C == '$'; };
+  if (Name.empty() || !all_of(Name.drop_front(), Follows))
+    return false;
+  if (isAlpha(Name.front()))
+    return true;
+  return (Name.front() == '_' || Name.front() == '$' || Name.front() == '%') &&
+         Name.size() > 1;
+}
+
+/// The program's visible symbols (kernels, exports, host-visible globals)
+/// keep their names in the PTX, where the runtime and the driver look them
+/// up, so each must be a PTX identifier (`#[export_name = "scale-by-two"]`
+/// is not); internal ones the NVPTX backend renames itself.
+static Error checkPTXNames(const Module &M, const SymbolTable &Symtab,
+                           unsigned ErrorLimit) {
+  ErrorList Errors(ErrorLimit);
+  for (const GlobalValue &GV : M.global_values()) {
+    if (GV.hasLocalLinkage() || GV.getName().starts_with("llvm.") ||
+        isPTXIdentifier(GV.getName()))
+      continue;
+    std::string Msg = std::string(kindName(kindOf(GV))) + " '" +
+                      GV.getName().str() +
+                      "' is not a valid PTX name: PTX names are letters, "
+                      "digits, '_' and '$', and start with a letter, '_' or "
+                      "'$'; rename it (Rust: #[export_name = \"...\"], C++: "
+                      "extern \"C\" names)";
+    auto It = Symtab.Symbols.find(GV.getName().str());
+    if (It != Symtab.Symbols.end() && !It->second.DefOrigin.empty())
+      Msg += "\n>>> defined in " + It->second.DefOrigin.str();
     Errors.add(makeError(Msg));
   }
   return Errors.take();
@@ -201,7 +320,7 @@ static void resolveWeakReferences(Module &M,
 
 static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
                             const StringSet<> &ProvidedByObjects,
-                            unsigned ErrorLimit) {
+                            LibraryResolver &Libs, unsigned ErrorLimit) {
   ErrorList Errors(ErrorLimit);
   for (const GlobalValue &GV : M.global_values()) {
     if (!GV.isDeclarationForLinker() || GV.getName().starts_with("llvm.") ||
@@ -215,6 +334,7 @@ static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
         Msg += "\n>>> referenced by " + Origin.str();
     if (GV.getName().starts_with("__nv_"))
       Msg += "\n>>> (not in libdevice either: check the function name)";
+    Msg += Libs.notesFor(GV.getName());
     Errors.add(makeError(Msg));
   }
   return Errors.take();
@@ -397,6 +517,7 @@ public:
 
   Expected<std::vector<LinkGroup>> planGroups();
   Error linkGroup(const LinkGroup &G, LinkedProgram &Out, bool First);
+  LibraryResolver &libraries() { return Libraries; }
 
 private:
   std::vector<size_t> equivalentImages(
@@ -407,6 +528,14 @@ private:
                          const LinkGroup &G);
   Error choosePtxVersions(ArrayRef<std::unique_ptr<Module>> Modules,
                           const LinkGroup &G, LinkedProgram &Out);
+  void noteUse(const Module &M, const DeviceImage &Image, size_t ImageIndex,
+               const LinkGroup &G, LinkedProgram &Out);
+
+public:
+  /// noteUse's record, by image index.
+  std::map<size_t, InputUse> Uses;
+
+private:
   Error linkLibdevice(Module &M, Linker &L, LinkedProgram &Out);
   void internalize(Module &M);
   Error saveTemp(const Module &M, StringRef Stage);
@@ -419,6 +548,8 @@ private:
   std::vector<Target> Targets;
   const LinkOptions &Opts;
   DiagnosticCollector Diags;
+  /// Device libraries (CUDA's device runtime), read on first need.
+  LibraryResolver Libraries{Inputs, Opts};
 };
 
 } // namespace
@@ -621,6 +752,61 @@ Expected<std::unique_ptr<Module>> DeviceLinker::parse(LLVMContext &Ctx,
   return MOrErr;
 }
 
+/// The arch an image was compiled for: its OffloadBinary's, else the newest
+/// "target-cpu" of its functions (plain bitcode carries it there).
+static std::optional<ArchName> compiledFor(const Module &M,
+                                           const DeviceImage &Image) {
+  if (!Image.Arch.empty())
+    return parseArchName(Image.Arch);
+  std::optional<ArchName> Max;
+  for (const Function &F : M) {
+    if (F.isDeclaration())
+      continue;
+    std::optional<ArchName> A =
+        parseArchName(F.getFnAttribute("target-cpu").getValueAsString());
+    if (A && (!Max || A->Sm > Max->Sm))
+      Max = A;
+  }
+  return Max;
+}
+
+/// A kernel whose body is a bare `ret void`.
+static bool isEmptyKernel(const Function &F) {
+  return !F.isDeclaration() && F.getCallingConv() == CallingConv::PTX_Kernel &&
+         F.size() == 1 && F.front().size() == 1 &&
+         isa<ReturnInst>(F.front().front());
+}
+
+/// Records which targets link an image and, for a kernel that is empty in
+/// an image compiled for an older arch than a target it serves, a warning:
+/// code under `#if __CUDA_ARCH__ >= NNN` was left out when the image was
+/// compiled, and that target gets an empty kernel without a word otherwise.
+void DeviceLinker::noteUse(const Module &M, const DeviceImage &Image,
+                           size_t ImageIndex, const LinkGroup &G,
+                           LinkedProgram &Out) {
+  std::optional<ArchName> Arch = compiledFor(M, Image);
+  InputUse &Use = Uses[ImageIndex];
+  Use.Origin = Image.Origin;
+  Use.CompiledFor = Arch ? Arch->Cpu : "";
+  std::vector<std::string> Newer;
+  for (size_t TI : G.Targets) {
+    Use.Targets.push_back(Targets[TI].Name);
+    if (Arch && Targets[TI].Sm > Arch->Sm)
+      Newer.push_back(Targets[TI].Name);
+  }
+  if (Newer.empty())
+    return;
+  for (const Function &F : M)
+    if (isEmptyKernel(F))
+      Out.Warnings.push_back(
+          (Image.Origin + ": kernel " + F.getName() + " is empty for " +
+           join(Newer, ", ") + ": the input was compiled for " + Arch->Cpu +
+           ", so code under `#if __CUDA_ARCH__ >= ...` was left out of it; " +
+           "compile it for those targets too (clang --offload-arch=" +
+           Arch->Cpu + "," + join(Newer, ",") + ")")
+              .str());
+}
+
 /// Plain bitcode carries the processor it was compiled for in each
 /// function's "target-cpu". Code built for a newer GPU than a target may use
 /// instructions that GPU lacks, so that is an error, as with nvcc.
@@ -628,18 +814,9 @@ Error DeviceLinker::checkCompiledFor(const Module &M, const DeviceImage &Image,
                                      const LinkGroup &G) {
   if (!Image.Arch.empty())
     return Error::success(); // chosen by planGroups
-  unsigned MaxSm = 0;
-  std::string MaxCpu;
-  for (const Function &F : M) {
-    if (F.isDeclaration())
-      continue;
-    std::optional<ArchName> A =
-        parseArchName(F.getFnAttribute("target-cpu").getValueAsString());
-    if (A && A->Sm > MaxSm) {
-      MaxSm = A->Sm;
-      MaxCpu = A->Cpu;
-    }
-  }
+  std::optional<ArchName> Arch = compiledFor(M, Image);
+  unsigned MaxSm = Arch ? Arch->Sm : 0;
+  std::string MaxCpu = Arch ? Arch->Cpu : "";
   for (size_t TI : G.Targets)
     if (MaxSm > Targets[TI].Sm)
       return makeError(
@@ -807,6 +984,7 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
         continue;
       }
       Errors.add(checkCompiledFor(**MOrErr, Image, G));
+      noteUse(**MOrErr, Image, I, G, Out);
       Symtab.add(**MOrErr, Image.Origin);
       Modules.push_back(std::move(*MOrErr));
     }
@@ -814,6 +992,8 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   if (Error E = Errors.take())
     return E;
   if (Error E = checkDuplicates(Symtab, Opts.ErrorLimit))
+    return E;
+  if (Error E = checkKinds(Symtab, Opts.ErrorLimit))
     return E;
   if (Error E = choosePtxVersions(Modules, G, Out))
     return E;
@@ -842,10 +1022,15 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   for (const DeviceObject &O : Inputs.Objects)
     for (const std::string &Name : O.Defined)
       ProvidedByObjects.insert(Name);
+  if (Error E = Libraries.resolve(*Composite, ProvidedByObjects,
+                                  isProvidedByPTX, Out))
+    return E;
   if (Error E = checkUndefined(*Composite, Symtab, ProvidedByObjects,
-                                Opts.ErrorLimit))
+                                Libraries, Opts.ErrorLimit))
     return E;
   resolveWeakReferences(*Composite, ProvidedByObjects);
+  if (Error E = checkPTXNames(*Composite, Symtab, Opts.ErrorLimit))
+    return E;
   if (First)
     collectInterface(*Composite, Out);
 
@@ -1058,6 +1243,8 @@ Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
   LinkedProgram Out;
   for (const Target &T : Targets)
     Out.PtxVersions.push_back(T.PtxVersion);
+  if (Error E = DL.libraries().resolveObjects(Out))
+    return std::move(E);
   if (Inputs.Images.empty())
     return std::move(Out); // relocatable cubins only: nvlink does the link
   for (auto [I, G] : enumerate(*GroupsOrErr))
@@ -1068,8 +1255,21 @@ Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
   });
   llvm::sort(Out.Globals);
   llvm::sort(Out.LibdeviceFunctions);
+  // Uses in input order, each one's targets in target order.
+  StringMap<size_t> TargetOrder;
+  for (auto [I, T] : enumerate(Targets))
+    TargetOrder[T.Name] = I;
+  for (auto &[Index, Use] : DL.Uses) {
+    llvm::sort(Use.Targets, [&](const std::string &A, const std::string &B) {
+      return TargetOrder.lookup(A) < TargetOrder.lookup(B);
+    });
+    Out.Inputs.push_back(std::move(Use));
+  }
   Out.LibdeviceFunctions.erase(llvm::unique(Out.LibdeviceFunctions),
                                Out.LibdeviceFunctions.end());
+  llvm::sort(Out.LibrarySymbols);
+  Out.LibrarySymbols.erase(llvm::unique(Out.LibrarySymbols),
+                           Out.LibrarySymbols.end());
   return std::move(Out);
 }
 

@@ -31,7 +31,7 @@ check "cargo build --release succeeds" test $? -eq 0 || cat build.log
 APP="$WORK/target/release/app"
 
 "$FATLINK" inspect "$APP" > inspect.txt
-for t in "cubin +sm_80 " "cubin +sm_90 " "cubin +sm_100 " "ptx +sm_100 +8\.6"; do
+for t in "cubin +sm_80 " "cubin +sm_90 " "cubin +sm_100 " "ptx +sm_100 +8\.8"; do
   check "the executable carries: $t" grep -Eq "$t" inspect.txt
 done
 "$FATLINK" inspect --extract=extracted "$APP" > /dev/null

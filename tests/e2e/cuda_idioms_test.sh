@@ -7,6 +7,8 @@
 #     with different element types: one .extern .shared, 16-byte aligned;
 #   - cooperative groups at -O0: clang's extern_weak threadIdx & co.;
 #   - inline PTX needing a newer PTX ISA than sm_75's minimum (bmsk: 7.6);
+#   - kernels compiled out for the bitcode's arch: a warning, and -v/--json
+#     say which arch each input was compiled for;
 #   - --error-limit.
 source "$(dirname "$0")/testlib.sh"
 need_tool "$CLANG"
@@ -95,6 +97,35 @@ OUT="$WORK/isa99.cubin"
 expect_error "input compiled for a PTX ISA ptxas does not take" \
   "$D/isa99.bc: compiled for PTX ISA 9.9 (+ptx99), but ptxas from CUDA" \
   device-link --arch=sm_80 "$D/isa99.bc" -o "$OUT"
+
+# Code compiled out for the bitcode's arch: ampere_only's body is under
+# __CUDA_ARCH__ >= 800, and arch_gated.bc is compiled for sm_75. Linked
+# for sm_80 it is empty: a warning names the input, kernel and targets, and
+# -v and --json say which arch each input was compiled for and serves.
+bc arch_gated.cu "$D/gated.bc" 3
+OUT="$WORK/gated"
+"$FATLINK" device-link -v --arch=sm_75,sm_80,sm_90 "$D/gated.bc" -o "$OUT" \
+  --json="$WORK/gated.json" 2>"$WORK/gated.log"
+check "empty kernel from arch-gated code: still links" test -s "$OUT/sm_80.cubin"
+check "empty kernel from arch-gated code: warned" grep -qF \
+  "fatlink: warning: $D/gated.bc: kernel ampere_only is empty for sm_80, sm_90: the input was compiled for sm_75" \
+  "$WORK/gated.log"
+check "-v: what each input was compiled for and serves" grep -qF \
+  "input $D/gated.bc: compiled for sm_75, serves sm_75, sm_80, sm_90" "$WORK/gated.log"
+check "--json: inputs with compiled_for and targets" python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+[u] = j["inputs"]
+assert u["origin"] == sys.argv[2] and u["compiled_for"] == "sm_75", u
+assert u["targets"] == ["sm_75", "sm_80", "sm_90"], u
+assert len(j["warnings"]) == 1 and "ampere_only" in j["warnings"][0], j["warnings"]
+' "$WORK/gated.json" "$D/gated.bc"
+"$FATLINK" device-link --arch=sm_75 "$D/gated.bc" -o "$WORK/gated75.cubin" 2>"$WORK/gated75.log"
+check "no warning where the input's arch is the target's" test ! -s "$WORK/gated75.log"
+"$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --cuda-device-only \
+  --offload-arch=sm_80 -fgpu-rdc -O3 -emit-llvm -c "$TESTDATA/cuda/arch_gated.cu" -o "$D/gated80.bc"
+"$FATLINK" device-link --arch=sm_80 "$D/gated80.bc" -o "$WORK/gated80.cubin" 2>"$WORK/gated80.log"
+check "no warning when compiled for the target" test ! -s "$WORK/gated80.log"
 
 # --error-limit: 25 duplicate kernels, 20 shown by default, all with 0.
 for i in $(seq 1 25); do echo "extern \"C\" __global__ void dup$i(int *p) { *p = $i; }"; done > "$WORK/dups.cu"

@@ -19,6 +19,33 @@ expect_error "undefined symbol names its user" \
   ">>> referenced by $D/libsaxpy.rlib(libsaxpy.saxpy." "${L[@]}" --arch=sm_80 $RLIBS
 expect_error "undefined symbol is named" \
   "undefined device symbol: cuda_softplus" "${L[@]}" --arch=sm_80 $RLIBS
+# A symbol defined only in nvcc device code, which fatlink skips (here an
+# nvcc -dc object in an archive beside the bitcode that calls it): the
+# message names the object.
+"$CUDA/bin/nvcc" -dc -arch=sm_80 "$TESTDATA/cuda/nvcc_helper.cu" -o "$D/nvcc_helper.o" ||
+  fail "nvcc -dc nvcc_helper.cu"
+cuda_bc calls_nvcc.cu sm_75 "$D/calls_nvcc.bc"
+rm -f "$D/mixed.a" && ar rc "$D/mixed.a" "$D/calls_nvcc.bc" "$D/nvcc_helper.o"
+expect_error "undefined symbol defined in skipped nvcc code names it" \
+  ">>> defined in $D/mixed.a(nvcc_helper.o), which carries nvcc device code that fatlink did not read" \
+  "${L[@]}" --arch=sm_80 "$D/mixed.a"
+
+# Symbols used as what they are not, and names PTX cannot hold.
+cuda_bc kernel_as_function.cu sm_75 "$D/kernel_as_function.bc"
+expect_error "a kernel called as a device function" \
+  "device symbol cuda_scale is a kernel, used as a device function" \
+  "${L[@]}" --arch=sm_80 $RLIBS "$D/softplus.bc" "$D/kernel_as_function.bc"
+err=$("$FATLINK" "${L[@]}" --arch=sm_80 $RLIBS "$D/softplus.bc" "$D/kernel_as_function.bc" 2>&1)
+check "kernel called as a function: the kernel's input named" \
+  grep -qxF ">>> defined as a kernel in $D/softplus.bc" <<<"$err"
+check "kernel called as a function: the caller's input named" \
+  grep -qxF ">>> used as a device function by $D/kernel_as_function.bc" <<<"$err"
+rust_crate bad_name --extern minicore="$D/libminicore.rlib"
+expect_error "a kernel name that is not a PTX identifier (Rust #[export_name])" \
+  "kernel 'scale-by-two' is not a valid PTX name" \
+  "${L[@]}" --arch=sm_80 "$D/libbad_name.rlib" "$D/libminicore.rlib"
+err=$("$FATLINK" "${L[@]}" --arch=sm_80 "$D/libbad_name.rlib" "$D/libminicore.rlib" 2>&1)
+check "the bad name's crate is named" grep -qF ">>> defined in $D/libbad_name.rlib(" <<<"$err"
 
 # Inputs.
 expect_error "no inputs" "no input files" "${L[@]}" --arch=sm_80

@@ -49,15 +49,15 @@ check "inspect fatbin exits 0" test $? -eq 0
 check "table header" grep -qE '^origin +section +kind +arch +version +stored +size +compression +name$' fatbin.txt
 check "fatbin: cubin row" test "$(fields fatbin.txt x.fatbin.0.sm_80.cubin)" = \
   "- cubin sm_80 1.8 $CUBIN_SIZE $CUBIN_SIZE none"
-check "fatbin: PTX row (ISA 7.0, zstd)" grep -qE \
-  '^x\.fatbin +- +ptx +sm_80 +7\.0 +[0-9]+ +[0-9]+ +zstd +x\.fatbin\.1\.sm_80\.ptx$' fatbin.txt
+check "fatbin: PTX row (ISA 8.8, softplus.bc's, zstd)" grep -qE \
+  '^x\.fatbin +- +ptx +sm_80 +8\.8 +[0-9]+ +[0-9]+ +zstd +x\.fatbin\.1\.sm_80\.ptx$' fatbin.txt
 check "table columns are aligned" \
   test "$(awk '{ print index($0, $NF) }' fatbin.txt | sort -u | wc -l)" -eq 1
 
 "$FATLINK" inspect x.fatbin --extract="$OUT" >/dev/null
 check "--extract: cubin equals the original byte for byte" cmp "$OUT/x.fatbin.0.sm_80.cubin" dl/sm_80.cubin
 check "--extract: PTX is the (minified) text for sm_80" \
-  bash -c "grep -q '^\.target sm_80\$' $OUT/x.fatbin.1.sm_80.ptx && grep -q '^\.version 7\.0\$' $OUT/x.fatbin.1.sm_80.ptx"
+  bash -c "grep -q '^\.target sm_80\$' $OUT/x.fatbin.1.sm_80.ptx && grep -q '^\.version 8\.8\$' $OUT/x.fatbin.1.sm_80.ptx"
 for k in saxpy vec_add cuda_scale; do
   check "--extract: PTX has kernel $k" grep -q "\.entry $k(" "$OUT/x.fatbin.1.sm_80.ptx"
 done

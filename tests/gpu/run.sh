@@ -18,6 +18,9 @@
 #   app_ptx    only compute_75 PTX: JIT-loads on any GPU >= sm_75
 #   app_sm75 / app_sm120   one cubin of one arch: on a GPU of another major
 #              version it must fail with the documented message
+#   app_cdp    dynamic parallelism (testdata/cuda/cdp_main.cu): a kernel
+#              launches a kernel; the device runtime (libcudadevrt.a) is
+#              nvlinked into the cubins for sm_75..sm_120
 #   rust_host  the fatlink-rt crate: saxpy through typed arguments
 #   corpus_app the corpus (testdata/cuda/corpus, docs/corpus.md), every TU
 #              and the Rust crate corpus_rs in one device link for sm_75..
@@ -69,6 +72,16 @@ build() {
   link_app ptx compute_75
   link_app sm75 sm_75
   link_app sm120 sm_120
+  echo "== dynamic parallelism (the device runtime, nvlinked)"
+  for f in dynamic_parallelism cdp_main; do
+    "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --offload-new-driver \
+      -fgpu-rdc -foffload-lto --offload-arch=sm_75 -O2 -c "$T/cuda/$f.cu" -o "$W/$f.o"
+  done
+  "$FATLINK" device-link --arch=sm_75,sm_80,sm_90,sm_100,sm_120 \
+    "$W/cdp_main.o" "$W/dynamic_parallelism.o" -o "$W/kernels_cdp.o"
+  "$CLANG" "$W/cdp_main.o" "$W/dynamic_parallelism.o" "$W/kernels_cdp.o" \
+    -Wl,--whole-archive "$LIB" -Wl,--no-whole-archive \
+    -L"$CUDA/lib64" -lcudart -ldl -lpthread -Wl,-rpath,'$ORIGIN' -o "$OUT/app_cdp"
   cp -L "$CUDA"/lib64/libcudart.so.1[0-9] "$OUT/"
   echo "== the corpus (testdata/cuda/corpus) and its host, corpus_app"
   rust corpus_rs --extern minicore="$W/libminicore.rlib"
@@ -106,7 +119,7 @@ fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
 
 run() {
   cd "$OUT" || exit 1
-  for f in app_full app_parts app_ptx app_sm75 app_sm120 rust_host cargo_app corpus_app; do
+  for f in app_full app_parts app_ptx app_sm75 app_sm120 app_cdp rust_host cargo_app corpus_app; do
     [ -x "$f" ] || { echo "FAIL: $OUT/$f missing: run 'tests/gpu/run.sh build' first"; exit 1; }
   done
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader || true
@@ -161,6 +174,13 @@ run() {
       fail "app_$name on sm_$CC: expected the NO_IMAGE message"
   done
   [ $checked -eq 1 ] || fail "no single-arch program is incompatible with sm_$CC"
+
+  echo "== app_cdp: a kernel that launches a kernel (the device runtime)"
+  FATLINK_RT_LOG=1 timeout 60 ./app_cdp >cdp.txt 2>&1; rc=$?
+  cat cdp.txt
+  [ $rc -eq 0 ] && grep -q '^ok$' cdp.txt &&
+    pass "app_cdp: child grids launched from the device scaled the data" ||
+    fail "app_cdp (exit $rc)"
 
   echo "== rust_host: the fatlink-rt crate"
   timeout 60 ./rust_host >rust.txt 2>&1; rc=$?

@@ -660,6 +660,109 @@ TEST_F(LTOTest, UndefinedSymbolsUpToTheErrorLimit) {
                        FailedWithMessageArray(::testing::SizeIs(25)));
 }
 
+TEST_F(LTOTest, CallToAVariable) {
+  // a.bc calls what b.bc defines as a variable.
+  std::string A = writeIR("a.bc", "declare float @scale(float)\n"
+                                  "define ptx_kernel void @k(ptr %p) {\n"
+                                  "  %v = call float @scale(float 1.0)\n"
+                                  "  store float %v, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n");
+  std::string B = writeIR("b.bc", "@scale = addrspace(1) global float 2.0\n");
+  EXPECT_THAT_EXPECTED(
+      link({A, B}, Sm80, options()),
+      FailedWithMessage("device symbol scale is a variable, used as a device "
+                        "function\n>>> defined as a variable in " +
+                        B + "\n>>> used as a device function by " + A));
+}
+
+TEST_F(LTOTest, VariableThatIsAFunction) {
+  std::string A = writeIR("a.bc", "@table = external addrspace(1) global i32\n"
+                                  "define ptx_kernel void @k(ptr %p) {\n"
+                                  "  %v = load i32, ptr addrspace(1) @table\n"
+                                  "  store i32 %v, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n");
+  std::string B = writeIR("b.bc", "define i32 @table() {\n"
+                                  "  ret i32 0\n"
+                                  "}\n");
+  EXPECT_THAT_EXPECTED(
+      link({A, B}, Sm80, options()),
+      FailedWithMessage(HasSubstr("device symbol table is a device function, "
+                                  "used as a variable\n>>> defined as a "
+                                  "device function in " +
+                                  B)));
+}
+
+TEST_F(LTOTest, KernelCalledAsADeviceFunction) {
+  // The caller would compile to a bare `exit;`.
+  std::string A = writeIR("a.bc", "declare void @child(ptr)\n"
+                                  "define ptx_kernel void @parent(ptr %p) {\n"
+                                  "  call void @child(ptr %p)\n"
+                                  "  ret void\n"
+                                  "}\n");
+  std::string B = writeIR("b.bc", "define ptx_kernel void @child(ptr %p) {\n"
+                                  "  store i32 1, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n");
+  EXPECT_THAT_EXPECTED(
+      link({A, B}, Sm80, options()),
+      FailedWithMessage(AllOf(
+          HasSubstr("device symbol child is a kernel, used as a device "
+                    "function\n>>> defined as a kernel in " +
+                    B + "\n>>> used as a device function by " + A),
+          HasSubstr("a kernel can only be launched"))));
+}
+
+TEST_F(LTOTest, KernelDeclaredAsAKernelLinks) {
+  std::string A = writeIR("a.bc", "declare ptx_kernel void @child(ptr)\n"
+                                  "@keep = addrspace(1) externally_initialized "
+                                  "global ptr @child\n");
+  std::string B = writeIR("b.bc", "define ptx_kernel void @child(ptr %p) {\n"
+                                  "  store i32 1, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n");
+  EXPECT_THAT_EXPECTED(link({A, B}, Sm80, options()), Succeeded());
+}
+
+TEST_F(LTOTest, KernelDeclaredAsAFunctionButNotCalledLinks) {
+  // A host file's device image: clang declares the kernel its host code
+  // launches as a plain function, only for __clang_gpu_used_external.
+  std::string A = writeIR(
+      "a.bc", "declare void @child(ptr)\n"
+              "@__clang_gpu_used_external = internal global [1 x ptr] "
+              "[ptr @child]\n"
+              "@llvm.compiler.used = appending global [1 x ptr] "
+              "[ptr @__clang_gpu_used_external], section \"llvm.metadata\"\n");
+  std::string B = writeIR("b.bc", "define ptx_kernel void @child(ptr %p) {\n"
+                                  "  store i32 1, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n");
+  EXPECT_THAT_EXPECTED(link({A, B}, Sm80, options()), Succeeded());
+}
+
+TEST_F(LTOTest, KernelNameThatIsNotAPTXIdentifier) {
+  // rustc's #[export_name = "scale-by-two"]: LLVM's NVPTX printer aborts on
+  // it; fatlink names it and its input.
+  std::string A = writeIR("a.bc", "define ptx_kernel void @\"scale-by-two\"(ptr %p) {\n"
+                                  "  store i32 2, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n"
+                                  "define ptx_kernel void @\"has space\"(ptr %p) {\n"
+                                  "  store i32 3, ptr %p\n"
+                                  "  ret void\n"
+                                  "}\n"
+                                  "define internal void @\"local.name-ok\"() {\n"
+                                  "  ret void\n"
+                                  "}\n");
+  EXPECT_THAT_EXPECTED(
+      link({A}, Sm80, options()),
+      FailedWithMessageArray(ElementsAre(
+          AllOf(HasSubstr("kernel 'scale-by-two' is not a valid PTX name"),
+                HasSubstr(">>> defined in " + A)),
+          HasSubstr("kernel 'has space' is not a valid PTX name"))));
+}
+
 TEST_F(LTOTest, UndefinedSymbolOnlyInDeadCode) {
   // @unused is not reachable from a kernel: it is removed before undefined
   // symbols are checked.
@@ -910,6 +1013,71 @@ TEST_F(LTOTest, LibdeviceMissing) {
   EXPECT_THAT_EXPECTED(link({A}, Sm80, Opts),
                        FailedWithMessage(HasSubstr("cannot open libdevice " +
                                                    Opts.LibdevicePath + ": ")));
+}
+
+//===----------------------------------------------------------------------===//
+// The device runtime (dynamic parallelism)
+//===----------------------------------------------------------------------===//
+
+std::string deviceRuntimePath() {
+  const char *Cuda = std::getenv("CUDA_PATH");
+  return std::string(Cuda && *Cuda ? Cuda : "/usr/local/cuda") +
+         "/lib64/libcudadevrt.a";
+}
+
+// What clang emits for cudaGetLastError() in device code.
+constexpr const char *CallsRuntime =
+    "declare i32 @__cudaCDP2GetLastError()\n"
+    "define ptx_kernel void @k(ptr %p) {\n"
+    "  %e = call i32 @__cudaCDP2GetLastError()\n"
+    "  store i32 %e, ptr %p\n"
+    "  ret void\n"
+    "}\n";
+
+TEST_F(LTOTest, DeviceRuntimeTakenFromToolkit) {
+  std::string A = writeIR("a.bc", CallsRuntime);
+  lto::LinkOptions Opts = options();
+  Opts.DeviceRuntimePath = deviceRuntimePath();
+  Expected<lto::LinkedProgram> P = link({A}, Sm80, Opts);
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  EXPECT_THAT(P->LibrarySymbols, ElementsAre("__cudaCDP2GetLastError"));
+  ASSERT_EQ(P->Libraries.size(), 1u);
+  EXPECT_EQ(P->Libraries[0].Path, Opts.DeviceRuntimePath);
+  EXPECT_THAT(P->Libraries[0].Arches, Contains("sm_80"));
+  EXPECT_THAT(P->Libraries[0].Defined, Contains("__cudaCDP2LaunchDevice"));
+}
+
+TEST_F(LTOTest, DeviceRuntimeReadOnlyWhenReferenced) {
+  // Not an archive: reading it would fail the link.
+  lto::LinkOptions Opts = options();
+  Opts.DeviceRuntimePath = Dir.write("libcudadevrt.a", "not an archive");
+  std::string Plain = writeIR("plain.bc", "define ptx_kernel void @k() {\n"
+                                          "  ret void\n"
+                                          "}\n");
+  Expected<lto::LinkedProgram> P = link({Plain}, Sm80, Opts);
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  EXPECT_TRUE(P->Libraries.empty());
+  std::string A = writeIR("a.bc", CallsRuntime);
+  EXPECT_THAT_EXPECTED(
+      link({A}, Sm80, Opts),
+      FailedWithMessage(HasSubstr(Opts.DeviceRuntimePath + ": ")));
+}
+
+TEST_F(LTOTest, DeviceRuntimeMissing) {
+  std::string A = writeIR("a.bc", CallsRuntime);
+  lto::LinkOptions Opts = options();
+  Opts.DeviceRuntimePath = Dir.file("no-cuda/lib64/libcudadevrt.a");
+  EXPECT_THAT_EXPECTED(
+      link({A}, Sm80, Opts),
+      FailedWithMessage(
+          "undefined device symbol: __cudaCDP2GetLastError\n"
+          ">>> referenced by " +
+          A +
+          "\n>>> (a symbol of CUDA's device runtime, which kernels that "
+          "launch kernels need: " +
+          Opts.DeviceRuntimePath +
+          " does not exist; pass --cuda-path=<a CUDA toolkit with "
+          "lib64/libcudadevrt.a> or name libcudadevrt.a as an input)"));
 }
 
 TEST_F(LTOTest, NotInLibdevice) {
