@@ -88,7 +88,7 @@ build() {
   local CORPUS_OBJS="" tu
   for tu in smem_scan smem_histogram warp_coop atomics cccl tensor_async numerics texsurf dispatch_a dispatch_b; do
     "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version -std=c++17 -I"$CUDA/include/cccl" \
-      --offload-new-driver -fgpu-rdc -foffload-lto --offload-arch=sm_75,sm_80,sm_90 -O3 \
+      --offload-new-driver -fgpu-rdc -foffload-lto --offload-arch=sm_75,sm_80,sm_90,sm_100,sm_120 -O3 \
       -c "$T/cuda/corpus/$tu.cu" -o "$W/corpus_$tu.o"
     CORPUS_OBJS="$CORPUS_OBJS $W/corpus_$tu.o"
   done
