@@ -15,7 +15,7 @@ CUDA="${CUDA_PATH:-/usr/local/cuda}"
 T="$ROOT/testdata"
 W="$OUT/.work"
 rm -rf "$OUT"
-mkdir -p "$W" "$OUT"/{fatbin,image,scan,archive,bitcode,options,settings}
+mkdir -p "$W" "$OUT"/{fatbin,image,scan,archive,bitcode,link,options,settings}
 cd "$W"
 
 rust() {
@@ -51,6 +51,9 @@ cp k.fatbin nv-size.fatbin nv-speed.fatbin k.o emb.o softplus.o mix.a plain.o "$
 cp libsaxpy.rlib libminicore.rlib libhost_only.rlib mix.a "$OUT/archive/"
 ar rc empty.a && cp empty.a "$OUT/archive/"
 cp softplus.bc x86.bc ./*.rcgu.o softplus.o emb.o "$OUT/bitcode/"
+# The whole link: inputs that link on their own (a kernel and its callees).
+mkdir vm && (cd vm && ar x ../libvecmath.rlib)
+cp softplus.bc softplus.o libvecmath.rlib vm/*.rcgu.o "$OUT/link/"
 
 # options: byte 0 picks the table (0 llbc, 1 device-link, 2 embed,
 # 3 inspect), then one argument per line, then NUL and r.rsp's content.

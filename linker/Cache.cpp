@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/BLAKE3.h"
+#include "llvm/Support/CachePruning.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -21,11 +22,16 @@
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <vector>
+
 using namespace llvm;
 
 namespace fatlink {
 
 static constexpr StringLiteral Magic = "FLCACHE2";
+/// Entry names: the prefix llvm::pruneCache removes, and only it.
+static constexpr StringLiteral EntryPrefix = "llvmcache-";
 
 namespace {
 
@@ -259,31 +265,87 @@ std::optional<std::string> cacheLookupBlob(Context &Ctx, StringRef Dir,
       Ctx.verbose(Msg);
   };
   SmallString<256> Path(Dir);
-  sys::path::append(Path, Key);
-  ErrorOr<std::unique_ptr<MemoryBuffer>> MB =
-      MemoryBuffer::getFile(Path, /*IsText=*/false,
-                            /*RequiresNullTerminator=*/false);
-  if (!MB) {
+  sys::path::append(Path, EntryPrefix + Key);
+  // Nothing is read before the entry is known to be a regular file whose
+  // size is what its header states, and nothing is kept before its hash
+  // matches: a FIFO in an entry's place would block the link, a symlink to
+  // /dev/zero would be read until memory ran out, and a huge damaged entry
+  // would be held whole (3 GB of memory for a 3 GB file).
+  sys::fs::file_status St;
+  if (sys::fs::status(Path, St)) {
     Verbose("cache: miss " + Key);
     return std::nullopt;
   }
-  StringRef Data = (*MB)->getBuffer();
-  constexpr size_t HeaderSize = 8 + 8 + 32;
-  if (Data.size() >= HeaderSize && Data.starts_with(Magic)) {
-    uint64_t Len = support::endian::read64le(Data.data() + 8);
-    StringRef Hash = Data.substr(16, 32);
-    StringRef Payload = Data.drop_front(HeaderSize);
-    BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(Payload));
-    if (Len == Payload.size() && Hash == toStringRef(ArrayRef<uint8_t>(H))) {
-      Verbose("cache: hit " + Key);
-      return Payload.str();
-    }
+  auto Corrupt = [&](const Twine &Why) -> std::optional<std::string> {
+    Verbose("cache: corrupt entry " + Path + " (" + Why +
+            "): ignored, rebuilding");
+    return std::nullopt;
+  };
+  if (St.type() != sys::fs::file_type::regular_file)
+    return Corrupt("not a regular file");
+  Expected<sys::fs::file_t> FD = sys::fs::openNativeFileForRead(Path);
+  if (!FD) {
+    consumeError(FD.takeError());
+    Verbose("cache: miss " + Key);
+    return std::nullopt;
   }
-  Verbose("cache: corrupt entry " + Path + ": ignored, rebuilding");
-  return std::nullopt;
+  scope_exit Close([&] { sys::fs::closeFile(*FD); });
+  // The file opened may not be the one examined (replaced in between).
+  if (sys::fs::status(*FD, St) ||
+      St.type() != sys::fs::file_type::regular_file)
+    return Corrupt("not a regular file");
+  constexpr size_t HeaderSize = 8 + 8 + 32;
+  char Header[HeaderSize];
+  Expected<size_t> Got =
+      sys::fs::readNativeFile(*FD, MutableArrayRef<char>(Header));
+  if (!Got) {
+    consumeError(Got.takeError());
+    return Corrupt("unreadable");
+  }
+  StringRef Head(Header, *Got);
+  uint64_t Size = St.getSize();
+  if (Head.size() < HeaderSize || !Head.starts_with(Magic))
+    return Corrupt("no entry header");
+  uint64_t Len = support::endian::read64le(Header + 8);
+  if (Size < HeaderSize || Len != Size - HeaderSize)
+    return Corrupt("header states " + Twine(Len) + " bytes, the file has " +
+                   Twine(Size - std::min<uint64_t>(Size, HeaderSize)));
+  // The hash first, through a small buffer; the payload is kept only then.
+  BLAKE3 Hasher;
+  std::vector<char> Buf(std::min<uint64_t>(Len, 1 << 20));
+  for (uint64_t Done = 0; Done < Len;) {
+    Expected<size_t> N = sys::fs::readNativeFile(
+        *FD, MutableArrayRef<char>(Buf.data(),
+                                   std::min<uint64_t>(Buf.size(), Len - Done)));
+    if (!N) {
+      consumeError(N.takeError());
+      return Corrupt("unreadable");
+    }
+    if (*N == 0)
+      return Corrupt("shorter than its header states");
+    Hasher.update(StringRef(Buf.data(), *N));
+    Done += *N;
+  }
+  BLAKE3Result<32> H = Hasher.final();
+  if (Head.substr(16, 32) != toStringRef(ArrayRef<uint8_t>(H)))
+    return Corrupt("hash mismatch");
+  std::string Payload(Len, '\0');
+  for (uint64_t Done = 0; Done < Len;) {
+    Expected<size_t> N = sys::fs::readNativeFileSlice(
+        *FD, MutableArrayRef<char>(Payload.data() + Done, Len - Done),
+        HeaderSize + Done);
+    if (!N || *N == 0) {
+      if (!N)
+        consumeError(N.takeError());
+      return Corrupt("unreadable");
+    }
+    Done += *N;
+  }
+  Verbose("cache: hit " + Key);
+  return Payload;
 }
 
-void cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
+bool cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
                     StringRef Payload, bool Report) {
   BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(Payload));
   std::string Entry;
@@ -296,11 +358,12 @@ void cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
   auto Fail = [&](const Twine &Why) {
     if (Report)
       Ctx.verbose("cache: cannot store " + Key + " in " + Dir + ": " + Why);
+    return false;
   };
   if (std::error_code EC = sys::fs::create_directories(Dir))
     return Fail(EC.message());
   SmallString<256> Path(Dir), Temp;
-  sys::path::append(Path, Key);
+  sys::path::append(Path, EntryPrefix + Key);
   int FD;
   if (std::error_code EC =
           sys::fs::createUniqueFile(Path + ".tmp%%%%%%", FD, Temp))
@@ -323,6 +386,7 @@ void cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
   }
   if (Report)
     Ctx.verbose("cache: stored " + Key);
+  return true;
 }
 
 std::optional<DeviceBuild> cacheLookup(Context &Ctx, StringRef Dir,
@@ -338,10 +402,38 @@ std::optional<DeviceBuild> cacheLookup(Context &Ctx, StringRef Dir,
   return B;
 }
 
-void cacheStore(Context &Ctx, StringRef Dir, StringRef Key,
+bool cacheStore(Context &Ctx, StringRef Dir, StringRef Key,
                 const DeviceBuild &B) {
   TimeTraceScope Scope("Cache store");
-  cacheStoreBlob(Ctx, Dir, Key, serialize(B));
+  return cacheStoreBlob(Ctx, Dir, Key, serialize(B));
+}
+
+Error checkCachePolicy(StringRef Name, StringRef Policy) {
+  Expected<CachePruningPolicy> P = parseCachePruningPolicy(Policy);
+  if (!P)
+    return createStringError(
+        inconvertibleErrorCode(),
+        "invalid value for %s: '%s': %s (expected a cache pruning policy "
+        "such as %s)",
+        Name.str().c_str(), Policy.str().c_str(),
+        toString(P.takeError()).c_str(), DefaultCachePolicy);
+  return Error::success();
+}
+
+void cachePrune(Context &Ctx, StringRef Dir, StringRef Policy) {
+  TimeTraceScope Scope("Cache prune");
+  Expected<CachePruningPolicy> P = parseCachePruningPolicy(Policy);
+  if (!P) { // checked when the options were read
+    consumeError(P.takeError());
+    return;
+  }
+  for (StringRef Sub : {"", "memo", "codegen"}) {
+    SmallString<256> Path(Dir);
+    if (!Sub.empty())
+      sys::path::append(Path, Sub);
+    if (sys::fs::is_directory(Path) && pruneCache(Path, *P))
+      Ctx.verbose("cache: pruned " + Path);
+  }
 }
 
 std::string defaultCacheDir() {
@@ -354,7 +446,9 @@ std::string defaultCacheDir() {
     return "";
   else
     sys::path::append(Path, ".cache");
-  sys::path::append(Path, "fatlink");
+  // Not fatlink/ itself: scripts/setup.sh unpacks build dependencies in
+  // fatlink/deps.
+  sys::path::append(Path, "fatlink", "device-links");
   return std::string(Path);
 }
 

@@ -12,12 +12,16 @@
 // only appears in messages). It is computed before the tools are probed,
 // so a hit runs no subprocess at all.
 //
-// An entry is one file named by the key's hex digits: "FLCACHE1", the
+// An entry is one file named "llvmcache-<the key's hex digits>" (the names
+// LLVM's pruneCache, which keeps the cache within its limits, considers; it
+// leaves every other file alone): "FLCACHE1", the
 // payload's length and its BLAKE3 hash, then the payload (targets, their
 // PTX and cubins, the kernel table, the fatbin and host object). Entries
 // are written to a temporary file in the cache directory and renamed, so
 // concurrent links never see half an entry; an entry whose length or hash
-// does not match is treated as a miss and rewritten.
+// does not match, or that is not a regular file, is treated as a miss and
+// rewritten. Type and length are checked before anything is read, and the
+// hash through a small buffer before the payload is kept.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,9 +45,10 @@ std::string deviceLinkKey(const DeviceLinkConfig &C, const lto::InputSet &Inputs
 std::optional<DeviceBuild> cacheLookup(Context &Ctx, llvm::StringRef Dir,
                                        llvm::StringRef Key);
 
-/// Stores B under Key in Dir (created if needed). Failure to write is not
-/// an error of the link: it is reported with -v and the link goes on.
-void cacheStore(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
+/// Stores B under Key in Dir (created if needed); whether it was stored.
+/// Failure to write is not an error of the link: it is reported with -v and
+/// the link goes on.
+bool cacheStore(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
                 const DeviceBuild &B);
 
 /// The cache key of one partition's code for one target (64 hex digits):
@@ -63,13 +68,27 @@ std::optional<std::string> cacheLookupBlob(Context &Ctx, llvm::StringRef Dir,
                                            bool Report = true);
 
 /// Stores Payload under Key in Dir, atomically (temporary file, rename).
-/// Failure to write is reported with -v only. Thread-safe.
-void cacheStoreBlob(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
+/// Failure to write is reported with -v only; returns whether it was
+/// stored. Thread-safe.
+bool cacheStoreBlob(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
                     llvm::StringRef Payload, bool Report = true);
 
 /// The default cache directory of the host-link wrappers:
-/// $FATLINK_CACHE_DIR, else $XDG_CACHE_HOME/fatlink, else ~/.cache/fatlink.
+/// $FATLINK_CACHE_DIR, else $XDG_CACHE_HOME/fatlink/device-links, else
+/// ~/.cache/fatlink/device-links: a directory of its own, not
+/// ~/.cache/fatlink, where scripts/setup.sh keeps build dependencies (deps/).
 std::string defaultCacheDir();
+
+/// Checks a cache policy (llvm::parseCachePruningPolicy syntax) given as
+/// Name (the option or setting, for the message).
+llvm::Error checkCachePolicy(llvm::StringRef Name, llvm::StringRef Policy);
+
+/// Prunes Dir and its memo/ and codegen/ directories by Policy, with LLVM's
+/// pruneCache (as lld's --thinlto-cache-policy): entries unused for too
+/// long, then the least recently used beyond the size limits. Only entries
+/// are ever removed: pruneCache looks at files named "llvmcache-*" alone,
+/// the names fatlink gives its entries, and at no subdirectory.
+void cachePrune(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Policy);
 
 } // namespace fatlink
 

@@ -14,6 +14,14 @@
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/WithColor.h"
 
+#include <atomic>
+#include <cerrno>
+#include <iterator>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+
 using namespace llvm;
 
 namespace fatlink {
@@ -27,19 +35,25 @@ TempFiles::~TempFiles() {
   }
 }
 
-Error TempFiles::saveIn(StringRef D) {
+Error TempFiles::saveIn(StringRef D, StringRef Prefix) {
   if (std::error_code EC = sys::fs::create_directories(D))
     return createStringError(EC, "cannot create --save-temps directory %s: %s",
                              D.str().c_str(), EC.message().c_str());
   SaveDir = D.str();
+  SavePrefix = Prefix.str();
   return Error::success();
 }
 
 Expected<std::string> TempFiles::create(StringRef Name) {
+  // A file made after LLVM's handler has removed the others would be left.
+  if (RunningChild::stopping())
+    return createStringError(inconvertibleErrorCode(),
+                             "interrupted by a signal");
   std::lock_guard<std::mutex> Lock(Mu);
   if (saving()) {
     SmallString<256> Path(SaveDir);
-    sys::path::append(Path, Name);
+    sys::path::append(Path, SavePrefix.empty() ? Name.str()
+                                               : SavePrefix + "." + Name.str());
     return std::string(Path);
   }
   // Directly in the temp directory (no private directory, which a signal
@@ -72,6 +86,130 @@ Expected<std::string> TempFiles::write(StringRef Name, StringRef Data) {
                              EC.message().c_str());
   return Path;
 }
+
+//===----------------------------------------------------------------------===//
+// Children and signals
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+constexpr size_t MaxChildren = 1024;
+std::atomic<pid_t> Children[MaxChildren];
+std::atomic<bool> Stopping{false};
+constexpr int StopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+struct sigaction Previous[std::size(StopSignals)];
+
+void sleepMs(long Ms) {
+  struct timespec Pause = {0, Ms * 1000 * 1000};
+  ::nanosleep(&Pause, nullptr);
+}
+
+/// One pass: SIGTERM to every child, then each reaped (SIGKILL after 2 s).
+/// Returns whether there was any. Async-signal-safe.
+bool stopChildrenOnce() {
+  bool Any = false;
+  for (std::atomic<pid_t> &C : Children)
+    if (pid_t P = C.load()) {
+      ::kill(P, SIGTERM);
+      Any = true;
+    }
+  for (std::atomic<pid_t> &C : Children) {
+    pid_t P = C.exchange(0);
+    if (!P)
+      continue;
+    for (int I = 0; ::waitpid(P, nullptr, WNOHANG) == 0; ++I) {
+      // (Nonzero: reaped here, or already by its own waiting thread.)
+      if (I == 200) {
+        ::kill(P, SIGKILL);
+        ::waitpid(P, nullptr, 0);
+        break;
+      }
+      sleepMs(10);
+    }
+  }
+  return Any;
+}
+
+void onStopSignal(int Sig, siginfo_t *Info, void *UContext) {
+  int SavedErrno = errno;
+  Stopping = true;
+  // Other threads may have started a child just before they saw Stopping:
+  // passes until two in a row, 10 ms apart, find none (at most ~3 s).
+  for (int Quiet = 0, Pass = 0; Quiet < 2 && Pass < 300; ++Pass) {
+    Quiet = stopChildrenOnce() ? 0 : Quiet + 1;
+    sleepMs(10);
+  }
+  errno = SavedErrno;
+  // On to the previous handler: LLVM's, which removes the temporaries and
+  // re-raises the signal. LLVM 22 registers it for SIGTERM but not for
+  // SIGPIPE; its one handler serves every signal (and calls the one-shot
+  // pipe function for SIGPIPE), so SIGPIPE goes to the SIGTERM one.
+  auto Find = [](int S) -> const struct sigaction * {
+    for (size_t I = 0; I < std::size(StopSignals); ++I)
+      if (StopSignals[I] == S)
+        return &Previous[I];
+    return nullptr;
+  };
+  const struct sigaction *P = Find(Sig);
+  if (P && !(P->sa_flags & SA_SIGINFO) && P->sa_handler == SIG_DFL)
+    P = Find(SIGTERM);
+  if (P && (P->sa_flags & SA_SIGINFO) && P->sa_sigaction)
+    return P->sa_sigaction(Sig, Info, UContext);
+  if (P && !(P->sa_flags & SA_SIGINFO) && P->sa_handler != SIG_DFL &&
+      P->sa_handler != SIG_IGN)
+    return P->sa_handler(Sig);
+  ::signal(Sig, SIG_DFL);
+  ::raise(Sig);
+}
+
+/// LLVM's SIGPIPE handler removes the temporaries and then calls this.
+void dieOfSigpipe() {
+  ::signal(SIGPIPE, SIG_DFL);
+  ::raise(SIGPIPE);
+}
+
+} // namespace
+
+void installSignalHandlers() {
+  static std::once_flag Once;
+  std::call_once(Once, [] {
+    // LLVM's handlers first (InitLLVM has usually registered them), so that
+    // ours, installed over them, runs first and hands the signal on.
+    sys::SetOneShotPipeSignalFunction(dieOfSigpipe);
+    for (size_t I = 0; I < std::size(StopSignals); ++I) {
+      ::sigaction(StopSignals[I], nullptr, &Previous[I]);
+      // A signal ignored (SIGINT in a background job) stays ignored.
+      if (!(Previous[I].sa_flags & SA_SIGINFO) &&
+          Previous[I].sa_handler == SIG_IGN)
+        continue;
+      struct sigaction New = {};
+      New.sa_sigaction = onStopSignal;
+      New.sa_flags = SA_SIGINFO;
+      sigemptyset(&New.sa_mask);
+      ::sigaction(StopSignals[I], &New, nullptr);
+    }
+  });
+}
+
+RunningChild::RunningChild(int Pid) {
+  for (std::atomic<pid_t> &C : Children) {
+    pid_t Free = 0;
+    if (C.compare_exchange_strong(Free, Pid)) {
+      Slot = &C;
+      break;
+    }
+  }
+  // Started as a signal arrived: the handler may have missed it.
+  if (Stopping)
+    ::kill(Pid, SIGTERM);
+}
+
+RunningChild::~RunningChild() {
+  if (Slot)
+    static_cast<std::atomic<pid_t> *>(Slot)->store(0);
+}
+
+bool RunningChild::stopping() { return Stopping; }
 
 void Context::error(Error E) {
   handleAllErrors(std::move(E), [&](const ErrorInfoBase &EI) {
@@ -119,11 +257,36 @@ void Context::verboseCommand(ArrayRef<StringRef> Argv) {
   verbose(Line);
 }
 
+Error checkOutputsAreNotInputs(ArrayRef<std::string> Outputs,
+                               ArrayRef<std::string> Inputs) {
+  for (const std::string &Out : Outputs) {
+    sys::fs::file_status OutStatus;
+    if (Out.empty() || Out == "-" || sys::fs::status(Out, OutStatus))
+      continue;
+    for (const std::string &In : Inputs) {
+      sys::fs::file_status InStatus;
+      if (sys::fs::status(In, InStatus) ||
+          !sys::fs::equivalent(InStatus, OutStatus))
+        continue;
+      return createStringError(inconvertibleErrorCode(),
+                               "input file '%s' is the same as output file "
+                               "'%s': writing it would destroy the input; "
+                               "name another output",
+                               In.c_str(), Out.c_str());
+    }
+  }
+  return Error::success();
+}
+
 Expected<StagedFile> StagedFile::create(StringRef Path, StringRef Data) {
   auto Fail = [&](const Twine &Why) {
     return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",
                              Path.str().c_str(), Why.str().c_str());
   };
+  // Renaming over a directory would fail only at commit, after other
+  // outputs may have been renamed into place.
+  if (sys::fs::is_directory(Path))
+    return Fail("it is a directory");
   Expected<sys::fs::TempFile> T =
       sys::fs::TempFile::create(Path + ".tmp%%%%%%%");
   if (!T)

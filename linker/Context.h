@@ -7,7 +7,7 @@
 //
 // Temporary files live in the system temp directory and are removed on
 // success, error and signal; `--save-temps` puts them in a directory of the
-// user's choice under stable names and keeps them.
+// user's choice under stable names derived from the output, and keeps them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,13 +34,17 @@ public:
   ~TempFiles();
 
   /// Keep every file in Dir (created if needed) instead of removing them;
-  /// files get stable names there.
-  llvm::Error saveIn(llvm::StringRef Dir);
+  /// files get stable names there, each "<Prefix>.<name>". Prefix is the
+  /// output's stem (out.o -> out.sm_80.cubin, as clang's -save-temps), so
+  /// that the names are the output's and no other link's or user's file:
+  /// files named after the output are fatlink's to replace.
+  llvm::Error saveIn(llvm::StringRef Dir, llvm::StringRef Prefix);
   bool saving() const { return !SaveDir.empty(); }
   llvm::StringRef saveDir() const { return SaveDir; }
 
-  /// A new file: "<save-dir>/<Name>" when saving, else a new unique file
-  /// "<tmp>/fatlink-<stem>-XXXXXX.<ext>", removed on exit and on signals.
+  /// A new file: "<save-dir>/<prefix>.<Name>" when saving, else a new
+  /// unique file "<tmp>/fatlink-<stem>-XXXXXX.<ext>", removed on exit and
+  /// on signals.
   /// Thread-safe.
   llvm::Expected<std::string> create(llvm::StringRef Name);
   /// create(Name), then Data written to it.
@@ -49,6 +53,7 @@ public:
 private:
   std::mutex Mu;
   std::string SaveDir;
+  std::string SavePrefix;
   std::vector<std::string> Files;
 };
 
@@ -76,9 +81,43 @@ private:
   std::optional<llvm::sys::fs::TempFile> Temp;
 };
 
+/// Refuses an output that is one of the inputs, compared by file identity
+/// (the same file under another name, a hard link, a symlink), as gcc does:
+/// writing it would destroy the input. Paths that do not exist yet are no
+/// input. Outputs named "-" (stdout) and empty ones are skipped.
+llvm::Error checkOutputsAreNotInputs(llvm::ArrayRef<std::string> Outputs,
+                                     llvm::ArrayRef<std::string> Inputs);
+
+/// A child process (ptxas, nvlink) while it runs. A SIGINT, SIGTERM, SIGHUP
+/// or SIGPIPE that ends fatlink stops the running children (SIGTERM, then
+/// SIGKILL after 2 s) and waits for them before LLVM's handler removes the
+/// temporary files: otherwise they would run on, re-parented to init, and
+/// write into files just removed. Signal-safe slots, the one global state of
+/// a run (a signal handler has no context).
+class RunningChild {
+public:
+  explicit RunningChild(int Pid);
+  ~RunningChild();
+  RunningChild(const RunningChild &) = delete;
+  RunningChild &operator=(const RunningChild &) = delete;
+  /// Whether a signal is ending fatlink: start nothing new.
+  static bool stopping();
+
+private:
+  void *Slot = nullptr;
+};
+
+/// Installs the handlers RunningChild relies on, over LLVM's (once; every
+/// Context does it). SIGPIPE (`fatlink ... -v 2>&1 | head -1`) then removes
+/// the temporaries too and ends fatlink by SIGPIPE, as other tools end,
+/// rather than through exit() while other threads still run.
+void installSignalHandlers();
+
 class Context {
 public:
-  Context(llvm::raw_ostream &Out, llvm::raw_ostream &Err) : Out(Out), Err(Err) {}
+  Context(llvm::raw_ostream &Out, llvm::raw_ostream &Err) : Out(Out), Err(Err) {
+    installSignalHandlers();
+  }
 
   llvm::raw_ostream &Out;
   llvm::raw_ostream &Err;

@@ -33,6 +33,12 @@ enum class OutputKind {
   Bitcode,    ///< the optimized module, for a later --codegen-only run
 };
 
+/// The cache's default limits: a scan at most every 20 minutes removes
+/// entries unused for a week and the least recently used beyond 2 GiB (and
+/// beyond 75 % of the free space, LLVM's default).
+constexpr const char *DefaultCachePolicy =
+    "prune_interval=20m:prune_after=168h:cache_size_bytes=2g";
+
 struct DeviceLinkConfig {
   std::vector<std::string> Inputs;
   std::string Output;
@@ -56,6 +62,9 @@ struct DeviceLinkConfig {
   /// Where finished device links, and each partition's code, are kept and
   /// reused (linker/Cache.h); empty: no cache.
   std::string CacheDir;
+  /// Its size and age limits, in llvm::parseCachePruningPolicy's syntax
+  /// (checked when the options are read).
+  std::string CachePolicy = DefaultCachePolicy;
   /// Code generation partitions per optimized module (0: one per 8
   /// kernels, at most 32; 1: no split).
   unsigned Partitions = 0;
@@ -111,9 +120,12 @@ llvm::Expected<DeviceBuild> buildDeviceCached(Context &Ctx,
                                               ProbeFn Probe);
 
 /// The whole device link: reads C.Inputs, builds (through the cache), and
-/// writes C.Output (and the --json summary).
+/// writes C.Output (and the --json summary): every file or none. With
+/// Pending, the files are written but left there uncommitted, for the
+/// caller to add its own (the time trace) and commit them all.
 llvm::Error runDeviceLink(Context &Ctx, const DeviceLinkConfig &C,
-                          ProbeFn Probe);
+                          ProbeFn Probe,
+                          std::vector<StagedFile> *Pending = nullptr);
 
 /// Parses a compression setting: none, zstd, zstd-N. Name is the option or
 /// setting, for the message.

@@ -211,6 +211,11 @@ static Expected<Config> parseConfig(Context &Ctx,
   C.Link.CodegenOnly = Args.hasArg(OPT_codegen_only);
   C.SharePTX = !Args.hasArg(OPT_ptx_per_arch);
   C.CacheDir = Args.getLastArgValue(OPT_cache_dir_EQ).str();
+  if (const opt::Arg *A = Args.getLastArg(OPT_cache_policy_EQ)) {
+    C.CachePolicy = A->getValue();
+    if (Error E = checkCachePolicy("--cache-policy", C.CachePolicy))
+      Fail(std::move(E));
+  }
 
   if (const opt::Arg *A = Args.getLastArg(OPT_compress_EQ)) {
     Expected<packager::FatbinOptions> F =
@@ -227,7 +232,10 @@ static Expected<Config> parseConfig(Context &Ctx,
     Fail(H.takeError());
 
   // --save-temps keeps intermediates beside the output (or in the given
-  // directory), named after the output.
+  // directory), named after the output: out.o -> out.linked.bc,
+  // out.sm_80.ptx (a directory output kdir: kdir/kdir.sm_80.ptx). Names
+  // derived from the output are fatlink's; no fixed name (sm_80.cubin,
+  // ptxas.log) that a user's file or another link's temporaries could have.
   if (const opt::Arg *A = Args.getLastArg(OPT_save_temps, OPT_save_temps_EQ)) {
     std::string Dir;
     if (A->getOption().matches(OPT_save_temps_EQ))
@@ -238,12 +246,16 @@ static Expected<Config> parseConfig(Context &Ctx,
       Dir = sys::path::parent_path(C.Output).str();
     if (Dir.empty())
       Dir = ".";
-    if (Error E = Ctx.Temps.saveIn(Dir))
+    StringRef Stem = C.OutKind == OutputKind::Directory
+                         ? sys::path::filename(
+                               sys::path::remove_leading_dotslash(C.Output))
+                         : sys::path::stem(C.Output);
+    if (Stem.empty() || Stem == "." || Stem == "..")
+      Stem = "fatlink";
+    if (Error E = Ctx.Temps.saveIn(Dir, Stem))
       Fail(std::move(E));
     SmallString<256> Prefix(Ctx.Temps.saveDir());
-    sys::path::append(Prefix, C.OutKind == OutputKind::File
-                                  ? sys::path::stem(C.Output)
-                                  : StringRef("fatlink"));
+    sys::path::append(Prefix, Stem);
     C.Link.SaveTempsPrefix = std::string(Prefix);
   }
 
@@ -1061,9 +1073,11 @@ planOutputs(const Config &C, ArrayRef<lto::Target> Targets,
   return Files;
 }
 
-/// Writes every file or none: each goes to a temporary beside its
-/// destination and is renamed into place only when all were written.
-static Error writeOutputs(const Config &C, ArrayRef<OutputFile> Files) {
+/// Writes every file to a temporary beside its destination, into Staged;
+/// they are renamed into place only when all (the --json summary and the
+/// time trace too) were written.
+static Error writeOutputs(const Config &C, ArrayRef<OutputFile> Files,
+                          std::vector<StagedFile> &Staged) {
   TimeTraceScope Scope("Write outputs");
   if (C.OutKind == OutputKind::Directory) {
     if (sys::fs::exists(C.Output) && !sys::fs::is_directory(C.Output))
@@ -1081,13 +1095,17 @@ static Error writeOutputs(const Config &C, ArrayRef<OutputFile> Files) {
                              C.Output.c_str());
   }
 
-  std::vector<StagedFile> Staged;
   for (const OutputFile &F : Files) {
     Expected<StagedFile> S = StagedFile::create(F.Path, F.Data);
     if (!S)
       return S.takeError();
     Staged.push_back(std::move(*S));
   }
+  return Error::success();
+}
+
+/// Renames every staged file into place.
+static Error commitOutputs(std::vector<StagedFile> &Staged) {
   for (StagedFile &S : Staged)
     if (Error E = S.commit())
       return E;
@@ -1098,7 +1116,8 @@ static Error writeJSON(Context &Ctx, const Config &C,
                        ArrayRef<lto::Target> Targets,
                        ArrayRef<TargetOutput> Outputs,
                        ArrayRef<OutputFile> Files,
-                       const lto::LinkedProgram &Program) {
+                       const lto::LinkedProgram &Program,
+                       std::vector<StagedFile> &Staged) {
   std::string Text;
   raw_string_ostream OS(Text);
   json::OStream J(OS, 2);
@@ -1165,7 +1184,8 @@ static Error writeJSON(Context &Ctx, const Config &C,
   Expected<StagedFile> S = StagedFile::create(C.JsonPath, Text);
   if (!S)
     return S.takeError();
-  return S->commit();
+  Staged.push_back(std::move(*S));
+  return Error::success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1337,12 +1357,20 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
   if (B)
     for (const std::string &W : B->Program.Warnings)
       Ctx.warn(W);
-  if (B && UseCache)
-    cacheStore(Ctx, C.CacheDir, Key, *B);
+  // Only a store makes the cache grow: then keep it within its limits (on
+  // a full disk, nothing is stored and nothing is written).
+  if (B && UseCache && cacheStore(Ctx, C.CacheDir, Key, *B))
+    cachePrune(Ctx, C.CacheDir, C.CachePolicy);
   return B;
 }
 
-Error runDeviceLink(Context &Ctx, const Config &C, ProbeFn Probe) {
+Error runDeviceLink(Context &Ctx, const Config &C, ProbeFn Probe,
+                    std::vector<StagedFile> *Pending) {
+  // Writing over an input would destroy it (the output is renamed into
+  // place only at the end, but then the input is gone).
+  if (Error E = checkOutputsAreNotInputs(
+          {C.Output, C.JsonPath, C.TimeTracePath}, C.Inputs))
+    return E;
   Expected<lto::InputSet> Inputs =
       lto::readInputs(C.Inputs, lto::InputMode::Device, C.Link.ErrorLimit);
   if (!Inputs)
@@ -1355,14 +1383,25 @@ Error runDeviceLink(Context &Ctx, const Config &C, ProbeFn Probe) {
       planOutputs(C, B->Targets, B->Outputs, *B);
   if (!Files)
     return Files.takeError();
-  if (Error E = writeOutputs(C, *Files))
+  // Every output or none: a --json that cannot be written leaves the
+  // previous output in place.
+  std::vector<StagedFile> Staged;
+  if (Error E = writeOutputs(C, *Files, Staged))
     return E;
   if (!C.JsonPath.empty())
-    return writeJSON(Ctx, C, B->Targets, B->Outputs, *Files, B->Program);
-  return Error::success();
+    if (Error E = writeJSON(Ctx, C, B->Targets, B->Outputs, *Files,
+                            B->Program, Staged))
+      return E;
+  if (Pending) {
+    for (StagedFile &S : Staged)
+      Pending->push_back(std::move(S));
+    return Error::success();
+  }
+  return commitOutputs(Staged);
 }
 
-static Error deviceLink(Context &Ctx, const Config &C) {
+static Error deviceLink(Context &Ctx, const Config &C,
+                        std::vector<StagedFile> &Pending) {
   if (C.ListTargets) {
     Expected<ToolFacts> Facts = probeTools(Ctx, C);
     if (!Facts)
@@ -1370,7 +1409,18 @@ static Error deviceLink(Context &Ctx, const Config &C) {
     printTargets(Ctx, *Facts);
     return Error::success();
   }
-  return runDeviceLink(Ctx, C, [&] { return probeTools(Ctx, C); });
+  return runDeviceLink(Ctx, C, [&] { return probeTools(Ctx, C); }, &Pending);
+}
+
+/// The Chrome trace of this run, written beside its destination but not
+/// committed. The file is opened by fatlink rather than by
+/// timeTraceProfilerWrite, whose message ("Could not open") named neither
+/// the reason nor, in every version, the file.
+static Expected<StagedFile> stageTimeTrace(StringRef Path) {
+  SmallString<0> Text;
+  raw_svector_ostream OS(Text);
+  timeTraceProfilerWrite(OS);
+  return StagedFile::create(Path, Text);
 }
 
 int deviceLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,
@@ -1398,18 +1448,29 @@ int deviceLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,
   if (!C->TimeTracePath.empty())
     timeTraceProfilerInitialize(C->TimeTraceGranularity, "fatlink");
 
+  // The outputs (and --json) are staged; the time trace joins them, and
+  // they are committed together: a trace that cannot be written leaves the
+  // previous output in place.
+  std::vector<StagedFile> Pending;
   Error E = [&] {
     TimeTraceScope Scope("device-link");
-    return deviceLink(Ctx, *C);
+    return deviceLink(Ctx, *C, Pending);
   }();
-  if (E)
-    Ctx.error(std::move(E));
 
   if (timeTraceProfilerEnabled()) {
-    if (Error TE = timeTraceProfilerWrite(C->TimeTracePath, C->Output))
-      Ctx.error(std::move(TE));
+    Expected<StagedFile> Trace = stageTimeTrace(C->TimeTracePath);
     timeTraceProfilerCleanup();
+    if (!Trace)
+      E = joinErrors(std::move(E), Trace.takeError());
+    else if (E) // a failed run's trace is still worth having
+      E = joinErrors(std::move(E), Trace->commit());
+    else
+      Pending.push_back(std::move(*Trace));
   }
+  if (!E)
+    E = commitOutputs(Pending);
+  if (E)
+    Ctx.error(std::move(E));
   return Ctx.exitCode();
 }
 

@@ -71,6 +71,10 @@ defm cache_dir : JS<"cache-dir", "<dir>",
   "Reuse the results of earlier identical device links kept in <dir> "
   "(keyed by a hash of every device input, option and tool)">,
   Group<grp_tools>;
+defm cache_policy : JS<"cache-policy", "<policy>",
+  "Size and age limits of --cache-dir, as lld's --thinlto-cache-policy "
+  "(default prune_interval=20m:prune_after=168h:cache_size_bytes=2g)">,
+  Group<grp_tools>;
 defm cuda_path : JS<"cuda-path", "<dir>",
   "CUDA toolkit (ptxas, libdevice); default $CUDA_PATH, else /usr/local/cuda">,
   Group<grp_tools>;

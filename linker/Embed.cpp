@@ -251,7 +251,10 @@ static Error writeOutput(const Config &C, StringRef Data) {
 
 static Error embed(Context &Ctx, const Config &C) {
   // One reader for all device inputs: the same checks (nvptx64, LLVM
-  // version) and origins as device-link.
+  // version) and origins as device-link. An output that is an input would
+  // destroy it.
+  if (Error E = checkOutputsAreNotInputs({C.Output}, C.Inputs))
+    return E;
   Expected<lto::InputSet> Inputs = lto::readInputs(C.Inputs);
   if (!Inputs)
     return Inputs.takeError();

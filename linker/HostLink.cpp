@@ -440,7 +440,10 @@ int hostLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,
     std::string D = (*Dir == "1" || Dir->empty())
                         ? sys::path::parent_path(Line->Output).str()
                         : Dir->str();
-    if (Error E = Ctx.Temps.saveIn(D.empty() ? "." : D)) {
+    // Named after the executable (app -> app.device.o, app.sm_80.ptx).
+    StringRef Stem = sys::path::stem(Line->Output);
+    if (Error E = Ctx.Temps.saveIn(D.empty() ? "." : D,
+                                   Stem.empty() ? "a" : Stem)) {
       Ctx.error(std::move(E));
       return 1;
     }

@@ -9,18 +9,65 @@
 #include "linker/Linker.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Errc.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/VirtualFileSystem.h"
 
 using namespace llvm;
 
 namespace fatlink {
 
+namespace {
+/// The real file system, but a response file must be a regular file of at
+/// most MaxResponseFileSize bytes: LLVM reads one until its end, so
+/// @/dev/zero would grow without bound and a FIFO would block forever.
+class ResponseFileSystem : public vfs::ProxyFileSystem {
+public:
+  ResponseFileSystem() : ProxyFileSystem(vfs::getRealFileSystem()) {}
+
+  ErrorOr<std::unique_ptr<vfs::File>>
+  openFileForRead(const Twine &Path) override {
+    ErrorOr<vfs::Status> S = status(Path);
+    if (S && S->getType() != sys::fs::file_type::regular_file)
+      return refuse(Path.str() + " is not a regular file: a response file "
+                                 "must be one",
+                    errc::invalid_argument);
+    if (S && S->getSize() > MaxResponseFileSize)
+      return refuse(Path.str() + " has " + std::to_string(S->getSize()) +
+                        " bytes, more than the " +
+                        std::to_string(MaxResponseFileSize >> 20) +
+                        " MiB a response file may have",
+                    errc::file_too_large);
+    return ProxyFileSystem::openFileForRead(Path);
+  }
+
+  /// Why the last response file was refused, if one was.
+  std::string Refused;
+
+private:
+  std::error_code refuse(std::string Why, errc Code) {
+    Refused = std::move(Why);
+    return make_error_code(Code);
+  }
+};
+} // namespace
+
 Error expandResponseFiles(SmallVectorImpl<const char *> &Argv,
                           StringSaver &Saver) {
   cl::ExpansionContext ECtx(Saver.getAllocator(), cl::TokenizeGNUCommandLine);
-  if (Error E = ECtx.expandResponseFiles(Argv))
+  ResponseFileSystem FS;
+  ECtx.setVFS(&FS);
+  if (Error E = ECtx.expandResponseFiles(Argv)) {
+    if (!FS.Refused.empty()) {
+      consumeError(std::move(E));
+      return createStringError(inconvertibleErrorCode(),
+                               "cannot expand response file: %s",
+                               FS.Refused.c_str());
+    }
     return createStringError(inconvertibleErrorCode(),
                              "cannot expand response file: %s",
                              toString(std::move(E)).c_str());
+  }
   return Error::success();
 }
 

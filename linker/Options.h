@@ -23,7 +23,12 @@ namespace fatlink {
 
 class Context;
 
-/// Expands `@file` arguments in place.
+/// The largest response file read (a link line of a million long paths
+/// fits many times over).
+constexpr uint64_t MaxResponseFileSize = uint64_t(64) << 20;
+
+/// Expands `@file` arguments in place. A response file must be a regular
+/// file of at most MaxResponseFileSize bytes.
 llvm::Error expandResponseFiles(llvm::SmallVectorImpl<const char *> &Argv,
                                 llvm::StringSaver &Saver);
 

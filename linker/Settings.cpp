@@ -30,7 +30,7 @@ constexpr KeyInfo Keys[] = {
     {"ptxas", false},     {"linker", false},     {"verbose", true},
     {"dry-run", true},    {"save-temps", true},  {"time-trace", false},
     {"config", false},    {"host-arch", false},  {"cache-dir", false},
-    {"partitions", false}, {"ptx-per-arch", true},
+    {"partitions", false}, {"ptx-per-arch", true}, {"cache-policy", false},
 };
 
 const KeyInfo *findKey(StringRef Key) {
@@ -222,6 +222,11 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
   // The wrappers cache by default: a host-only change skips the device link.
   std::string Cache = S.get("cache-dir").value_or(defaultCacheDir()).str();
   C.CacheDir = Cache == "off" || Cache == "0" ? "" : Cache;
+  if (std::optional<StringRef> V = S.get("cache-policy")) {
+    C.CachePolicy = V->str();
+    if (Error E = checkCachePolicy(Source("cache-policy"), *V))
+      Fail(std::move(E));
+  }
   if (Errors)
     return std::move(Errors);
   return C;

@@ -151,6 +151,9 @@ Expected<PtxasInfo> probePtxas(Context &Ctx, StringRef Ptxas) {
 Expected<std::string> runProgram(Context &Ctx, StringRef Program,
                                  ArrayRef<StringRef> Args,
                                  unsigned TimeoutSeconds, StringRef What) {
+  if (RunningChild::stopping())
+    return createStringError(inconvertibleErrorCode(),
+                             "interrupted by a signal");
   if (!sys::fs::exists(Program))
     return createStringError(
         inconvertibleErrorCode(),
@@ -186,6 +189,7 @@ Expected<std::string> runProgram(Context &Ctx, StringRef Program,
   bool TimedOut = false;
   int RC = -1;
   if (!ExecutionFailed) {
+    RunningChild Running(PI.Pid); // stopped by a signal that ends fatlink
     // LLVM's own time limit relies on SIGALRM, which in a multi-threaded
     // process may reach another thread; poll instead.
     if (TimeoutSeconds) {

@@ -221,7 +221,15 @@ Expected<std::string> generatePTX(StringRef Bitcode, const Target &T,
                                       CodeGenFileType::AssemblyFile))
     return makeError("the NVPTX backend cannot emit PTX for %s",
                      T.Cpu.c_str());
-  PM.run(M);
+  // The NVPTX printer aborts on what it cannot print (the driver refuses
+  // the causes it knows first: names that are not PTX identifiers).
+  if (Error E = runRecoverably(
+          [&] {
+            PM.run(M);
+            return Error::success();
+          },
+          "generating PTX for " + T.Name))
+    return std::move(E);
   if (Error E = Diags.takeError("code generation for " + T.Name))
     return std::move(E);
   return std::string(PTX.str());

@@ -39,6 +39,8 @@
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <set>
+
 using namespace llvm;
 
 namespace fatlink::lto {
@@ -211,6 +213,10 @@ public:
   ErrorList Errors;
   /// Source number of the next container (file, member or object).
   unsigned NextSource = 0;
+  /// The files read so far, by identity: a file named twice (`-ldev -ldev`
+  /// for circular dependencies, a path and a symlink to it) is read once,
+  /// as a linker takes an archive's members once.
+  std::set<sys::fs::UniqueID> Seen;
 
   void readFile(const std::string &Path);
 
@@ -466,6 +472,27 @@ void InputReader::readArchive(MemoryBufferRef MB, StringRef Path,
 }
 
 void InputReader::readFile(const std::string &Path) {
+  sys::fs::file_status Status;
+  bool Exists = !sys::fs::status(Path, Status);
+  // Only regular files are read: a FIFO would block, a device such as
+  // /dev/zero would be read until memory ran out, a directory has nothing.
+  if (Exists && Status.type() != sys::fs::file_type::regular_file) {
+    if (Mode == InputMode::HostLink) {
+      Set.Skipped.push_back(Path + ": not a regular file (left to the host "
+                                   "linker)");
+      return;
+    }
+    Errors.add(makeError("%s: not a regular file (a FIFO, a device or a "
+                         "directory): pass the bitcode, archive or object "
+                         "file itself",
+                         Path.c_str()));
+    return;
+  }
+  if (Exists && !Seen.insert(Status.getUniqueID()).second) {
+    Set.Skipped.push_back(Path + ": already read (the same file as an "
+                                 "earlier input)");
+    return;
+  }
   ErrorOr<std::unique_ptr<MemoryBuffer>> MBOrErr =
       MemoryBuffer::getFile(Path, /*IsText=*/false,
                             /*RequiresNullTerminator=*/false);

@@ -38,6 +38,12 @@
 
 namespace fatlink::lto {
 
+/// Makes LLVM's crashes (signals) and fatal errors in fatlink's work on
+/// untrusted input recoverable: they become Errors that name the input or
+/// the stage, instead of ending the process. For executables, once, at
+/// start-up; fuzzers and tests leave it off to see crashes.
+void enableCrashRecovery();
+
 //===----------------------------------------------------------------------===//
 // Targets
 //===----------------------------------------------------------------------===//

@@ -50,6 +50,7 @@
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
@@ -110,6 +111,15 @@ Error DiagnosticCollector::takeError(const Twine &Context) {
 
 namespace {
 
+/// LLVM's own: intrinsics it knows, and its special variables (llvm.used,
+/// llvm.global_ctors). A function named "llvm.*" that is no intrinsic (a
+/// corrupted name, say) is an ordinary symbol, so it is checked as one.
+static bool isLLVMReserved(const GlobalValue &GV) {
+  if (const auto *F = dyn_cast<Function>(&GV))
+    return F->getIntrinsicID() != Intrinsic::not_intrinsic;
+  return GV.getName().starts_with("llvm.");
+}
+
 /// What a symbol is, as a definition or a declaration says.
 enum class SymbolKind { Function, Kernel, Variable, Other };
 
@@ -167,8 +177,7 @@ struct SymbolTable {
 
   void add(const Module &M, StringRef Origin) {
     for (const GlobalValue &GV : M.global_values()) {
-      if (GV.hasLocalLinkage() || !GV.hasName() ||
-          GV.getName().starts_with("llvm."))
+      if (GV.hasLocalLinkage() || !GV.hasName() || isLLVMReserved(GV))
         continue;
       Entry &E = Symbols[GV.getName().str()];
       // A definition in a comdat that may be deduplicated is resolved by
@@ -263,7 +272,7 @@ static Error checkPTXNames(const Module &M, const SymbolTable &Symtab,
                            unsigned ErrorLimit) {
   ErrorList Errors(ErrorLimit);
   for (const GlobalValue &GV : M.global_values()) {
-    if (GV.hasLocalLinkage() || GV.getName().starts_with("llvm.") ||
+    if (GV.hasLocalLinkage() || isLLVMReserved(GV) ||
         isPTXIdentifier(GV.getName()))
       continue;
     std::string Msg = std::string(kindName(kindOf(GV))) + " '" +
@@ -323,7 +332,7 @@ static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
                             LibraryResolver &Libs, unsigned ErrorLimit) {
   ErrorList Errors(ErrorLimit);
   for (const GlobalValue &GV : M.global_values()) {
-    if (!GV.isDeclarationForLinker() || GV.getName().starts_with("llvm.") ||
+    if (!GV.isDeclarationForLinker() || isLLVMReserved(GV) ||
         isProvidedByPTX(GV.getName()) || GV.use_empty() ||
         mayStayUndefined(GV) || ProvidedByObjects.contains(GV.getName()))
       continue;
@@ -568,9 +577,15 @@ static std::string memoKey(const Twine &Fact, StringRef Bytes) {
 static std::optional<BLAKE3Result<32>> archNeutralDigest(MemoryBufferRef MB) {
   LLVMContext Ctx;
   Ctx.setDiagnosticHandlerCallBack([](const DiagnosticInfo *, void *) {});
-  Expected<std::unique_ptr<Module>> MOrErr = parseBitcodeFile(MB, Ctx);
-  if (!MOrErr) {
-    consumeError(MOrErr.takeError()); // parse() reports it with its origin
+  Expected<std::unique_ptr<Module>> MOrErr = nullptr;
+  // parse() reports a bad image with its origin; here it is only unequal.
+  if (Error E = runRecoverably(
+          [&] {
+            MOrErr = parseBitcodeFile(MB, Ctx);
+            return MOrErr.takeError();
+          },
+          "digest")) {
+    consumeError(std::move(E));
     return std::nullopt;
   }
   for (Function &F : **MOrErr) {
@@ -740,16 +755,29 @@ Expected<std::vector<LinkGroup>> DeviceLinker::planGroups() {
 
 Expected<std::unique_ptr<Module>> DeviceLinker::parse(LLVMContext &Ctx,
                                                       const DeviceImage &Image) {
-  Expected<std::unique_ptr<Module>> MOrErr = parseBitcodeFile(Image.Bitcode, Ctx);
-  if (!MOrErr)
+  // Corrupt bitcode that passed the intake checks can still crash LLVM's
+  // reader or verifier: that is this input's error, not the end of fatlink.
+  std::unique_ptr<Module> M;
+  bool Valid = false;
+  if (Error E = runRecoverably(
+          [&]() -> Error {
+            Expected<std::unique_ptr<Module>> MOrErr =
+                parseBitcodeFile(Image.Bitcode, Ctx);
+            if (!MOrErr)
+              return MOrErr.takeError();
+            M = std::move(*MOrErr);
+            Valid = !verifyModule(*M, nullptr);
+            return Error::success();
+          },
+          "reading it"))
     return makeError("%s: corrupt bitcode: %s", Image.Origin.c_str(),
-                     toString(MOrErr.takeError()).c_str());
+                     toString(std::move(E)).c_str());
   if (Error E = Diags.takeError(Image.Origin))
     return std::move(E);
-  if (verifyModule(**MOrErr, nullptr))
+  if (!Valid)
     return makeError("%s: invalid LLVM module (the verifier rejects it)",
                      Image.Origin.c_str());
-  return MOrErr;
+  return std::move(M);
 }
 
 /// The arch an image was compiled for: its OffloadBinary's, else the newest
@@ -1149,7 +1177,10 @@ Expected<bool> DeviceLinker::optimizePartitions(Module &M, const Target &Rep,
     PartDiags.install(Ctx);
     Expected<std::unique_ptr<Module>> PM =
         parseBitcodeFile(MemoryBufferRef(P.Bitcode, "partition"), Ctx);
-    Error E = PM ? optimize(**PM, Rep, Opts.OptLevel) : PM.takeError();
+    Error E = PM ? runRecoverably(
+                       [&] { return optimize(**PM, Rep, Opts.OptLevel); },
+                       "optimizing a partition for " + Rep.Name)
+                 : PM.takeError();
     if (!E)
       E = PartDiags.takeError("optimization for " + Rep.Name);
     if (E) {
@@ -1226,9 +1257,29 @@ Expected<std::vector<KernelInfo>> readKernels(MemoryBufferRef Bitcode) {
   return std::move(P.Kernels);
 }
 
+static Expected<LinkedProgram> linkAndOptimizeImpl(const InputSet &Inputs,
+                                                   ArrayRef<Target> Targets,
+                                                   const LinkOptions &Opts);
+
 Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
                                         ArrayRef<Target> Targets,
                                         const LinkOptions &Opts) {
+  // Each input was read under crash recovery already (parse()); this is
+  // for what verified IR can still make LLVM do.
+  Expected<LinkedProgram> Result = LinkedProgram();
+  if (Error E = runRecoverably(
+          [&] {
+            Result = linkAndOptimizeImpl(Inputs, Targets, Opts);
+            return Result.takeError();
+          },
+          "linking and optimizing the device code"))
+    return std::move(E);
+  return Result;
+}
+
+static Expected<LinkedProgram> linkAndOptimizeImpl(const InputSet &Inputs,
+                                                   ArrayRef<Target> Targets,
+                                                   const LinkOptions &Opts) {
   TimeTraceScope Scope("Link and optimize");
   if (Inputs.Images.empty() && Inputs.Objects.empty())
     return makeError("no device code in the inputs");

@@ -62,6 +62,13 @@ private:
   unsigned Count = 0;
 };
 
+/// Runs Fn under LLVM's crash recovery (when enableCrashRecovery armed it):
+/// a crash or a fatal LLVM error inside becomes an Error, "LLVM crashed
+/// <What> (Segmentation fault)" or "LLVM failed <What>: <reason>"; What is
+/// a phrase such as "reading it" or "optimizing for sm_80".
+llvm::Error runRecoverably(llvm::function_ref<llvm::Error()> Fn,
+                           const llvm::Twine &What);
+
 /// Checks that a buffer is bitcode fatlink can read: nvptx64 and produced by
 /// an LLVM no newer than this one.
 llvm::Error checkBitcode(llvm::MemoryBufferRef MB, llvm::StringRef Origin);

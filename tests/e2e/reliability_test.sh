@@ -14,6 +14,9 @@
 #     path prefixes, working directories, TMPDIR and locale, and the cache.
 #  4. Concurrency: several fatlink processes at once on the same inputs, the
 #     same output and the same cache directory.
+#  5. Outputs against inputs and each other (issue #14): an output that is
+#     an input, outputs that cannot all be written, --save-temps names, the
+#     same input twice.
 source "$(dirname "$0")/testlib.sh"
 build_testdata
 D="$WORK/dev"
@@ -348,7 +351,8 @@ for phase in cold warm; do
   for i in $(seq $N); do
     check "shared cache, $phase, link $i: same fatbin" cmp "$R/k.fatbin" "$WORK/conc/$phase$i.fatbin"
   done
-  check "shared cache, $phase: one entry, no temporary file" test "$(ls -A "$C" | wc -l)" -eq 1
+  check "shared cache, $phase: one entry, no temporary file" \
+    bash -c "test \$(ls -A '$C' | grep -c '^llvmcache-') -eq 1 && test -z \"\$(ls -A '$C' | grep tmp)\""
 done
 check "shared cache, warm: every link hit" test "$(cat "$WORK"/conc/warm*.log | grep -c '^cache: hit ')" -eq $N
 # The same in partitions: $N links at once fill (cold), then read (warm),
@@ -385,6 +389,255 @@ for i in $(seq 2 $N); do
   check "concurrent fatlink cc $i: same .nv_fatbin as the first" \
     bash -c "test -s '$WORK/conc/app1.fatbin' && cmp '$WORK/conc/app1.fatbin' '$WORK/conc/app$i.fatbin'"
 done
+
+#===------------------------------------------------------------------===#
+# 5. Outputs against inputs and against each other (issue #14)
+#===------------------------------------------------------------------===#
+O="$WORK/outs"
+mkdir -p "$O"
+cp $RLIBS "$D/softplus.bc" "$O/"
+ORLIBS=("$O/libsaxpy.rlib" "$O/libvecmath.rlib" "$O/libminicore.rlib")
+cp "$O/softplus.bc" "$O/softplus.bc.orig"
+ln -sf softplus.bc "$O/alias.bc"
+ln -f "$O/softplus.bc" "$O/hard.bc"
+# expect_same_file NAME FILE ARGS...: -o names an input (by another name,
+# maybe): refused as gcc does, and the input is intact.
+expect_same_file() {
+  local name="$1" file="$2"; shift 2
+  local err rc
+  err=$("$FATLINK" "$@" 2>&1 >/dev/null); rc=$?
+  check "$name: refused ($rc)" test "$rc" -ne 0
+  check "$name: message" grep -qF "fatlink: error: input file '" <<<"$err"
+  check "$name: message names the output" grep -qF "is the same as output file '$file'" <<<"$err"
+  check "$name: the input is intact" cmp "$O/softplus.bc" "$O/softplus.bc.orig"
+  cp "$O/softplus.bc.orig" "$O/softplus.bc" # for the next cases, if not
+}
+expect_same_file "device-link -o an input" "$O/softplus.bc" \
+  device-link --arch=sm_80 "${ORLIBS[@]}" "$O/softplus.bc" -o "$O/softplus.bc"
+expect_same_file "device-link -o a symlink to an input" "$O/alias.bc" \
+  device-link --arch=sm_80 "${ORLIBS[@]}" "$O/softplus.bc" -o "$O/alias.bc"
+expect_same_file "device-link -o a hard link to an input" "$O/hard.bc" \
+  device-link --arch=sm_80 "${ORLIBS[@]}" "$O/softplus.bc" -o "$O/hard.bc"
+expect_same_file "device-link --json= an input" "$O/softplus.bc" \
+  device-link --arch=sm_80 "${ORLIBS[@]}" "$O/softplus.bc" -o "$O/k.fatbin" --json="$O/softplus.bc"
+expect_same_file "embed -o an input" "$O/softplus.bc" \
+  embed "${ORLIBS[@]}" "$O/softplus.bc" -o "$O/softplus.bc"
+# Compared by identity, not by spelling: a relative -o from another
+# directory.
+expect_same_file "embed -o the input by a relative path" "outs/./softplus.bc" \
+  embed "${ORLIBS[@]}" "$O/softplus.bc" -o outs/./softplus.bc
+
+# A --json or --time-trace that cannot be written: the run fails, saying
+# which file and why, and the previous output stays (every output or none).
+echo previous > "$O/previous"
+for opt in json time-trace; do
+  cp "$O/previous" "$O/prev.fatbin"
+  err=$("$FATLINK" device-link --arch=sm_80 "${INPUTS[@]}" -o "$O/prev.fatbin" \
+    --$opt="$O/no-such-dir/x.json" 2>&1); rc=$?
+  check "--$opt unwritable: exit non-zero ($rc)" test "$rc" -ne 0
+  check "--$opt unwritable: message names the file and the reason" \
+    grep -qF "fatlink: error: cannot write $O/no-such-dir/x.json: No such file or directory" <<<"$err"
+  check "--$opt unwritable: previous output intact" cmp "$O/prev.fatbin" "$O/previous"
+  check "--$opt unwritable: no temporary file left" \
+    test "$(ls -A "$O" | grep -c tmp)" -eq 0
+done
+# And when they can be written, all are.
+"$FATLINK" device-link --arch=sm_80 "${INPUTS[@]}" -o "$O/prev.fatbin" \
+  --json="$O/k.json" --time-trace="$O/k.trace.json"
+check "--json and --time-trace written with the output" \
+  bash -c "! cmp -s '$O/prev.fatbin' '$O/previous' && grep -q '\"kernels\"' '$O/k.json' && grep -q traceEvents '$O/k.trace.json'"
+
+# --save-temps names its files after the output (out.fatbin ->
+# out.sm_80.ptx, out.linked.bc): a user's files with the names it used to
+# write (sm_80.cubin, sm_80.ptx, ptxas.log, fatlink.linked.bc) stay, and two
+# links into one directory keep their own.
+S="$WORK/savetemps"
+mkdir -p "$S"
+for f in sm_80.cubin sm_80.ptx ptxas.log fatlink.linked.bc; do echo mine > "$S/$f"; done
+for o in a b; do
+  "$FATLINK" device-link --arch=sm_80 --save-temps "${INPUTS[@]}" -o "$S/$o.fatbin" 2>/dev/null
+done
+for f in sm_80.cubin sm_80.ptx ptxas.log fatlink.linked.bc; do
+  check "--save-temps: the user's $f is untouched" test "$(cat "$S/$f")" = mine
+done
+for o in a b; do
+  check "--save-temps: $o.fatbin's temporaries are named after it" \
+    bash -c "test -s '$S/$o.sm_80.ptx' && test -s '$S/$o.sm_80.cubin' && test -s '$S/$o.linked.bc'"
+done
+check "--save-temps: each link's PTX is its own (both complete)" cmp "$S/a.sm_80.ptx" "$S/b.sm_80.ptx"
+
+# The same archive twice (-ldev -ldev for circular dependencies, rustc's
+# link lines) or under another name is read once, as ld takes it: no
+# "duplicate device symbol".
+ln -sf libsaxpy.rlib "$O/libsaxpy-alias.rlib"
+"$FATLINK" device-link --arch=sm_80 "${ORLIBS[@]}" "${ORLIBS[@]}" "$O/libsaxpy-alias.rlib" \
+  "$O/softplus.bc" "$O/softplus.bc" -o "$O/dup.fatbin" 2>"$O/dup.err"
+check "the same inputs twice (device-link): links" test -s "$O/dup.fatbin"
+check "the same inputs twice (device-link): no error" test ! -s "$O/dup.err"
+"$FATLINK" device-link --arch=sm_80 "${ORLIBS[@]}" "$O/softplus.bc" -o "$O/nodup.fatbin"
+check "the same inputs twice (device-link): same fatbin as once" cmp "$O/nodup.fatbin" "$O/dup.fatbin"
+"$FATLINK" cc "$D/main.o" -L"$D" -ldev -ldev -Wl,-ldev -o "$O/dupapp" \
+  --fatlink-arch=sm_80 2>"$O/dupcc.err"
+check "-ldev -ldev (cc): links" test -x "$O/dupapp"
+check "-ldev -ldev (cc): no duplicate device symbol" \
+  bash -c "! grep -q 'duplicate device symbol' '$O/dupcc.err' && test -f '$O/dupcc.err'"
+
+# A cache entry is checked (a regular file, of the size its header states)
+# before it is read, and hashed through a small buffer before it is kept:
+# a FIFO in its place hung the link, a symlink to /dev/zero was read until
+# memory ran out, a large damaged entry was held whole. Each is a miss:
+# the link is rebuilt, with the reference bytes.
+C5="$WORK/cache5"
+/usr/bin/time -f %M -o "$O/rss.cold" "$FATLINK" device-link --cache-dir="$C5" \
+  --arch=sm_80 "${INPUTS[@]}" -o "$O/c5.fatbin"
+entry=$(find "$C5" -maxdepth 1 -type f -name 'llvmcache-*')
+check "cache: one entry" test "$(wc -w <<<"$entry")" -eq 1
+# A 1 GiB entry whose header states the right length, with a wrong hash
+# (sparse: no disk used).
+python3 - "$entry" <<'PY'
+import sys
+with open(sys.argv[1], "r+b") as f:
+    size = 1 << 30
+    f.seek(8); f.write((size - 48).to_bytes(8, "little")); f.write(b"\xff" * 32)
+    f.truncate(size)
+PY
+/usr/bin/time -f %M -o "$O/rss.big" timeout 120 "$FATLINK" device-link \
+  --cache-dir="$C5" --arch=sm_80 "${INPUTS[@]}" -o "$O/c5-big.fatbin" -v 2>"$O/c5-big.log"
+check "cache: a damaged 1 GiB entry is a miss, rebuilt" cmp "$O/c5.fatbin" "$O/c5-big.fatbin"
+check "cache: a damaged 1 GiB entry is not held in memory ($(cat "$O/rss.big") KiB, cold link $(cat "$O/rss.cold") KiB)" \
+  test "$(cat "$O/rss.big")" -lt $(( $(cat "$O/rss.cold") + 262144 ))
+check "cache: -v says why the entry was ignored" grep -qF "cache: corrupt entry $entry (hash mismatch)" "$O/c5-big.log"
+for kind in fifo zero; do
+  rm -f "$entry"
+  if [ $kind = fifo ]; then mkfifo "$entry"; else ln -s /dev/zero "$entry"; fi
+  # (ulimit -v: without the check, /dev/zero would be read until the limit.)
+  (ulimit -v 4194304; exec timeout 60 "$FATLINK" device-link --cache-dir="$C5" \
+    --arch=sm_80 "${INPUTS[@]}" -o "$O/c5-$kind.fatbin" -v) 2>"$O/c5-$kind.log"; rc=$?
+  check "cache: entry is a $kind: the link succeeds ($rc)" test "$rc" -eq 0
+  check "cache: entry is a $kind: rebuilt, same fatbin" cmp "$O/c5.fatbin" "$O/c5-$kind.fatbin"
+  check "cache: entry is a $kind: -v says so" grep -qF "cache: corrupt entry $entry (not a regular file)" "$O/c5-$kind.log"
+done
+
+# Command-line inputs and response files: only regular files are read, a
+# response file has at most 64 MiB.
+mkfifo "$O/fifo"
+truncate -s 65M "$O/big.rsp"
+OUT="$O/nr.fatbin"
+# (Bounded, so that a regression fails instead of hanging or eating memory.)
+printf '#!/bin/sh\nulimit -v 4194304\nexec timeout 30 %s "$@"\n' "$FATLINK" > "$O/bounded-fatlink"
+chmod +x "$O/bounded-fatlink"
+REAL_FATLINK="$FATLINK"
+FATLINK="$O/bounded-fatlink"
+for input in /dev/zero "$O/fifo"; do
+  expect_error "input $input: refused" "$input: not a regular file" \
+    device-link --arch=sm_80 "$input" -o "$OUT"
+  expect_error "response file @$input: refused" \
+    "cannot expand response file: $input is not a regular file" \
+    device-link --arch=sm_80 "@$input" -o "$OUT"
+done
+expect_error "response file over 64 MiB: refused" \
+  "cannot expand response file: $O/big.rsp has 68157440 bytes, more than the 64 MiB" \
+  embed "@$O/big.rsp" -o "$OUT"
+FATLINK="$REAL_FATLINK"
+rm -f "$O/big.rsp"
+
+# SIGTERM, SIGINT and SIGPIPE during a partitioned link running ptxas in
+# parallel: the ptxas children are stopped before the temporaries are
+# removed, so none runs on (re-parented to init) and none writes a file
+# into TMPDIR afterwards. This ptxas records its pid, takes 4 s, then
+# writes its output, as a real one would.
+cat > "$D/slow-part-ptxas" <<PTXAS
+#!/bin/sh
+case "\$1" in --version|--help) exec "$CUDA/bin/ptxas" "\$@";; esac
+echo \$\$ >> "$D/ptxas-pids"
+i=0; while [ \$i -lt 40 ]; do sleep 0.1; i=\$((i+1)); done
+out=; prev=; for a; do [ "\$prev" = -o ] && out=\$a; prev=\$a; done
+echo late > "\$out"
+PTXAS
+chmod +x "$D/slow-part-ptxas"
+PART=(device-link -v -j2 --partitions=4 --arch=sm_80,sm_90 --ptxas="$D/slow-part-ptxas"
+  "${INPUTS[@]}" -o "$O/sig.fatbin")
+# ptxas_left: how many of the recorded ptxas are still running.
+ptxas_left() {
+  local n=0 p
+  for p in $(cat "$D/ptxas-pids" 2>/dev/null); do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done
+  echo $n
+}
+wait_for_ptxas() {
+  for _ in $(seq 300); do [ "$(wc -l < "$D/ptxas-pids" 2>/dev/null || echo 0)" -ge "$1" ] && return; sleep 0.1; done
+}
+for sig in TERM INT PIPE; do
+  rm -f "$D/ptxas-pids" "$O/sig.fatbin"
+  if [ $sig = PIPE ]; then
+    # The reader goes away once ptxas runs; fatlink's next -v line (the
+    # next ptxas command) raises SIGPIPE.
+    "$FATLINK" "${PART[@]}" 2>&1 | { wait_for_ptxas 2; exit 0; }
+    rc=${PIPESTATUS[0]}
+    check "SIGPIPE during partitioned ptxas: killed by the signal ($rc)" test "$rc" -eq $((128 + $(kill -l PIPE)))
+  else
+    python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+      "$FATLINK" "${PART[@]}" 2>/dev/null &
+    pid=$!
+    wait_for_ptxas 2
+    kill -s $sig $pid
+    wait $pid; rc=$?
+    check "SIG$sig during partitioned ptxas: killed by the signal ($rc)" test "$rc" -eq $((128 + $(kill -l $sig)))
+  fi
+  check "SIG$sig during partitioned ptxas: ptxas ran ($(wc -l < "$D/ptxas-pids"))" test -s "$D/ptxas-pids"
+  sleep 0.5
+  check "SIG$sig during partitioned ptxas: no ptxas left running ($(ptxas_left))" test "$(ptxas_left)" -eq 0
+  sleep 4 # a ptxas left running would now write its output
+  check "SIG$sig during partitioned ptxas: no output" test ! -e "$O/sig.fatbin"
+  check "SIG$sig during partitioned ptxas: no temporary file left ($(ls -A "$TMPDIR" | head -3 | tr '\n' ' '))" test -z "$(ls -A "$TMPDIR")"
+  for p in $(cat "$D/ptxas-pids" 2>/dev/null); do kill "$p" 2>/dev/null; done
+  rm -rf "${TMPDIR:?}"/*
+done
+
+# The cache is pruned after each store, by LLVM's pruneCache (--cache-policy,
+# the cache-policy setting), and pruning removes cache entries alone: its
+# entries are the directory's "llvmcache-*" files; nothing else in it (a
+# user's file, build dependencies, an older fatlink's entries) is touched.
+P="$WORK/prune"
+Z64=0000000000000000000000000000000000000000000000000000000000000000
+mkdir -p "$P/deps/zstd"
+echo dep > "$P/deps/zstd/libzstd.a"
+echo mine > "$P/notes.txt"
+echo older > "$P/$Z64"
+echo expired > "$P/llvmcache-${Z64%0}1"
+touch -d '30 days ago' "$P/deps/zstd/libzstd.a" "$P/deps/zstd" "$P/deps" "$P/notes.txt" "$P/$Z64" "$P/llvmcache-${Z64%0}1"
+"$FATLINK" device-link --cache-dir="$P" --cache-policy=prune_interval=0s:prune_after=168h \
+  --arch=sm_80 "${INPUTS[@]}" -o "$O/p1.fatbin"
+check "cache policy: an entry unused for 30 days is pruned" test ! -e "$P/llvmcache-${Z64%0}1"
+check "cache policy: this link's entry is kept" \
+  bash -c "test -s '$O/p1.fatbin' && test \$(ls '$P' | grep -c '^llvmcache-[0-9a-f]\{64\}$') -eq 1"
+"$FATLINK" device-link --cache-dir="$P" --cache-policy=prune_interval=0s:cache_size_bytes=1 \
+  --arch=sm_90 "${INPUTS[@]}" -o "$O/p2.fatbin"
+check "cache policy: beyond the size limit, entries are pruned" test "$(ls "$P" | grep -c '^llvmcache-[0-9a-f]')" -eq 0
+check "cache policy: nothing but entries removed" \
+  bash -c "test -s '$P/deps/zstd/libzstd.a' && test -s '$P/notes.txt' && test -s '$P/$Z64'"
+OUT="$O/p3.fatbin"
+expect_error "cache policy: a bad one is refused" \
+  "invalid value for --cache-policy: 'prune_after=3x': " \
+  device-link --cache-dir="$P" --cache-policy=prune_after=3x --arch=sm_80 "${INPUTS[@]}" -o "$OUT"
+err=$(FATLINK_CACHE_DIR="$P" FATLINK_CACHE_POLICY=cache_sise=1 "$FATLINK" cc "$D/main.o" -L"$D" -ldev \
+  -o "$O/papp" --fatlink-arch=sm_80 2>&1)
+check "cache policy: a bad FATLINK_CACHE_POLICY is refused, named" \
+  grep -qF "fatlink: error: invalid value for FATLINK_CACHE_POLICY: 'cache_sise=1'" <<<"$err"
+# The default cache of fatlink cc is a directory of its own, not
+# ~/.cache/fatlink, where scripts/setup.sh unpacks build dependencies
+# (deps/): even a policy that prunes everything leaves them.
+H="$WORK/home"
+mkdir -p "$H/.cache/fatlink/deps/zstd"
+echo dep > "$H/.cache/fatlink/deps/zstd/libzstd.a"
+touch -d '30 days ago' "$H/.cache/fatlink/deps/zstd/libzstd.a"
+env -u FATLINK_CACHE_DIR -u XDG_CACHE_HOME HOME="$H" "$FATLINK" cc "$D/main.o" -L"$D" -ldev \
+  -o "$O/happ" --fatlink-arch=sm_80 --fatlink-cache-policy=prune_interval=0s:prune_after=1s:cache_size_bytes=1
+check "default cache: fatlink cc links" test -x "$O/happ"
+check "default cache: in ~/.cache/fatlink/device-links" test -e "$H/.cache/fatlink/device-links/llvmcache.timestamp"
+check "default cache: nothing of its own in ~/.cache/fatlink" \
+  test "$(ls -A "$H/.cache/fatlink" | tr '\n' ' ')" = "deps device-links "
+check "default cache: the build dependencies are intact" test -s "$H/.cache/fatlink/deps/zstd/libzstd.a"
+
 check "no temporary file left anywhere in TMPDIR" test -z "$(ls -A "$TMPDIR")"
 
 finish

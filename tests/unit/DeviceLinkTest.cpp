@@ -50,7 +50,8 @@ TEST(DeviceLinkMain, Help) {
         "--export-symbol=<name>", "--ftz", "--no-prec-div", "-o <path>",
         "--emit-ptx", "--json=<file>", "--cuda-path=<dir>", "--ptxas=<path>",
         "--ptxas-timeout=<seconds>", "--libdevice=<file>", "-j <N>", "-v",
-        "--save-temps", "--time-trace=<file>", "--version"})
+        "--save-temps", "--time-trace=<file>", "--cache-policy=<policy>",
+        "--version"})
     EXPECT_THAT(R.Out, HasSubstr(Opt));
   EXPECT_EQ(deviceLink({"-h"}).Out, R.Out);
 }

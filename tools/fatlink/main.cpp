@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "linker/Linker.h"
+#include "lto/LTO.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Format.h"
@@ -53,6 +54,9 @@ void printUsage(raw_ostream &OS) {
 
 int main(int Argc, char **Argv) {
   InitLLVM X(Argc, Argv);
+  // A crash or fatal error inside LLVM, on input that got past every
+  // check, becomes "fatlink: error: <input>: ..." and a clean exit.
+  fatlink::lto::enableCrashRecovery();
   ArrayRef<const char *> Args(Argv, Argc);
   StringRef Prog = sys::path::filename(Args[0]);
   Args = Args.drop_front();
