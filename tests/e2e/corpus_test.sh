@@ -129,22 +129,25 @@ has_kernels() {
   done
   [ $FAILED -eq $before ] && pass "$dir: every target has kernels $*"
   [ -n "$JIT" ] || return
-  if [ -s "$dir/compute_120.ptx" ] && "$PTXAS" -arch=sm_120 "$dir/compute_120.ptx" -o "$dir/jit.cubin"; then
+  f=$(ptx_of "$dir" compute_120)
+  if [ -n "$f" ] && "$PTXAS" -arch=sm_120 "$f" -o "$dir/jit.cubin"; then
     pass "$dir: ptxas accepts the compute_120 PTX for sm_120"
   else
     fail "$dir: ptxas rejects the compute_120 PTX"
   fi
 }
 
-# ptx_of DIR TARGET: the path of the target's PTX. A link of more than 8
-# kernels is compiled in partitions, one PTX each (sm_80.part0.ptx, ...):
-# they are joined into one file to check. Prints nothing if there is none.
+# ptx_of DIR TARGET: the path of the target's PTX, which --save-temps
+# keeps as kernels.<target>.ptx (named after the output, kernels.o). A link
+# of more than 8 kernels is compiled in partitions, one PTX each
+# (kernels.sm_80.part0.ptx, ...): they are joined into one file to check.
+# Prints nothing if there is none.
 ptx_of() {
   local dir="$1" t="$2"
-  if [ -s "$dir/$t.ptx" ]; then
-    echo "$dir/$t.ptx"
-  elif compgen -G "$dir/$t.part*.ptx" >/dev/null; then
-    cat "$dir/$t".part*.ptx >"$dir/$t.joined.ptx" && echo "$dir/$t.joined.ptx"
+  if [ -s "$dir/kernels.$t.ptx" ]; then
+    echo "$dir/kernels.$t.ptx"
+  elif compgen -G "$dir/kernels.$t.part*.ptx" >/dev/null; then
+    cat "$dir/kernels.$t".part*.ptx >"$dir/joined.$t.ptx" && echo "$dir/joined.$t.ptx"
   fi
 }
 
