@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # check-install.sh: every external program that fatlink's tests, examples,
 # benchmarks and CI run must come from a package scripts/setup.sh installs,
-# from the CUDA toolkit ($CUDA_PATH) or from rustup (~/.cargo, ~/.rustup),
+# from the CUDA toolkit ($CUDA_PATH), from rustup (~/.cargo, ~/.rustup) or
+# from what setup.sh unpacks under ~/.cache/fatlink/deps (cuobjdump),
 # or be part of Debian's essential set. A fresh machine of the CI kind has
 # no LLVM, clang or Bazel at all, so a program that some earlier work left
 # on this machine would otherwise pass here and fail there (issue #14:
@@ -15,6 +16,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 CUDA="${CUDA_PATH:-/usr/local/cuda}"
+# What setup.sh unpacks outside the package manager (zstd, cuobjdump).
+DEPS="${FATLINK_DEPS_DIR:-$HOME/.cache/fatlink/deps}"
 export PATH="$HOME/.cargo/bin:$PATH"
 
 # program  who runs it (directly or through another program)
@@ -51,6 +54,7 @@ PROGRAMS=(
   "nvlink                the device link (CUDA toolkit)"
   "fatbinary             packager tests (CUDA toolkit)"
   "nvcc                  bench/, tests (CUDA toolkit)"
+  "cuobjdump             corpus_test (scripts/setup.sh: the nvidia-cuda-cuobjdump wheel)"
   "rustc                 tests (rustup)"
   "cargo                 the cargo example (rustup)"
 )
@@ -83,6 +87,7 @@ for entry in "${PROGRAMS[@]}"; do
   path=$(command -v "$prog" 2>/dev/null || true)
   [ -n "$path" ] || { [ -x "/usr/lib/llvm-22/bin/$prog" ] && path="/usr/lib/llvm-22/bin/$prog"; }
   [ -n "$path" ] || { [ -x "$CUDA/bin/$prog" ] && path="$CUDA/bin/$prog"; }
+  [ -n "$path" ] || { [ -x "$DEPS/$prog/bin/$prog" ] && path="$DEPS/$prog/bin/$prog"; }
   if [ -z "$path" ]; then
     echo "check-install: FAIL $prog ($why): not found: add its package to scripts/setup.sh"
     failed=$((failed + 1)); continue
@@ -97,6 +102,7 @@ for entry in "${PROGRAMS[@]}"; do
   real=$(readlink -f "$path")
   case "$real" in
     "$(readlink -f "$CUDA")"/*) echo "check-install: ok   $prog: CUDA toolkit"; continue ;;
+    "$(readlink -f "$DEPS")"/*) echo "check-install: ok   $prog: scripts/setup.sh, in $DEPS"; continue ;;
     "$HOME"/.cargo/*|"$HOME"/.rustup/*) echo "check-install: ok   $prog: rustup"; continue ;;
   esac
   ok=""

@@ -11,7 +11,7 @@ PACKAGES=(
   llvm-22 llvm-22-dev llvm-22-tools clang-22 clang-tools-22 lld-22
   libclang-22-dev libelf-dev libzstd-dev zstd libgtest-dev libgmock-dev
   gcc g++
-  bazel-bootstrap bazel-rules-java python3 binutils curl
+  bazel-bootstrap bazel-rules-java python3 python3-pip binutils curl
 )
 
 missing=()
@@ -82,4 +82,37 @@ if [ -z "${FATLINK_ZSTD_ROOT:-}" ] &&
   cp "$tmp"/x/usr/share/doc/libzstd-dev/copyright "$tmp/zstd/"
   rm -rf "$DEPS/zstd"
   mv "$tmp/zstd" "$DEPS/zstd"
+fi
+
+# NVIDIA's cuobjdump, which the CUDA 13.0 image lacks: corpus_test.sh lists
+# the kernels of fatlink's outputs with it, a reader independent of
+# fatlink's own. It comes from the nvidia-cuda-cuobjdump wheel, fetched with
+# `pip download` (no pip install), checked against a pinned SHA-256 and
+# unpacked to $DEPS/cuobjdump/bin.
+if [ ! -x "$DEPS/cuobjdump/bin/cuobjdump" ]; then
+  case "$(dpkg --print-architecture)" in
+    amd64) wplat=manylinux2014_x86_64 wsha=d332c2ffe78e703ca0a3894be927f83124244e2acf0d792b8c12b4362d44d837 ;;
+    arm64) wplat=manylinux2014_aarch64 wsha=9a025b92d5faca837f69841317760df9b27f3871bfa089d80cc428399743fd56 ;;
+    *) echo "setup: error: no pinned cuobjdump wheel for $(dpkg --print-architecture)" >&2; exit 1 ;;
+  esac
+  echo "setup: fetching cuobjdump (nvidia-cuda-cuobjdump 13.2.86) into $DEPS/cuobjdump"
+  wtmp=$(mktemp -d)
+  if ! python3 -m pip download -q --no-deps --only-binary=:all: --platform "$wplat" \
+      --python-version 3.11 nvidia-cuda-cuobjdump==13.2.86 -d "$wtmp" >/dev/null; then
+    echo "setup: error: pip could not download nvidia-cuda-cuobjdump 13.2.86" >&2
+    rm -rf "$wtmp"; exit 1
+  fi
+  whl=$(ls "$wtmp"/*.whl)
+  if ! echo "$wsha  $whl" | sha256sum -c --status; then
+    echo "setup: error: $whl does not have the expected SHA-256 $wsha" >&2
+    rm -rf "$wtmp"; exit 1
+  fi
+  mkdir -p "$wtmp/cuobjdump/bin" "$DEPS"
+  python3 -c 'import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+open(sys.argv[2], "wb").write(z.read("nvidia/cu13/bin/cuobjdump"))' "$whl" "$wtmp/cuobjdump/bin/cuobjdump"
+  chmod +x "$wtmp/cuobjdump/bin/cuobjdump"
+  rm -rf "$DEPS/cuobjdump"
+  mv "$wtmp/cuobjdump" "$DEPS/cuobjdump"
+  rm -rf "$wtmp"
 fi

@@ -22,6 +22,13 @@
 #              launches a kernel; the device runtime (libcudadevrt.a) is
 #              nvlinked into the cubins for sm_75..sm_120
 #   rust_host  the fatlink-rt crate: saxpy through typed arguments
+#   corpus_app the corpus (testdata/cuda/corpus, docs/corpus.md), every TU
+#              and the Rust crate corpus_rs in one device link for sm_75..
+#              sm_120 + compute_120: dynamic shared memory across TUs, warp
+#              intrinsics and cooperative groups, atomics, CUB and thrust,
+#              wmma, libdevice, malloc/printf, __constant__, device function
+#              pointers and virtual calls, Rust calling CUDA C++ (tests/gpu/
+#              corpus_app.cu checks each against the host)
 # The run takes well under a minute (JIT included); the build about one.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -76,6 +83,23 @@ build() {
     -Wl,--whole-archive "$LIB" -Wl,--no-whole-archive \
     -L"$CUDA/lib64" -lcudart -ldl -lpthread -Wl,-rpath,'$ORIGIN' -o "$OUT/app_cdp"
   cp -L "$CUDA"/lib64/libcudart.so.1[0-9] "$OUT/"
+  echo "== the corpus (testdata/cuda/corpus) and its host, corpus_app"
+  rust corpus_rs --extern minicore="$W/libminicore.rlib"
+  local CORPUS_OBJS="" tu
+  for tu in smem_scan smem_histogram warp_coop atomics cccl tensor_async numerics texsurf dispatch_a dispatch_b; do
+    "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version -std=c++17 -I"$CUDA/include/cccl" \
+      --offload-new-driver -fgpu-rdc -foffload-lto --offload-arch=sm_75,sm_80,sm_90,sm_100,sm_120 -O3 \
+      -c "$T/cuda/corpus/$tu.cu" -o "$W/corpus_$tu.o"
+    CORPUS_OBJS="$CORPUS_OBJS $W/corpus_$tu.o"
+  done
+  "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version -std=c++17 --offload-new-driver \
+    -fgpu-rdc -foffload-lto --offload-arch=sm_75 -O2 -I"$ROOT/runtime/include" \
+    -c "$ROOT/tests/gpu/corpus_app.cu" -o "$W/corpus_app.o"
+  "$FATLINK" device-link --arch=sm_75,sm_80,sm_90,sm_100,sm_120,compute_120 $CORPUS_OBJS \
+    "$W/libcorpus_rs.rlib" "$W/libminicore.rlib" -o "$W/kernels_corpus.o"
+  "$CLANG" "$W/corpus_app.o" $CORPUS_OBJS "$W/kernels_corpus.o" -Wl,--whole-archive "$LIB" \
+    -Wl,--no-whole-archive -L"$CUDA/lib64" -lcudart -ldl -lpthread -Wl,-rpath,'$ORIGIN' \
+    -o "$OUT/corpus_app"
   echo "== Rust host (fatlink-rt crate)"
   rustc --edition 2021 -O --crate-type rlib --crate-name fatlink_rt \
     "$ROOT/runtime/rust/fatlink-rt/src/lib.rs" -o "$W/libfatlink_rt.rlib"
@@ -95,7 +119,7 @@ fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
 
 run() {
   cd "$OUT" || exit 1
-  for f in app_full app_parts app_ptx app_sm75 app_sm120 app_cdp rust_host cargo_app; do
+  for f in app_full app_parts app_ptx app_sm75 app_sm120 app_cdp rust_host cargo_app corpus_app; do
     [ -x "$f" ] || { echo "FAIL: $OUT/$f missing: run 'tests/gpu/run.sh build' first"; exit 1; }
   done
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader || true
@@ -169,6 +193,16 @@ run() {
   cat cargo.txt
   [ $rc -eq 0 ] && grep -q '^ran gelu_affine and axpy on 4096 values' cargo.txt &&
     pass "cargo_app: gelu_affine and axpy match the host" || fail "cargo_app (exit $rc)"
+
+  echo "== corpus_app: the corpus programs against the host"
+  timeout 180 ./corpus_app >corpus.txt 2>&1; rc=$?
+  cat corpus.txt
+  [ $rc -eq 0 ] && grep -q '^corpus_app: all checks passed' corpus.txt &&
+    pass "corpus_app: every corpus check" || fail "corpus_app (exit $rc)"
+  [ "$(grep -c '^PASS: ' corpus.txt)" -eq 15 ] &&
+    pass "corpus_app: all 15 checks ran" || fail "corpus_app: not all 15 checks ran"
+  grep -q '^device_heap_printf: block 0 of 2, sum\[0\] = 0, 0.500000$' corpus.txt &&
+    pass "corpus_app: device printf output" || fail "corpus_app: device printf output missing"
 
   echo "$PASSED passed, $FAILED failed"
   [ $FAILED -eq 0 ]
