@@ -796,15 +796,18 @@ static std::optional<ArchName> compiledFor(const Module &M,
   return Max;
 }
 
-/// A kernel whose body is a bare `ret void`.
-static bool isEmptyKernel(const Function &F) {
+/// A kernel that takes arguments and ignores them: its body is a bare
+/// `ret void`. (A kernel without parameters may be empty by design, as
+/// CUB's EmptyKernel, which programs launch to probe the device.)
+static bool isEmptiedKernel(const Function &F) {
   return !F.isDeclaration() && F.getCallingConv() == CallingConv::PTX_Kernel &&
-         F.size() == 1 && F.front().size() == 1 &&
+         !F.arg_empty() && F.size() == 1 && F.front().size() == 1 &&
          isa<ReturnInst>(F.front().front());
 }
 
 /// Records which targets link an image and, for a kernel that is empty in
-/// an image compiled for an older arch than a target it serves, a warning:
+/// an image compiled for an older arch than a target it serves (when its
+/// translation unit has no image of that target's own arch), a warning:
 /// code under `#if __CUDA_ARCH__ >= NNN` was left out when the image was
 /// compiled, and that target gets an empty kernel without a word otherwise.
 void DeviceLinker::noteUse(const Module &M, const DeviceImage &Image,
@@ -814,16 +817,24 @@ void DeviceLinker::noteUse(const Module &M, const DeviceImage &Image,
   InputUse &Use = Uses[ImageIndex];
   Use.Origin = Image.Origin;
   Use.CompiledFor = Arch ? Arch->Cpu : "";
+  // The arches the image's translation unit was compiled for: a target
+  // served by another arch's image (planGroups' choice, or one found equal
+  // to its own) was compiled for all the same.
+  StringSet<> UnitArches;
+  for (const DeviceImage &Other : Inputs.Images)
+    if (Other.Source == Image.Source && !Other.Arch.empty())
+      UnitArches.insert(Other.Arch);
   std::vector<std::string> Newer;
   for (size_t TI : G.Targets) {
     Use.Targets.push_back(Targets[TI].Name);
-    if (Arch && Targets[TI].Sm > Arch->Sm)
+    if (Arch && Targets[TI].Sm > Arch->Sm &&
+        !UnitArches.contains(Targets[TI].Cpu))
       Newer.push_back(Targets[TI].Name);
   }
   if (Newer.empty())
     return;
   for (const Function &F : M)
-    if (isEmptyKernel(F))
+    if (isEmptiedKernel(F))
       Out.Warnings.push_back(
           (Image.Origin + ": kernel " + F.getName() + " is empty for " +
            join(Newer, ", ") + ": the input was compiled for " + Arch->Cpu +

@@ -36,6 +36,7 @@ PROGRAMS=(
   "opt-22                bench/ (the floor)"
   "llc-22                bench/ (the floor)"
   "llvm-dis-22           tests"
+  "llvm-as-22            tests (cuda_idioms_test)"
   "llvm-ar-22            packager tests (archives, thin archives)"
   "llvm-config-22        bazel/system.bzl"
   "llvm-tblgen-22        bazel/tblgen.bzl (option tables)"

@@ -127,6 +127,23 @@ check "no warning where the input's arch is the target's" test ! -s "$WORK/gated
 "$FATLINK" device-link --arch=sm_80 "$D/gated80.bc" -o "$WORK/gated80.cubin" 2>"$WORK/gated80.log"
 check "no warning when compiled for the target" test ! -s "$WORK/gated80.log"
 
+# No warning where the kernel is empty by design (no parameters: CUB's
+# EmptyKernel) or where the unit was compiled for the target's arch too,
+# even when an equal image of another arch serves it (sm_100's for sm_120).
+printf '%s\n' 'extern "C" __global__ void empty_by_design() {}' \
+  '#if __CUDA_ARCH__ >= 1000' 'extern "C" __global__ void work(float *p) {}' \
+  '#else' 'extern "C" __global__ void work(float *p) { p[threadIdx.x] *= 2.0f; }' \
+  '#endif' > "$WORK/e.cu"
+"$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --offload-new-driver \
+  -fgpu-rdc -foffload-lto --offload-arch=sm_75,sm_100,sm_120 -O3 -c "$WORK/e.cu" -o "$D/e.o"
+"$FATLINK" device-link --arch=sm_75,sm_100,sm_120 "$D/e.o" -o "$WORK/e.fatbin" 2>"$WORK/e.log"
+check "no warning for units compiled for every target, nor for parameterless kernels" \
+  test ! -s "$WORK/e.log"
+"$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --cuda-device-only \
+  --offload-arch=sm_75 -fgpu-rdc -O3 -emit-llvm -c "$WORK/e.cu" -o "$D/e75.bc"
+"$FATLINK" device-link --arch=sm_75,sm_80 "$D/e75.bc" -o "$WORK/e75.fatbin" 2>"$WORK/e75.log"
+check "a parameterless empty kernel is empty by design" test ! -s "$WORK/e75.log"
+
 # --error-limit: 25 duplicate kernels, 20 shown by default, all with 0.
 for i in $(seq 1 25); do echo "extern \"C\" __global__ void dup$i(int *p) { *p = $i; }"; done > "$WORK/dups.cu"
 for n in 1 2; do
