@@ -3,7 +3,8 @@
 # benchmarks and CI run must come from a package scripts/setup.sh installs,
 # from the CUDA toolkit ($CUDA_PATH), from rustup (~/.cargo, ~/.rustup) or
 # from what setup.sh unpacks under ~/.cache/fatlink/deps (cuobjdump),
-# or be part of Debian's essential set. A fresh machine of the CI kind has
+# or be part of Debian's essential set; and so must the libraries the
+# fuzzers link (libclang_rt.*). A fresh machine of the CI kind has
 # no LLVM, clang or Bazel at all, so a program that some earlier work left
 # on this machine would otherwise pass here and fail there (issue #14:
 # clang-linker-wrapper, run by clang's offload link, is in clang-tools-22).
@@ -116,6 +117,25 @@ for entry in "${PROGRAMS[@]}"; do
     echo "check-install: ok   $prog: $ok"
   else
     echo "check-install: FAIL $prog ($why): $path comes from '$(owners_of "$path" | sort -u | tr '\n' ' ')', which scripts/setup.sh does not install"
+    failed=$((failed + 1))
+  fi
+done
+
+# Libraries the builds link that no program above brings along: the
+# fuzzers' runtimes (fuzz/build.sh links with -fsanitize=fuzzer,address,
+# which look for them in clang's runtime directory).
+rtdir=$(clang-22 --print-runtime-dir 2>/dev/null)
+for lib in fuzzer asan ubsan_standalone; do
+  f=$(ls "$rtdir"/libclang_rt."$lib"*.a 2>/dev/null | grep -v i386 | head -1)
+  if [ -z "$f" ]; then
+    echo "check-install: FAIL libclang_rt.$lib (fuzz/build.sh): not in clang-22's runtime directory ($rtdir): add libclang-rt-22-dev to scripts/setup.sh"
+    failed=$((failed + 1)); continue
+  fi
+  o=$(dpkg -S "$f" 2>/dev/null | cut -d: -f1)
+  if grep -qx "$o" <<<"$packages"; then
+    echo "check-install: ok   libclang_rt.$lib: $o"
+  else
+    echo "check-install: FAIL libclang_rt.$lib (fuzz/build.sh): $f comes from '$o', which scripts/setup.sh does not install"
     failed=$((failed + 1))
   fi
 done
