@@ -15,10 +15,11 @@
 //      response files read as the linker reads them, and GNU ld scripts
 //      (any file that is no object, archive or shared library, found either
 //      way or given with -T) followed through INPUT, GROUP, AS_NEEDED,
-//      SEARCH_DIR and INCLUDE. What it cannot follow (an unreadable script
-//      or `@file`, an MRI script, a specs file) is a warning naming it;
-//      the compiler's built-in directories are not searched (the system's
-//      libraries live there; docs/cargo.md);
+//      SEARCH_DIR and INCLUDE; a library in none of those directories is
+//      looked for in the driver's own (`-print-search-dirs`, asked once,
+//      and not for the C and C++ runtimes). What it cannot follow (a
+//      library found nowhere, an unreadable script or `@file`, an MRI
+//      script, a specs file) is a warning naming it (docs/cargo.md);
 //   3. reads their device code (objects and archives with `.llvm.offloading`
 //      images: fatlink embed, clang --offload-new-driver);
 //   4. if there is any, runs the device link to a host object (the fatbin,
@@ -39,6 +40,7 @@
 #include "linker/Linker.h"
 #include "linker/Options.h"
 #include "linker/Settings.h"
+#include "linker/Toolkit.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
@@ -128,8 +130,12 @@ public:
   /// Finds the files behind the items as the host linker will: Driver says
   /// whether the host linker is a compiler driver (gcc, clang), which adds
   /// LIBRARY_PATH's directories to the search; LibraryPath is its value.
+  /// AskDriver gives the driver's own library directories
+  /// (`-print-search-dirs`); it runs at most once, for a library found
+  /// nowhere else.
   void findInputs(HostLinkLine &Line, bool Driver,
-                  std::optional<std::string> LibraryPath);
+                  std::optional<std::string> LibraryPath,
+                  std::function<Expected<std::vector<std::string>>()> AskDriver);
 
 private:
   Error walk(ArrayRef<const char *> Args, std::vector<std::string> &Forward);
@@ -141,7 +147,7 @@ private:
   std::optional<std::string> searchLibrary(StringRef Name, bool StaticOnly);
   std::optional<std::string> searchFile(StringRef Name);
   void addLibrary(StringRef Name, bool StaticOnly, unsigned Depth);
-  void addFile(StringRef Path, unsigned Depth);
+  void addFile(StringRef Path, unsigned Depth, bool SkipShared = false);
   void readScript(StringRef Path, unsigned Depth);
   void warn(const Twine &Msg) { Line->Warnings.push_back(Msg.str()); }
 
@@ -156,6 +162,10 @@ private:
   std::vector<std::string> SearchDirs;
   std::vector<LinkItem> Items;
   std::string Sysroot;
+  bool Driver = false;
+  std::function<Expected<std::vector<std::string>>()> AskDriver;
+  /// The driver's own library directories, searched last; asked for once.
+  std::optional<std::vector<std::string>> DriverDirs;
   bool Static = false;
   /// The linker option whose value the next linker argument is ("" for
   /// none): -Wl,-L,dir and -Xlinker -L -Xlinker dir.
@@ -334,6 +344,18 @@ Expected<HostLinkLine> LineParser::parse(ArrayRef<const char *> Args) {
 // Finding the files, as GNU ld does
 //===----------------------------------------------------------------------===//
 
+/// Libraries of the C and C++ runtimes and the sanitizers, which compiler
+/// drivers and rustc name on every link.
+static bool isRuntimeLibrary(StringRef Name) {
+  static constexpr const char *Names[] = {
+      "c",     "m",      "dl",     "rt",       "pthread", "util",
+      "gcc",   "gcc_s",  "gcc_eh", "stdc++",   "c++",     "c++abi",
+      "unwind", "atomic", "ssp",   "ssp_nonshared", "resolv", "crypt",
+      "anl",   "nsl",    "mvec",   "supc++",   "asan",    "ubsan",
+      "tsan",  "lsan",   "gomp",   "quadmath", "gfortran", "z"};
+  return is_contained(Names, Name);
+}
+
 /// GNU ld's sysroot prefixes: `=dir` and `$SYSROOT/dir` name dir inside the
 /// sysroot (--sysroot; without one, ld's built-in sysroot, "" on a native
 /// Debian or Ubuntu ld).
@@ -351,6 +373,7 @@ std::string LineParser::sysrooted(StringRef Path) const {
 std::optional<std::string> LineParser::searchLibrary(StringRef Name,
                                                      bool StaticOnly) {
   SmallVector<std::string, 2> Candidates;
+  StringRef LibName = Name;
   if (Name.consume_front(":")) {
     Candidates.push_back(Name.str());
   } else {
@@ -358,13 +381,42 @@ std::optional<std::string> LineParser::searchLibrary(StringRef Name,
       Candidates.push_back(("lib" + Name + ".so").str());
     Candidates.push_back(("lib" + Name + ".a").str());
   }
-  for (const std::string &Dir : SearchDirs)
-    for (const std::string &C : Candidates) {
-      SmallString<256> Path(Dir);
-      sys::path::append(Path, C);
-      if (sys::fs::is_regular_file(Path))
-        return std::string(Path);
+  auto Search = [&](ArrayRef<std::string> Dirs) -> std::optional<std::string> {
+    for (const std::string &Dir : Dirs)
+      for (const std::string &C : Candidates) {
+        SmallString<256> Path(Dir);
+        sys::path::append(Path, C);
+        if (sys::fs::is_regular_file(Path))
+          return std::string(Path);
+      }
+    return std::nullopt;
+  };
+  if (std::optional<std::string> Path = Search(SearchDirs))
+    return Path;
+  // The C and C++ runtimes, which every link names, live in the driver's
+  // directories and carry no device code: not worth asking the driver.
+  if (isRuntimeLibrary(LibName))
+    return std::nullopt;
+  if (Driver && !DriverDirs) {
+    Expected<std::vector<std::string>> Dirs = AskDriver();
+    if (!Dirs) {
+      warn("cannot ask the host linker for its library directories: " +
+           toString(Dirs.takeError()));
+      Dirs = std::vector<std::string>();
     }
+    DriverDirs = std::move(*Dirs);
+  }
+  if (DriverDirs)
+    if (std::optional<std::string> Path = Search(*DriverDirs))
+      return Path;
+  // ld fails with "cannot find -lNAME", or finds it in its own built-in
+  // directories (/usr/local/lib), which fatlink cannot know.
+  warn("-l" + LibName + ": not found in the -L directories" +
+       (Driver ? ", LIBRARY_PATH or the compiler's library directories"
+               : " (the host linker is no compiler driver, so fatlink does "
+                 "not ask it for its directories)") +
+       ": if the host linker finds it in its built-in directories, device "
+       "code in it is not linked");
   return std::nullopt;
 }
 
@@ -383,20 +435,21 @@ std::optional<std::string> LineParser::searchFile(StringRef Name) {
 }
 
 void LineParser::addLibrary(StringRef Name, bool StaticOnly, unsigned Depth) {
-  // Not found: the host linker stops with "cannot find -lNAME", or finds it
-  // in its built-in directories (the C library and its kin live there).
   if (std::optional<std::string> Path = searchLibrary(Name, StaticOnly))
-    addFile(*Path, Depth);
+    addFile(*Path, Depth, /*SkipShared=*/true);
 }
 
-/// A file the linker opens: an object, archive or shared library is an
-/// input (the reader skips what carries no device code); any other file is
-/// a linker script to GNU ld, whose inputs are followed.
-void LineParser::addFile(StringRef Path, unsigned Depth) {
+/// A file the linker opens: an object or archive is an input (the reader
+/// skips what carries no device code), so is a shared library named on the
+/// command line (found via -l or a script, it carries its own device code
+/// and is not read: SkipShared); any other file is a linker script to GNU
+/// ld, whose inputs are followed.
+void LineParser::addFile(StringRef Path, unsigned Depth, bool SkipShared) {
   file_magic Magic;
   if (!sys::fs::is_regular_file(Path) || identify_magic(Path, Magic) ||
       Magic != file_magic::unknown) {
-    Line->Inputs.push_back(Path.str());
+    if (!(SkipShared && Magic == file_magic::elf_shared_object))
+      Line->Inputs.push_back(Path.str());
     return;
   }
   readScript(Path, Depth);
@@ -513,7 +566,7 @@ void LineParser::readScript(StringRef Path, unsigned Depth) {
       } else if (W.starts_with("-l")) {
         addLibrary(W.drop_front(2), /*StaticOnly=*/false, Depth + 1);
       } else if (std::optional<std::string> P = Resolve(W)) {
-        addFile(*P, Depth + 1);
+        addFile(*P, Depth + 1, /*SkipShared=*/true);
       }
     }
     if (J == T.size()) {
@@ -524,9 +577,12 @@ void LineParser::readScript(StringRef Path, unsigned Depth) {
   }
 }
 
-void LineParser::findInputs(HostLinkLine &L, bool Driver,
-                            std::optional<std::string> LibraryPath) {
+void LineParser::findInputs(
+    HostLinkLine &L, bool IsDriver, std::optional<std::string> LibraryPath,
+    std::function<Expected<std::vector<std::string>>()> Ask) {
   Line = &L;
+  Driver = IsDriver;
+  AskDriver = std::move(Ask);
   // ld searches every -L directory for every -l, wherever each stands;
   // gcc and clang add LIBRARY_PATH's directories after them (an empty
   // entry is the current directory).
@@ -613,6 +669,30 @@ static bool isCompilerDriver(StringRef Linker) {
   return !(Name == "ld" || Name.ends_with("-ld") || Name.starts_with("ld.") ||
            Name.contains("-ld.") || Name == "lld" || Name == "mold" ||
            Name.starts_with("ld64"));
+}
+
+/// The compiler driver's own library directories, which it passes to the
+/// linker as -L after the user's: the `libraries: =a:b` line of
+/// `-print-search-dirs` (gcc and clang).
+static Expected<std::vector<std::string>>
+driverLibraryDirs(Context &Ctx, StringRef Linker) {
+  Expected<std::string> Out =
+      runProgram(Ctx, Linker, {Linker, "-print-search-dirs"},
+                 /*TimeoutSeconds=*/30, "the host linker's -print-search-dirs");
+  if (!Out)
+    return Out.takeError();
+  std::vector<std::string> Dirs;
+  SmallVector<StringRef, 8> Lines;
+  StringRef(*Out).split(Lines, '\n');
+  for (StringRef L : Lines) {
+    if (!L.consume_front("libraries: ="))
+      continue;
+    SmallVector<StringRef, 16> Parts;
+    L.trim().split(Parts, sys::EnvPathSeparator, -1, /*KeepEmpty=*/false);
+    for (StringRef P : Parts)
+      Dirs.push_back(P.str());
+  }
+  return Dirs;
 }
 
 static Expected<std::string> findLinker(StringRef Name) {
@@ -793,7 +873,8 @@ int hostLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,
     // Find the files the host link will open, as it will; say what could
     // not be followed before the link, which may lack device code for it.
     Parser.findInputs(*Line, isCompilerDriver(LinkerName),
-                      sys::Process::GetEnv("LIBRARY_PATH"));
+                      sys::Process::GetEnv("LIBRARY_PATH"),
+                      [&] { return driverLibraryDirs(Ctx, *Linker); });
     for (const std::string &W : Line->Warnings)
       Ctx.warn(W);
     Expected<std::string> DeviceObject =

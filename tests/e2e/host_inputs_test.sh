@@ -59,6 +59,22 @@ LIBRARY_PATH="$WORK/lp" "$CC_WRAP" main.o -ldev -o app_lp_ld --fatlink-dry-run \
   --fatlink-linker=ld --fatlink-arch=sm_80 > lp_ld.txt 2>&1
 check "LIBRARY_PATH: not read when the linker is ld" bash -c "! grep -q libdev.a lp_ld.txt && test -s lp_ld.txt"
 
+# 1b. The compiler driver's own library directories (`-print-search-dirs`),
+# asked for only when a library is in no other: a driver that keeps one of
+# its own (as gcc keeps /usr/lib/gcc/<triple>/<version>).
+place drv
+printf '#!/bin/sh\nif [ "$1" = -print-search-dirs ]; then\n  printf "install: /x/\\nlibraries: =/nonexistent:%s/\\n"\n  exit 0\nfi\nexec cc -L%s "$@"\n' \
+  "$WORK/drv" "$WORK/drv" > fake-cc
+chmod +x fake-cc
+link app_drv -ldev --fatlink-linker="$WORK/fake-cc"
+has_device "the driver's library directories (-print-search-dirs)" app_drv
+# A library found nowhere fatlink looks: a warning naming it (ld fails too,
+# unless its own built-in directories hold it).
+link app_nolib -lnowhere_dev
+check "-l found nowhere: a warning naming it" \
+  grep -q "warning: -lnowhere_dev: not found in the -L directories, LIBRARY_PATH or the compiler's library directories" app_nolib.err
+check "-lc (the C library): no warning" bash -c "! grep -q 'warning: -lc:' app_nolib.err"
+
 # 2. -Wl,--library-path= and -Wl,--library=, and their separate forms.
 place wlp
 link app_wlp -Wl,--library-path="$WORK/wlp",--library=dev
