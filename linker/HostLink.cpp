@@ -167,6 +167,7 @@ private:
   /// The driver's own library directories, searched last; asked for once.
   std::optional<std::vector<std::string>> DriverDirs;
   bool Static = false;
+  SmallVector<bool, 4> StaticStack; ///< -Wl,--push-state
   /// The linker option whose value the next linker argument is ("" for
   /// none): -Wl,-L,dir and -Xlinker -L -Xlinker dir.
   std::string PendingLinkerOpt;
@@ -200,7 +201,12 @@ void LineParser::linkerArg(StringRef Arg) {
     Static = true;
   else if (Arg == "-Bdynamic" || Arg == "-dy" || Arg == "-call_shared")
     Static = false;
-  else if (Arg == "-L" || Arg == "--library-path" || Arg == "-l" ||
+  else if (Arg == "--push-state")
+    StaticStack.push_back(Static);
+  else if (Arg == "--pop-state") {
+    if (!StaticStack.empty())
+      Static = StaticStack.pop_back_val();
+  } else if (Arg == "-L" || Arg == "--library-path" || Arg == "-l" ||
            Arg == "--library" || Arg == "-T" || Arg == "--script" ||
            Arg == "-dT" || Arg == "--default-script" || Arg == "-c" ||
            Arg == "--mri-script" || linkerTakesSeparateValue(Arg))

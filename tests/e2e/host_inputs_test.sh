@@ -17,13 +17,14 @@ CC_WRAP="$WORK/fatlink-cc"
 unset FATLINK_ARCH FATLINK_CONFIG FATLINK_VERBOSE LIBRARY_PATH
 
 "$FATLINK" embed $RLIBS -o "$D/rust_dev.o"
-ar rcs "$WORK/libdev.a" "$D/rust_dev.o" "$D/softplus.o"
+# Kept outside the working directory, where no form below may find it.
+ar rcs "$D/device-code.a" "$D/rust_dev.o" "$D/softplus.o"
 # A host program that uses nothing from the archive: the link succeeds
 # whether or not its device code is found.
 cc -c -x c - -o main.o <<<'int main(void) { return 0; }'
 
 # place DIR [NAME]: a copy of the device archive as DIR/NAME (libdev.a).
-place() { mkdir -p "$1" && cp "$WORK/libdev.a" "$1/${2:-libdev.a}"; }
+place() { mkdir -p "$1" && cp "$D/device-code.a" "$1/${2:-libdev.a}"; }
 
 # has_device NAME EXE: the executable carries the sm_80 cubin with the
 # Rust and CUDA C++ kernels.
@@ -92,6 +93,15 @@ check "-Wl,-rpath,FILE: linked" test -x app_rpath
 "$FATLINK" inspect app_rpath > app_rpath.inspect 2>&1
 check "-Wl,-rpath,FILE: FILE is no input" grep -q 'no fatbin or OffloadBinary found' app_rpath.inspect
 
+# -Wl,--pop-state ends the -Bstatic pushed with it: -lps is then the shared
+# libps.so (no device code), as ld takes it, not libps.a.
+place ps libps.a
+cc -shared -fPIC -x c - -o ps/libps.so <<<'int ps_function(void) { return 1; }'
+link app_ps -L"$WORK/ps" -Wl,--push-state,-Bstatic -Wl,--pop-state -lps -Wl,-rpath,"$WORK/ps"
+check "-Wl,--push-state/--pop-state: linked" test -x app_ps
+"$FATLINK" inspect app_ps > app_ps.inspect 2>&1
+check "-Wl,--pop-state: libps.so taken, not libps.a" grep -q 'no fatbin or OffloadBinary found' app_ps.inspect
+
 # 3. -Wl,@file: ld reads the file's arguments (GNU quoting, nested @file).
 place rsp "libdev rsp.a"
 printf -- "--library-path '%s'\n-l ':libdev rsp.a'\n" "$WORK/rsp" > linker.rsp
@@ -154,6 +164,9 @@ printf 'GROUP ( libkern_dev.a\n' > broken.ld
 link app_broken broken.ld
 check "unreadable ld script: a warning naming it" \
   grep -q "warning: broken.ld: cannot read it as a GNU ld script (GROUP has no closing ')')" app_broken.err
+link app_mri -Wl,-c,nonexistent.mri
+check "MRI script: a warning naming it" \
+  grep -q "warning: -c nonexistent.mri: fatlink does not read MRI scripts" app_mri.err
 link app_spec -specs=nonexistent.specs
 check "-specs: a warning that its libraries are not followed" \
   grep -q "warning: -specs nonexistent.specs: fatlink does not read specs files" app_spec.err
