@@ -120,7 +120,24 @@ struct LinkItem {
   enum KindTy { File, Library, Script } Kind;
   std::string Name;
   bool StaticOnly = false; ///< Library: -Bstatic was in effect
+  /// File: the driver compiles it (a source file by its extension or after
+  /// `-x LANG`), so the linker never sees it as a script.
+  bool Source = false;
 };
+
+/// Whether the compiler driver compiles a file of this name rather than
+/// passing it to the linker (gcc's and clang's default languages).
+bool isSourceFile(StringRef Path) {
+  static constexpr const char *Exts[] = {
+      ".c",   ".i",   ".h",   ".cc",  ".cp",  ".cxx", ".cpp", ".c++",
+      ".C",   ".CPP", ".ii",  ".hh",  ".hpp", ".hxx", ".H",   ".m",
+      ".mi",  ".mm",  ".M",   ".mii", ".s",   ".S",   ".sx",  ".asm",
+      ".cu",  ".cui", ".hip", ".f",   ".for", ".ftn", ".F",   ".FOR",
+      ".fpp", ".FPP", ".FTN", ".f90", ".f95", ".f03", ".f08", ".F90",
+      ".F95", ".F03", ".F08", ".d",   ".go",  ".ads", ".adb", ".cl",
+      ".ll",  ".bc",  ".pcm", ".gch", ".pch"};
+  return is_contained(Exts, sys::path::extension(Path));
+}
 
 class LineParser {
 public:
@@ -147,7 +164,8 @@ private:
   std::optional<std::string> searchLibrary(StringRef Name, bool StaticOnly);
   std::optional<std::string> searchFile(StringRef Name);
   void addLibrary(StringRef Name, bool StaticOnly, unsigned Depth);
-  void addFile(StringRef Path, unsigned Depth, bool SkipShared = false);
+  void addFile(StringRef Path, unsigned Depth, bool SkipShared = false,
+               bool MayBeScript = true);
   void readScript(StringRef Path, unsigned Depth);
   void warn(const Twine &Msg) { Line->Warnings.push_back(Msg.str()); }
 
@@ -167,6 +185,7 @@ private:
   /// The driver's own library directories, searched last; asked for once.
   std::optional<std::vector<std::string>> DriverDirs;
   bool Static = false;
+  std::string Language; ///< -x LANG: the files after it are compiled
   SmallVector<bool, 4> StaticStack; ///< -Wl,--push-state
   /// The linker option whose value the next linker argument is ("" for
   /// none): -Wl,-L,dir and -Xlinker -L -Xlinker dir.
@@ -329,10 +348,16 @@ Error LineParser::walk(ArrayRef<const char *> Args,
           ("-specs " + File + ": fatlink does not read specs files; device "
            "code in libraries the specs file adds is not linked")
               .str());
-    } else if (takesSeparateValue(Arg))
+    } else if (Arg == "-x")
+      Language = Next().str();
+    else if (Arg.starts_with("-x") && !Arg.starts_with("-x-"))
+      Language = Arg.drop_front(2).str();
+    else if (takesSeparateValue(Arg))
       Next();
     else if (!Arg.starts_with("-") && Arg != "-")
-      Items.push_back({LinkItem::File, Arg.str()});
+      Items.push_back({LinkItem::File, Arg.str(), false,
+                       (!Language.empty() && Language != "none") ||
+                           isSourceFile(Arg)});
   }
   return Error::success();
 }
@@ -450,10 +475,11 @@ void LineParser::addLibrary(StringRef Name, bool StaticOnly, unsigned Depth) {
 /// command line (found via -l or a script, it carries its own device code
 /// and is not read: SkipShared); any other file is a linker script to GNU
 /// ld, whose inputs are followed.
-void LineParser::addFile(StringRef Path, unsigned Depth, bool SkipShared) {
+void LineParser::addFile(StringRef Path, unsigned Depth, bool SkipShared,
+                         bool MayBeScript) {
   file_magic Magic;
-  if (!sys::fs::is_regular_file(Path) || identify_magic(Path, Magic) ||
-      Magic != file_magic::unknown) {
+  if (!MayBeScript || !sys::fs::is_regular_file(Path) ||
+      identify_magic(Path, Magic) || Magic != file_magic::unknown) {
     if (!(SkipShared && Magic == file_magic::elf_shared_object))
       Line->Inputs.push_back(Path.str());
     return;
@@ -603,7 +629,7 @@ void LineParser::findInputs(
   for (const LinkItem &Item : Items) {
     switch (Item.Kind) {
     case LinkItem::File:
-      addFile(Item.Name, 0);
+      addFile(Item.Name, 0, /*SkipShared=*/false, !Item.Source);
       break;
     case LinkItem::Library:
       addLibrary(Item.Name, Item.StaticOnly, 0);

@@ -164,6 +164,13 @@ printf 'GROUP ( libkern_dev.a\n' > broken.ld
 link app_broken broken.ld
 check "unreadable ld script: a warning naming it" \
   grep -q "warning: broken.ld: cannot read it as a GNU ld script (GROUP has no closing ')')" app_broken.err
+# A source file the driver compiles is no script, whatever its text ('"'
+# would be an unterminated string to ld's lexer), by its extension or -x.
+printf 'int main(void) { return %s == 0; }\n' "'\"'" > tricky.c
+printf 'int other(void) { return %s == 0; }\n' "'\"'" > tricky.txt
+"$CC_WRAP" tricky.c -x c tricky.txt -x none -o app_src 2> app_src.err
+check "source files: compiled and linked" test -x app_src
+check "source files: no warning" test ! -s app_src.err
 link app_mri -Wl,-c,nonexistent.mri
 check "MRI script: a warning naming it" \
   grep -q "warning: -c nonexistent.mri: fatlink does not read MRI scripts" app_mri.err
