@@ -538,7 +538,9 @@ void LineParser::readScript(StringRef Path, unsigned Depth) {
   constexpr unsigned MaxDepth = 16;
   constexpr uint64_t MaxScriptSize = 1 << 20;
   sys::fs::file_status Status;
-  if (sys::fs::status(Path, Status) || Depth > MaxDepth)
+  // Only regular files: a FIFO named by INCLUDE would block.
+  if (sys::fs::status(Path, Status) || Depth > MaxDepth ||
+      Status.type() != sys::fs::file_type::regular_file)
     return;
   if (!ScriptsSeen.insert(Status.getUniqueID()).second)
     return; // A script that includes itself: ld would not end either.

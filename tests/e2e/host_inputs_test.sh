@@ -54,6 +54,8 @@ link() {
 place lp
 LIBRARY_PATH="$WORK/nonexistent:$WORK/lp" link app_lp -ldev
 has_device "LIBRARY_PATH: -ldev found in its second directory" app_lp
+LIBRARY_PATH="$WORK/lp" link app_lp_clang -ldev --fatlink-linker=clang-22
+has_device "LIBRARY_PATH with clang as the driver" app_lp_clang
 # Only compiler drivers read it: with ld itself as the linker it is not a
 # search directory (checked through the dry run's input list).
 LIBRARY_PATH="$WORK/lp" "$CC_WRAP" main.o -ldev -o app_lp_ld --fatlink-dry-run \
@@ -159,6 +161,12 @@ mkdir -p "$SR/scripts" && cp scr2/libkern_dev.a "$SR/devlib/libkern_dev.a"
 printf 'GROUP ( /devlib/libkern_dev.a )\n' > "$SR/scripts/libsk.so"
 link app_scr5 --sysroot="$SR" -L=/scripts -lsk
 has_device "ld script inside the sysroot: absolute names are the sysroot's" app_scr5
+# INCLUDE of a FIFO: not opened, it would block (ld does block on it: a dry
+# run, which runs no host link).
+mkfifo fifo.ld
+printf 'INCLUDE fifo.ld\n' > with_fifo.ld
+timeout 20 "$CC_WRAP" main.o with_fifo.ld -o app_fifo --fatlink-dry-run > app_fifo.out 2>&1; rc=$?
+check "INCLUDE of a FIFO: fatlink does not block on it (exit $rc)" test "$rc" -ne 124
 # One that fatlink cannot read: a warning naming it (ld fails too).
 printf 'GROUP ( libkern_dev.a\n' > broken.ld
 link app_broken broken.ld
