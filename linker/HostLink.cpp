@@ -7,10 +7,19 @@
 //   1. separates fatlink's own `--fatlink-*` arguments from the rest, which
 //      reach the host linker byte for byte and in order (inside response
 //      files too: a response file that holds none of ours is passed as is);
-//   2. finds the link's inputs: files on the command line, `-l` libraries
-//      searched in `-L` directories as the linker would (static archives
-//      only: shared libraries carry their own fatbins), and `-Wl,`/-Xlinker
-//      file arguments;
+//   2. finds the files the host link opens, as GNU ld and the compiler
+//      driver find them: files on the command line, `-l` (and `-Wl,-l`,
+//      `--library=`) libraries searched in the `-L` (`--library-path=`)
+//      directories, `=` and `$SYSROOT` prefixes read against `--sysroot`,
+//      then in LIBRARY_PATH's directories (a driver's), `-Wl,@file`
+//      response files read as the linker reads them, and GNU ld scripts
+//      (any file that is no object, archive or shared library, found either
+//      way or given with -T) followed through INPUT, GROUP, AS_NEEDED,
+//      SEARCH_DIR and INCLUDE; a library in none of those directories is
+//      looked for in the driver's own (`-print-search-dirs`, asked once,
+//      and not for the C and C++ runtimes). What it cannot follow (a
+//      library found nowhere, an unreadable script or `@file`, an MRI
+//      script, a specs file) is a warning naming it (docs/cargo.md);
 //   3. reads their device code (objects and archives with `.llvm.offloading`
 //      images: fatlink embed, clang --offload-new-driver);
 //   4. if there is any, runs the device link to a host object (the fatbin,
@@ -31,8 +40,11 @@
 #include "linker/Linker.h"
 #include "linker/Options.h"
 #include "linker/Settings.h"
+#include "linker/Toolkit.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/BinaryFormat/Magic.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -62,6 +74,9 @@ struct HostLinkLine {
   /// Contents of response files that held fatlink arguments, without them;
   /// each replaces one RewrittenMarker in Forward.
   std::vector<std::vector<std::string>> Rewritten;
+  /// What fatlink could not follow, each naming the argument or file: the
+  /// host linker may take device code from it that the device link lacks.
+  std::vector<std::string> Warnings;
 };
 
 /// Stands in Forward for a response file that must be rewritten.
@@ -80,52 +95,182 @@ bool takesSeparateValue(StringRef Arg) {
   return is_contained(Separate, Arg);
 }
 
+/// GNU ld options (as -Wl, or -Xlinker parts) whose value is the next
+/// argument: their value is no input file. -L, -l, --library-path,
+/// --library, -T and --script are handled before this list is consulted.
+bool linkerTakesSeparateValue(StringRef Arg) {
+  static constexpr const char *Separate[] = {
+      "-o", "--output", "-e", "--entry", "-u", "--undefined", "-m", "-z",
+      "-R", "-rpath", "-rpath-link", "-soname", "-h", "-y", "--trace-symbol",
+      "-Map", "--version-script", "--dynamic-list", "-a", "-A",
+      "--architecture", "-b", "--format", "-F", "--filter", "-f",
+      "--auxiliary", "-G", "--gpsize", "-I", "--dynamic-linker", "-O",
+      "--plugin", "--plugin-opt", "--defsym", "--wrap", "--exclude-libs",
+      "-Ttext", "-Tdata", "-Tbss", "--section-start", "--hash-style",
+      "--sort-section", "--spare-dynamic-tags",
+      "--dependency-file", "--retain-symbols-file", "--just-symbols",
+      "--image-base", "-Y", "--fini", "--init", "-assert",
+  };
+  return is_contained(Separate, Arg);
+}
+
+/// One thing on the link line that can name files: a path, a -l library,
+/// or a -T script.
+struct LinkItem {
+  enum KindTy { File, Library, Script } Kind;
+  std::string Name;
+  bool StaticOnly = false; ///< Library: -Bstatic was in effect
+  /// File: the driver compiles it (a source file by its extension or after
+  /// `-x LANG`), so the linker never sees it as a script.
+  bool Source = false;
+};
+
+/// Whether the compiler driver compiles a file of this name rather than
+/// passing it to the linker (gcc's and clang's default languages).
+bool isSourceFile(StringRef Path) {
+  static constexpr const char *Exts[] = {
+      ".c",   ".i",   ".h",   ".cc",  ".cp",  ".cxx", ".cpp", ".c++",
+      ".C",   ".CPP", ".ii",  ".hh",  ".hpp", ".hxx", ".H",   ".m",
+      ".mi",  ".mm",  ".M",   ".mii", ".s",   ".S",   ".sx",  ".asm",
+      ".cu",  ".cui", ".hip", ".f",   ".for", ".ftn", ".F",   ".FOR",
+      ".fpp", ".FPP", ".FTN", ".f90", ".f95", ".f03", ".f08", ".F90",
+      ".F95", ".F03", ".F08", ".d",   ".go",  ".ads", ".adb", ".cl",
+      ".ll",  ".bc",  ".pcm", ".gch", ".pch"};
+  return is_contained(Exts, sys::path::extension(Path));
+}
+
 class LineParser {
 public:
   LineParser(StringSaver &Saver) : Saver(Saver) {}
 
   Expected<HostLinkLine> parse(ArrayRef<const char *> Args);
+  /// Finds the files behind the items as the host linker will: Driver says
+  /// whether the host linker is a compiler driver (gcc, clang), which adds
+  /// LIBRARY_PATH's directories to the search; LibraryPath is its value.
+  /// AskDriver gives the driver's own library directories
+  /// (`-print-search-dirs`); it runs at most once, for a library found
+  /// nowhere else.
+  void findInputs(HostLinkLine &Line, bool Driver,
+                  std::optional<std::string> LibraryPath,
+                  std::function<Expected<std::vector<std::string>>()> AskDriver);
 
 private:
   Error walk(ArrayRef<const char *> Args, std::vector<std::string> &Forward);
   void linkerArg(StringRef Arg);
-  void library(StringRef Name);
-  void input(StringRef Path);
-  void resolveLibraries();
+  void linkerResponseFile(StringRef Arg);
+
+  // Resolution (findInputs).
+  std::string sysrooted(StringRef Path) const;
+  std::optional<std::string> searchLibrary(StringRef Name, bool StaticOnly);
+  std::optional<std::string> searchFile(StringRef Name);
+  void addLibrary(StringRef Name, bool StaticOnly, unsigned Depth);
+  void addFile(StringRef Path, unsigned Depth, bool SkipShared = false,
+               bool MayBeScript = true);
+  void readScript(StringRef Path, unsigned Depth);
+  void warn(const Twine &Msg) { Line->Warnings.push_back(Msg.str()); }
 
   StringSaver &Saver;
-  HostLinkLine Line;
+  HostLinkLine Parsed;
+  HostLinkLine *Line = nullptr;
+  /// -L directories as written (`=dir` and `$SYSROOT/dir` resolved later,
+  /// since --sysroot may come after them).
   std::vector<std::string> LibDirs;
-  /// -l names in order, each with the -Bstatic state it was seen in.
-  std::vector<std::pair<std::string, bool>> Libraries;
+  /// The search path: LibDirs resolved, then LIBRARY_PATH's, then the
+  /// scripts' SEARCH_DIRs.
+  std::vector<std::string> SearchDirs;
+  std::vector<LinkItem> Items;
+  std::string Sysroot;
+  bool Driver = false;
+  std::function<Expected<std::vector<std::string>>()> AskDriver;
+  /// The driver's own library directories, searched last; asked for once.
+  std::optional<std::vector<std::string>> DriverDirs;
   bool Static = false;
+  std::string Language; ///< -x LANG: the files after it are compiled
+  SmallVector<bool, 4> StaticStack; ///< -Wl,--push-state
+  /// The linker option whose value the next linker argument is ("" for
+  /// none): -Wl,-L,dir and -Xlinker -L -Xlinker dir.
+  std::string PendingLinkerOpt;
+  /// Scripts already read, against INPUT cycles.
+  DenseSet<sys::fs::UniqueID> ScriptsSeen;
 };
 
 } // namespace
 
-void LineParser::input(StringRef Path) {
-  if (Path != "-")
-    Line.Inputs.push_back(Path.str());
-}
-
-/// -lNAME: the archive the linker would take (in -Bstatic mode, only an
-/// archive; otherwise a shared library wins and carries no device code).
-void LineParser::library(StringRef Name) {
-  Libraries.push_back({Name.str(), Static});
-}
-
-/// An argument the compiler driver passes to the linker (-Wl, -Xlinker).
+/// An argument the compiler driver passes to the linker (-Wl, -Xlinker),
+/// in GNU ld's syntax.
 void LineParser::linkerArg(StringRef Arg) {
+  if (!PendingLinkerOpt.empty()) {
+    std::string Opt = std::move(PendingLinkerOpt);
+    PendingLinkerOpt.clear();
+    if (Opt == "-L" || Opt == "--library-path")
+      LibDirs.push_back(Arg.str());
+    else if (Opt == "-l" || Opt == "--library")
+      Items.push_back({LinkItem::Library, Arg.str(), Static});
+    else if (Opt == "-T" || Opt == "--script" || Opt == "-dT" ||
+             Opt == "--default-script")
+      Items.push_back({LinkItem::Script, Arg.str()});
+    else if (Opt == "-c" || Opt == "--mri-script")
+      Parsed.Warnings.push_back(
+          (Opt + " " + Arg + ": fatlink does not read MRI scripts; device code "
+           "in the libraries it names is not linked")
+              .str());
+    return;
+  }
   if (Arg == "-Bstatic" || Arg == "-static" || Arg == "-dn" || Arg == "-non_shared")
     Static = true;
   else if (Arg == "-Bdynamic" || Arg == "-dy" || Arg == "-call_shared")
     Static = false;
-  else if (Arg.consume_front("-l"))
-    library(Arg);
-  else if (Arg.consume_front("-L"))
+  else if (Arg == "--push-state")
+    StaticStack.push_back(Static);
+  else if (Arg == "--pop-state") {
+    if (!StaticStack.empty())
+      Static = StaticStack.pop_back_val();
+  } else if (Arg == "-L" || Arg == "--library-path" || Arg == "-l" ||
+           Arg == "--library" || Arg == "-T" || Arg == "--script" ||
+           Arg == "-dT" || Arg == "--default-script" || Arg == "-c" ||
+           Arg == "--mri-script" || linkerTakesSeparateValue(Arg))
+    PendingLinkerOpt = Arg.str();
+  else if (Arg.consume_front("--library-path=") || Arg.consume_front("-L"))
     LibDirs.push_back(Arg.str());
+  else if (Arg.consume_front("--library=") || Arg.consume_front("-l"))
+    Items.push_back({LinkItem::Library, Arg.str(), Static});
+  else if (Arg.consume_front("--script=") || Arg.consume_front("--default-script="))
+    Items.push_back({LinkItem::Script, Arg.str()});
+  else if (Arg.consume_front("--sysroot="))
+    Sysroot = Arg.str();
+  else if (Arg.starts_with("@") && Arg.size() > 1)
+    linkerResponseFile(Arg);
+  else if (Arg.starts_with("-T") && !Arg.starts_with("-Ttext") &&
+           !Arg.starts_with("-Tdata") && !Arg.starts_with("-Tbss") &&
+           !Arg.starts_with("-Trodata") && !Arg.starts_with("-Tldata"))
+    Items.push_back({LinkItem::Script, Arg.drop_front(2).str()});
   else if (!Arg.starts_with("-") && sys::fs::is_regular_file(Arg))
-    input(Arg);
+    Items.push_back({LinkItem::File, Arg.str()});
+}
+
+/// -Wl,@file: the linker reads the file's arguments (GNU quoting, nested
+/// @files too) as if they stood there.
+void LineParser::linkerResponseFile(StringRef Arg) {
+  SmallVector<const char *, 64> Expanded = {Saver.save(Arg).data()};
+  if (Error E = expandResponseFiles(Expanded, Saver)) {
+    Parsed.Warnings.push_back("-Wl," + Arg.str() + ": " +
+                              toString(std::move(E)) +
+                              ": the libraries and files it names are not "
+                              "searched for device code");
+    return;
+  }
+  for (StringRef A : Expanded) {
+    // Left as it was: a file that does not exist (ld takes the argument
+    // for a file name and fails), or one already being read.
+    if (A.starts_with("@")) {
+      Parsed.Warnings.push_back("-Wl," + A.str() +
+                                ": cannot expand response file: fatlink "
+                                "cannot read it; the libraries and files it "
+                                "names are not searched for device code");
+      continue;
+    }
+    linkerArg(A);
+  }
 }
 
 /// Walks the arguments, appending those for the host linker to Forward.
@@ -134,7 +279,7 @@ Error LineParser::walk(ArrayRef<const char *> Args,
   for (size_t I = 0; I < Args.size(); ++I) {
     StringRef Arg = Args[I];
     if (isFatlinkArg(Arg)) {
-      Line.Own.push_back(Arg.str());
+      Parsed.Own.push_back(Arg.str());
       continue;
     }
     if (Arg.starts_with("@") && Arg.size() > 1) {
@@ -144,14 +289,14 @@ Error LineParser::walk(ArrayRef<const char *> Args,
       SmallVector<const char *, 64> Expanded = {Arg.data()};
       if (Error E = expandResponseFiles(Expanded, Saver))
         return E;
-      size_t OwnBefore = Line.Own.size();
+      size_t OwnBefore = Parsed.Own.size();
       std::vector<std::string> Inner;
       if (Error E = walk(Expanded, Inner))
         return E;
-      if (Line.Own.size() == OwnBefore) {
+      if (Parsed.Own.size() == OwnBefore) {
         Forward.push_back(Arg.str());
       } else {
-        Line.Rewritten.push_back(std::move(Inner));
+        Parsed.Rewritten.push_back(std::move(Inner));
         Forward.push_back(RewrittenMarker);
       }
       continue;
@@ -166,17 +311,17 @@ Error LineParser::walk(ArrayRef<const char *> Args,
       return Args[I];
     };
     if (Arg == "-o")
-      Line.Output = Next().str();
+      Parsed.Output = Next().str();
     else if (Arg.starts_with("-o"))
-      Line.Output = Arg.drop_front(2).str();
+      Parsed.Output = Arg.drop_front(2).str();
     else if (Arg == "-L")
       LibDirs.push_back(Next().str());
     else if (Arg.starts_with("-L"))
       LibDirs.push_back(Arg.drop_front(2).str());
     else if (Arg == "-l")
-      library(Next());
+      Items.push_back({LinkItem::Library, Next().str(), Static});
     else if (Arg.starts_with("-l"))
-      library(Arg.drop_front(2));
+      Items.push_back({LinkItem::Library, Arg.drop_front(2).str(), Static});
     else if (Arg == "-Xlinker")
       linkerArg(Next());
     else if (Arg.consume_front("-Wl,")) {
@@ -186,52 +331,318 @@ Error LineParser::walk(ArrayRef<const char *> Args,
         linkerArg(P);
     } else if (Arg == "-static")
       Static = true;
+    else if (Arg == "-T")
+      Items.push_back({LinkItem::Script, Next().str()});
+    else if (Arg == "--sysroot")
+      Sysroot = Next().str();
+    else if (Arg.consume_front("--sysroot="))
+      Sysroot = Arg.str();
     else if (Arg == "-target")
-      Line.TargetTriple = Next().str();
+      Parsed.TargetTriple = Next().str();
     else if (Arg.consume_front("--target="))
-      Line.TargetTriple = Arg.str();
+      Parsed.TargetTriple = Arg.str();
+    else if (Arg == "-specs" || Arg.starts_with("-specs=") ||
+             Arg.starts_with("--specs=")) {
+      StringRef File = Arg == "-specs" ? Next() : Arg.split('=').second;
+      Parsed.Warnings.push_back(
+          ("-specs " + File + ": fatlink does not read specs files; device "
+           "code in libraries the specs file adds is not linked")
+              .str());
+    } else if (Arg == "-x")
+      Language = Next().str();
+    else if (Arg.starts_with("-x") && !Arg.starts_with("-x-"))
+      Language = Arg.drop_front(2).str();
     else if (takesSeparateValue(Arg))
       Next();
-    else if (!Arg.starts_with("-"))
-      input(Arg);
+    else if (!Arg.starts_with("-") && Arg != "-")
+      Items.push_back({LinkItem::File, Arg.str(), false,
+                       (!Language.empty() && Language != "none") ||
+                           isSourceFile(Arg)});
   }
   return Error::success();
 }
 
-/// Finds the archive each -l names, as the linker searches: the -L
-/// directories in order; libNAME.so first unless -Bstatic was in effect
-/// (then a shared library is used and carries no device code).
-void LineParser::resolveLibraries() {
-  for (const auto &[Name, StaticOnly] : Libraries) {
-    std::vector<std::string> Candidates;
-    StringRef N = Name;
-    if (N.consume_front(":")) {
-      Candidates.push_back(N.str());
-    } else {
-      if (!StaticOnly)
-        Candidates.push_back(("lib" + N + ".so").str());
-      Candidates.push_back(("lib" + N + ".a").str());
+Expected<HostLinkLine> LineParser::parse(ArrayRef<const char *> Args) {
+  if (Error E = walk(Args, Parsed.Forward))
+    return std::move(E);
+  if (!PendingLinkerOpt.empty())
+    Parsed.Warnings.push_back("linker option " + PendingLinkerOpt +
+                              " at the end of the line has no value");
+  return std::move(Parsed);
+}
+
+//===----------------------------------------------------------------------===//
+// Finding the files, as GNU ld does
+//===----------------------------------------------------------------------===//
+
+/// Libraries of the C and C++ runtimes and the sanitizers, which compiler
+/// drivers and rustc name on every link.
+static bool isRuntimeLibrary(StringRef Name) {
+  static constexpr const char *Names[] = {
+      "c",     "m",      "dl",     "rt",       "pthread", "util",
+      "gcc",   "gcc_s",  "gcc_eh", "stdc++",   "c++",     "c++abi",
+      "unwind", "atomic", "ssp",   "ssp_nonshared", "resolv", "crypt",
+      "anl",   "nsl",    "mvec",   "supc++",   "asan",    "ubsan",
+      "tsan",  "lsan",   "gomp",   "quadmath", "gfortran", "z"};
+  return is_contained(Names, Name);
+}
+
+/// GNU ld's sysroot prefixes: `=dir` and `$SYSROOT/dir` name dir inside the
+/// sysroot (--sysroot; without one, ld's built-in sysroot, "" on a native
+/// Debian or Ubuntu ld).
+std::string LineParser::sysrooted(StringRef Path) const {
+  if (Path.consume_front("="))
+    return Sysroot + Path.str();
+  if (Path.consume_front("$SYSROOT"))
+    return Sysroot + Path.str();
+  return Path.str();
+}
+
+/// -lNAME: the file the linker takes, searching the directories in order;
+/// in each, libNAME.so before libNAME.a unless -Bstatic was in effect.
+/// -l:FILE names the file itself.
+std::optional<std::string> LineParser::searchLibrary(StringRef Name,
+                                                     bool StaticOnly) {
+  SmallVector<std::string, 2> Candidates;
+  StringRef LibName = Name;
+  if (Name.consume_front(":")) {
+    Candidates.push_back(Name.str());
+  } else {
+    if (!StaticOnly)
+      Candidates.push_back(("lib" + Name + ".so").str());
+    Candidates.push_back(("lib" + Name + ".a").str());
+  }
+  auto Search = [&](ArrayRef<std::string> Dirs) -> std::optional<std::string> {
+    for (const std::string &Dir : Dirs)
+      for (const std::string &C : Candidates) {
+        SmallString<256> Path(Dir);
+        sys::path::append(Path, C);
+        if (sys::fs::is_regular_file(Path))
+          return std::string(Path);
+      }
+    return std::nullopt;
+  };
+  if (std::optional<std::string> Path = Search(SearchDirs))
+    return Path;
+  // The C and C++ runtimes, which every link names, live in the driver's
+  // directories and carry no device code: not worth asking the driver.
+  if (isRuntimeLibrary(LibName))
+    return std::nullopt;
+  if (Driver && !DriverDirs) {
+    Expected<std::vector<std::string>> Dirs = AskDriver();
+    if (!Dirs) {
+      warn("cannot ask the host linker for its library directories: " +
+           toString(Dirs.takeError()));
+      Dirs = std::vector<std::string>();
     }
-    [&] {
-      for (const std::string &Dir : LibDirs)
-        for (const std::string &C : Candidates) {
-          SmallString<256> Path(Dir);
-          sys::path::append(Path, C);
-          if (!sys::fs::is_regular_file(Path))
-            continue;
-          if (!StringRef(C).ends_with(".so"))
-            input(Path);
-          return;
-        }
-    }();
+    DriverDirs = std::move(*Dirs);
+  }
+  if (DriverDirs)
+    if (std::optional<std::string> Path = Search(*DriverDirs))
+      return Path;
+  // ld fails with "cannot find -lNAME", or finds it in its own built-in
+  // directories (/usr/local/lib), which fatlink cannot know.
+  warn("-l" + LibName + ": not found in the -L directories" +
+       (Driver ? ", LIBRARY_PATH or the compiler's library directories"
+               : " (the host linker is no compiler driver, so fatlink does "
+                 "not ask it for its directories)") +
+       ": if the host linker finds it in its built-in directories, device "
+       "code in it is not linked");
+  return std::nullopt;
+}
+
+/// A file named in a script's INPUT or GROUP without -l: the current
+/// directory first, then the search path (ld's ldfile_open_file).
+std::optional<std::string> LineParser::searchFile(StringRef Name) {
+  if (sys::fs::exists(Name) || sys::path::is_absolute(Name))
+    return Name.str();
+  for (const std::string &Dir : SearchDirs) {
+    SmallString<256> Path(Dir);
+    sys::path::append(Path, Name);
+    if (sys::fs::exists(Path))
+      return std::string(Path);
+  }
+  return std::nullopt;
+}
+
+void LineParser::addLibrary(StringRef Name, bool StaticOnly, unsigned Depth) {
+  if (std::optional<std::string> Path = searchLibrary(Name, StaticOnly))
+    addFile(*Path, Depth, /*SkipShared=*/true);
+}
+
+/// A file the linker opens: an object or archive is an input (the reader
+/// skips what carries no device code), so is a shared library named on the
+/// command line (found via -l or a script, it carries its own device code
+/// and is not read: SkipShared); any other file is a linker script to GNU
+/// ld, whose inputs are followed.
+void LineParser::addFile(StringRef Path, unsigned Depth, bool SkipShared,
+                         bool MayBeScript) {
+  file_magic Magic;
+  if (!MayBeScript || !sys::fs::is_regular_file(Path) ||
+      identify_magic(Path, Magic) || Magic != file_magic::unknown) {
+    if (!(SkipShared && Magic == file_magic::elf_shared_object))
+      Line->Inputs.push_back(Path.str());
+    return;
+  }
+  readScript(Path, Depth);
+}
+
+namespace {
+
+/// The words of a linker script with its punctuation ( ) , ; { } as
+/// one-character tokens and /* comments */ dropped. Enough of ld's lexer to
+/// find the commands that name files; expressions come apart into words
+/// that are ignored.
+Expected<std::vector<StringRef>> tokenizeScript(StringRef S) {
+  std::vector<StringRef> Tokens;
+  while (true) {
+    S = S.ltrim();
+    if (S.empty())
+      return Tokens;
+    if (S.starts_with("/*")) {
+      size_t End = S.find("*/", 2);
+      if (End == StringRef::npos)
+        return createStringError(inconvertibleErrorCode(),
+                                 "unterminated comment");
+      S = S.drop_front(End + 2);
+      continue;
+    }
+    if (S.front() == '"') {
+      size_t End = S.find('"', 1);
+      if (End == StringRef::npos)
+        return createStringError(inconvertibleErrorCode(),
+                                 "unterminated quoted string");
+      Tokens.push_back(S.slice(1, End));
+      S = S.drop_front(End + 1);
+      continue;
+    }
+    if (StringRef("(),;{}").contains(S.front())) {
+      Tokens.push_back(S.take_front(1));
+      S = S.drop_front(1);
+      continue;
+    }
+    size_t End = S.find_first_of(" \t\r\n\v\f(),;{}\"");
+    Tokens.push_back(S.take_front(End));
+    S = S.drop_front(std::min(End, S.size()));
   }
 }
 
-Expected<HostLinkLine> LineParser::parse(ArrayRef<const char *> Args) {
-  if (Error E = walk(Args, Line.Forward))
-    return std::move(E);
-  resolveLibraries();
-  return std::move(Line);
+} // namespace
+
+/// GNU ld script: INPUT(...) and GROUP(...) name files (`-lNAME` searched
+/// like -l, others in the current directory, then the search path), with
+/// AS_NEEDED(...) inside them; SEARCH_DIR(dir) extends the search path;
+/// INCLUDE file reads another script. A script inside the sysroot has its
+/// absolute names looked up in the sysroot (ld manual, "File Commands").
+void LineParser::readScript(StringRef Path, unsigned Depth) {
+  constexpr unsigned MaxDepth = 16;
+  constexpr uint64_t MaxScriptSize = 1 << 20;
+  sys::fs::file_status Status;
+  // Only regular files: a FIFO named by INCLUDE would block.
+  if (sys::fs::status(Path, Status) || Depth > MaxDepth ||
+      Status.type() != sys::fs::file_type::regular_file)
+    return;
+  if (!ScriptsSeen.insert(Status.getUniqueID()).second)
+    return; // A script that includes itself: ld would not end either.
+  if (Status.getSize() > MaxScriptSize) {
+    warn(Path + ": not an object, archive or shared library, and too large "
+                "(" + Twine(Status.getSize()) + " bytes) for a linker script: "
+                "its inputs are not searched for device code");
+    return;
+  }
+  ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(Path);
+  if (!MB)
+    return; // The host linker reports it.
+  Expected<std::vector<StringRef>> Tokens = tokenizeScript((*MB)->getBuffer());
+  auto CannotRead = [&](const Twine &Why) {
+    warn(Path + ": cannot read it as a GNU ld script (" + Why +
+         "): the inputs it names are not searched for device code");
+  };
+  if (!Tokens) {
+    CannotRead(toString(Tokens.takeError()));
+    return;
+  }
+  bool InSysroot = !Sysroot.empty() && Path.starts_with(Sysroot);
+  auto Resolve = [&](StringRef Name) -> std::optional<std::string> {
+    if (Name.starts_with("=") || Name.starts_with("$SYSROOT"))
+      return sysrooted(Name);
+    if (InSysroot && sys::path::is_absolute(Name))
+      return Sysroot + Name.str();
+    return searchFile(Name);
+  };
+
+  ArrayRef<StringRef> T = *Tokens;
+  for (size_t I = 0; I < T.size(); ++I) {
+    StringRef Cmd = T[I];
+    if (Cmd == "INCLUDE" && I + 1 < T.size()) {
+      if (std::optional<std::string> P = Resolve(T[++I]))
+        readScript(*P, Depth + 1);
+      continue;
+    }
+    bool IsFiles = Cmd == "INPUT" || Cmd == "GROUP";
+    if ((!IsFiles && Cmd != "SEARCH_DIR") || I + 1 >= T.size() ||
+        T[I + 1] != "(")
+      continue;
+    // The names up to the matching ')', through AS_NEEDED( ).
+    unsigned Open = 0;
+    size_t J = I + 1;
+    for (; J < T.size(); ++J) {
+      StringRef W = T[J];
+      if (W == "(") {
+        ++Open;
+      } else if (W == ")") {
+        if (--Open == 0)
+          break;
+      } else if (W == "," || W == "AS_NEEDED") {
+        continue;
+      } else if (!IsFiles) {
+        SearchDirs.push_back(sysrooted(W));
+      } else if (W.starts_with("-l")) {
+        addLibrary(W.drop_front(2), /*StaticOnly=*/false, Depth + 1);
+      } else if (std::optional<std::string> P = Resolve(W)) {
+        addFile(*P, Depth + 1, /*SkipShared=*/true);
+      }
+    }
+    if (J == T.size()) {
+      CannotRead(Cmd + " has no closing ')'");
+      return;
+    }
+    I = J;
+  }
+}
+
+void LineParser::findInputs(
+    HostLinkLine &L, bool IsDriver, std::optional<std::string> LibraryPath,
+    std::function<Expected<std::vector<std::string>>()> Ask) {
+  Line = &L;
+  Driver = IsDriver;
+  AskDriver = std::move(Ask);
+  // ld searches every -L directory for every -l, wherever each stands;
+  // gcc and clang add LIBRARY_PATH's directories after them (an empty
+  // entry is the current directory).
+  for (const std::string &Dir : LibDirs)
+    SearchDirs.push_back(sysrooted(Dir));
+  if (Driver && LibraryPath) {
+    SmallVector<StringRef, 8> Dirs;
+    StringRef(*LibraryPath).split(Dirs, sys::EnvPathSeparator);
+    for (StringRef Dir : Dirs)
+      SearchDirs.push_back(Dir.empty() ? "." : Dir.str());
+  }
+  for (const LinkItem &Item : Items) {
+    switch (Item.Kind) {
+    case LinkItem::File:
+      addFile(Item.Name, 0, /*SkipShared=*/false, !Item.Source);
+      break;
+    case LinkItem::Library:
+      addLibrary(Item.Name, Item.StaticOnly, 0);
+      break;
+    case LinkItem::Script:
+      // -T script: searched in the current directory, then the search path.
+      if (std::optional<std::string> P = searchFile(Item.Name))
+        readScript(*P, 0);
+      break;
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -282,6 +693,40 @@ hostLinkerArgs(Context &Ctx, const HostLinkLine &Line, StringRef DeviceObject) {
   if (!DeviceObject.empty())
     Args.push_back(DeviceObject.str());
   return Args;
+}
+
+/// Whether the host linker is a compiler driver (cc, gcc, clang++-22, a
+/// cross gcc) rather than a linker itself (ld, ld.lld, x86_64-linux-gnu-ld,
+/// mold): only drivers add LIBRARY_PATH to the library search.
+static bool isCompilerDriver(StringRef Linker) {
+  StringRef Name = sys::path::filename(Linker);
+  return !(Name == "ld" || Name.ends_with("-ld") || Name.starts_with("ld.") ||
+           Name.contains("-ld.") || Name == "lld" || Name == "mold" ||
+           Name.starts_with("ld64"));
+}
+
+/// The compiler driver's own library directories, which it passes to the
+/// linker as -L after the user's: the `libraries: =a:b` line of
+/// `-print-search-dirs` (gcc and clang).
+static Expected<std::vector<std::string>>
+driverLibraryDirs(Context &Ctx, StringRef Linker) {
+  Expected<std::string> Out =
+      runProgram(Ctx, Linker, {Linker, "-print-search-dirs"},
+                 /*TimeoutSeconds=*/30, "the host linker's -print-search-dirs");
+  if (!Out)
+    return Out.takeError();
+  std::vector<std::string> Dirs;
+  SmallVector<StringRef, 8> Lines;
+  StringRef(*Out).split(Lines, '\n');
+  for (StringRef L : Lines) {
+    if (!L.consume_front("libraries: ="))
+      continue;
+    SmallVector<StringRef, 16> Parts;
+    L.trim().split(Parts, sys::EnvPathSeparator, -1, /*KeepEmpty=*/false);
+    for (StringRef P : Parts)
+      Dirs.push_back(P.str());
+  }
+  return Dirs;
 }
 
 static Expected<std::string> findLinker(StringRef Name) {
@@ -453,11 +898,19 @@ int hostLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,
     timeTraceProfilerInitialize(500, "fatlink-cc");
 
   int RC = [&] {
-    Expected<std::string> Linker = findLinker(S->get("linker").value_or("cc"));
+    StringRef LinkerName = S->get("linker").value_or("cc");
+    Expected<std::string> Linker = findLinker(LinkerName);
     if (!Linker) {
       Ctx.error(Linker.takeError());
       return 1;
     }
+    // Find the files the host link will open, as it will; say what could
+    // not be followed before the link, which may lack device code for it.
+    Parser.findInputs(*Line, isCompilerDriver(LinkerName),
+                      sys::Process::GetEnv("LIBRARY_PATH"),
+                      [&] { return driverLibraryDirs(Ctx, *Linker); });
+    for (const std::string &W : Line->Warnings)
+      Ctx.warn(W);
     Expected<std::string> DeviceObject =
         deviceLinkForHost(Ctx, *Line, *S, DryRun);
     if (!DeviceObject) {
