@@ -89,7 +89,8 @@ struct DeviceImage {
   std::string Arch;
   /// Images of the same translation unit compiled for several arches (clang
   /// `--offload-arch=sm_80,sm_90`) share a Source and are alternatives: each
-  /// target links the one that fits it best.
+  /// target links the one that fits it best. An object merged by `ld -r` or
+  /// `fatlink embed` holds several units, each with a Source of its own.
   unsigned Source = 0;
 };
 
