@@ -815,27 +815,32 @@ compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
         if (!Targets[I].IsPTX)
           PartsOf[I] = &Parts[MI];
   std::vector<std::vector<std::string>> PartCubins(NT);
+  // Each partition's error, in its own slot: the partitions finish in
+  // whatever order the threads run them, so the one reported is chosen by
+  // partition number, not by which failed first.
+  std::vector<std::vector<std::string>> PartErrors(NT);
   std::unique_ptr<std::atomic<size_t>[]> Remaining(new std::atomic<size_t>[NT]);
   for (size_t I = 0; I < NT; ++I) {
     Remaining[I] = PartsOf[I] ? PartsOf[I]->size() : 0;
-    if (PartsOf[I])
+    if (PartsOf[I]) {
       PartCubins[I].resize(PartsOf[I]->size());
+      PartErrors[I].resize(PartsOf[I]->size());
+    }
   }
 
   // A target's partition is done (its cubin, or why not); the last one to
-  // finish links the target's partitions and encodes its entry.
+  // finish links the target's partitions and encodes its entry, or reports
+  // the error of the first partition that failed.
   auto PartDone = [&](size_t I, size_t P, Expected<std::string> Cubin) {
     if (Cubin)
       PartCubins[I][P] = std::move(*Cubin);
     else
-      Fail(I, Cubin.takeError());
+      PartErrors[I][P] = toString(Cubin.takeError());
     if (--Remaining[I] != 0)
       return;
-    {
-      std::lock_guard<std::mutex> Lock(ErrorsMu);
-      if (!Errors[I].empty())
-        return;
-    }
+    for (const std::string &E : PartErrors[I])
+      if (!E.empty())
+        return Fail(I, createStringError(inconvertibleErrorCode(), E));
     std::vector<std::string> Paths;
     for (auto [N, Data] : enumerate(PartCubins[I])) {
       Expected<std::string> Path =
