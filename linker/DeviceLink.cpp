@@ -322,16 +322,19 @@ objectsFor(const lto::InputSet &Inputs, const lto::Target &T) {
 }
 
 /// Relocatable cubins are machine code for one arch: every target needs an
-/// object of its own arch from each container, and PTX targets cannot use
-/// them at all. Checked before any work.
+/// object of its own arch from each translation unit (a container merged by
+/// `ld -r` holds several), and PTX targets cannot use them at all. Checked
+/// before any work.
 static Error checkObjects(const lto::InputSet &Inputs,
                           ArrayRef<lto::Target> Targets) {
-  std::map<std::string, std::vector<std::string>> ArchesByContainer;
+  std::map<std::pair<std::string, unsigned>, std::vector<std::string>>
+      ArchesByUnit;
   for (const lto::DeviceObject &O : Inputs.Objects)
-    ArchesByContainer[O.Origin.substr(0, O.Origin.rfind("(.llvm.offloading"))]
+    ArchesByUnit[{O.Origin.substr(0, O.Origin.rfind("(.llvm.offloading")),
+                  O.Source}]
         .push_back(O.Arch);
   Error Errors = Error::success();
-  for (const auto &[Container, Arches] : ArchesByContainer)
+  for (const auto &[Unit, Arches] : ArchesByUnit)
     for (const lto::Target &T : Targets) {
       if (!T.IsPTX && is_contained(Arches, T.Cpu))
         continue;
@@ -342,7 +345,7 @@ static Error checkObjects(const lto::InputSet &Inputs,
               "%s: holds relocatable device code (cubins) for %s only, which "
               "cannot serve target %s: compile it with -foffload-lto (device "
               "bitcode serves every target)%s",
-              Container.c_str(), join(Arches, ", ").c_str(), T.Name.c_str(),
+              Unit.first.c_str(), join(Arches, ", ").c_str(), T.Name.c_str(),
               T.IsPTX ? "" : (" or add --offload-arch=" + T.Cpu).c_str()));
     }
   return Errors;

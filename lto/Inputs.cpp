@@ -276,6 +276,10 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
   bool UnitOpen = false;
   std::string UnitFile;
   StringSet<> UnitArches;
+  // Relocatable cubins carry no source file name; the per-arch cubins of
+  // one unit define the same global symbols (its kernels and visible
+  // functions), another unit's define others (or the link has duplicates).
+  std::optional<std::vector<std::string>> UnitDefined;
   for (auto [I, OF] : enumerate(Binaries)) {
     const object::OffloadBinary &OB = *OF.getBinary();
     std::string ImageOrigin =
@@ -301,11 +305,15 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
     std::string File = OB.getImageKind() == object::IMG_Bitcode
                            ? sourceFileName(MemoryBufferRef(OB.getImage(), ""))
                            : std::string();
-    if (UnitOpen &&
-        (Arch.empty() || File != UnitFile || UnitArches.contains(Arch))) {
+    bool StartsUnit =
+        !UnitOpen ||
+        (Arch.empty() || File != UnitFile || UnitArches.contains(Arch));
+    if (StartsUnit && UnitOpen) {
       ++NextSource;
       UnitArches.clear();
     }
+    if (StartsUnit)
+      UnitDefined.reset();
     UnitOpen = true;
     UnitFile = File;
     UnitArches.insert(Arch);
@@ -328,8 +336,23 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
     Set.addBuffer(std::move(Copy));
     if (Kind == object::IMG_Bitcode)
       addBitcode(Ref, ImageOrigin, OB.getArch().str(), Found);
-    else
+    else {
+      size_t Before = Set.Objects.size();
       addObject(Ref, ImageOrigin, OB.getArch().str(), Found);
+      if (Set.Objects.size() == Before)
+        continue;
+      std::vector<std::string> Defined = Set.Objects.back().Defined;
+      llvm::sort(Defined);
+      if (UnitDefined && *UnitDefined != Defined) {
+        ++NextSource; // another unit's cubin
+        UnitArches.clear();
+        UnitArches.insert(Arch);
+        UnitDefined.reset();
+      }
+      if (!UnitDefined)
+        UnitDefined = std::move(Defined);
+      Set.Objects.back().Source = NextSource;
+    }
   }
   ++NextSource;
 }

@@ -102,6 +102,9 @@ struct DeviceObject {
   std::string Origin;
   llvm::MemoryBufferRef Data; ///< owned by the InputSet
   std::string Arch;           ///< "sm_80"
+  /// The translation unit: the cubins of one unit (one per arch) share it,
+  /// as DeviceImage::Source; every unit needs a cubin of each target's arch.
+  unsigned Source = 0;
   std::vector<std::string> Defined;
   std::vector<std::string> Undefined;
 };

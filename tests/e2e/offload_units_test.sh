@@ -94,7 +94,31 @@ OUT="$WORK/emb"
     every_target "$OUT" $T unit_a_kernel unit_b_kernel ||
   fail "embed: device-link failed"
 
-# 4. An image for an arch fatlink does not know ("compute_80" is a virtual
+# 4. The same for relocatable cubins (no -foffload-lto: nvlink links them):
+#    each unit needs a cubin of every target's arch. unit_a has sm_75 and
+#    sm_90, unit_b sm_80: no target can be served, and the link says so.
+#    (Before: sm_80 linked unit_b's cubin alone, sm_90 unit_a's, exit 0.)
+cuda_obj_nolto unit_a.cu sm_75,sm_90 "$D/an.o" &&
+  cuda_obj_nolto unit_b.cu sm_80 "$D/bn.o" &&
+  ld -r "$D/an.o" "$D/bn.o" -o "$D/abn.o" ||
+  fail "building the relocatable-cubin objects failed"
+OUT="$WORK/abn.fatbin"
+expect_error "ld -r, cubins: a unit without a cubin for a target is refused" \
+  "abn.o: holds relocatable device code (cubins) for sm_75, sm_90 only, which cannot serve target sm_80" \
+  device-link --arch=sm_80,sm_90 "$D/abn.o" -o "$OUT"
+# Units with a cubin for each target: both kernels in each.
+cuda_obj_nolto unit_a.cu sm_80,sm_90 "$D/an2.o" &&
+  cuda_obj_nolto unit_b.cu sm_90,sm_80 "$D/bn2.o" &&
+  ld -r "$D/an2.o" "$D/bn2.o" -o "$D/abn2.o" ||
+  fail "building the relocatable-cubin objects failed"
+T=sm_80,sm_90
+OUT="$WORK/abn2"
+"$FATLINK" device-link --arch=$T "$D/abn2.o" -o "$OUT/" &&
+  check "ld -r, cubins: every kernel of both units in every target" \
+    every_target "$OUT" $T unit_a_kernel unit_b_kernel ||
+  fail "ld -r, cubins: device-link failed"
+
+# 5. An image for an arch fatlink does not know ("compute_80" is a virtual
 #    arch, not what an image is compiled for) beside a good one of another
 #    unit: refused, naming the image and the arch. (Before: left out
 #    without a word, the link succeeded without unit_a_kernel.)
