@@ -258,9 +258,11 @@ static std::string sourceFileName(MemoryBufferRef MB) {
 /// best arch of each unit), so the units must be told apart: a new unit
 /// starts where the bitcode's source file changes, where an arch repeats
 /// (the same file compiled twice, or rustc's codegen units, all of one
-/// arch), and at every image without an arch. Two units of the same source
-/// file with disjoint arch sets next to each other cannot be told from one
-/// unit compiled for their union (see docs/lto.md).
+/// arch), at every image without an arch, and, for relocatable cubins
+/// (which name no source file), where the global symbols a cubin defines
+/// differ from its unit's first cubin's. Two units of the same source file
+/// with disjoint arch sets next to each other cannot be told from one unit
+/// compiled for their union (see docs/lto.md).
 void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
                                     size_t &Found) {
   SmallVector<object::OffloadFile> Binaries;
