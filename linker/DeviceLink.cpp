@@ -335,16 +335,19 @@ objectsFor(const lto::InputSet &Inputs, const lto::Target &T) {
 }
 
 /// Relocatable cubins are machine code for one arch: every target needs an
-/// object of its own arch from each container, and PTX targets cannot use
-/// them at all. Checked before any work.
+/// object of its own arch from each translation unit (a container merged by
+/// `ld -r` holds several), and PTX targets cannot use them at all. Checked
+/// before any work.
 static Error checkObjects(const lto::InputSet &Inputs,
                           ArrayRef<lto::Target> Targets) {
-  std::map<std::string, std::vector<std::string>> ArchesByContainer;
+  std::map<std::pair<std::string, unsigned>, std::vector<std::string>>
+      ArchesByUnit;
   for (const lto::DeviceObject &O : Inputs.Objects)
-    ArchesByContainer[O.Origin.substr(0, O.Origin.rfind("(.llvm.offloading"))]
+    ArchesByUnit[{O.Origin.substr(0, O.Origin.rfind("(.llvm.offloading")),
+                  O.Source}]
         .push_back(O.Arch);
   Error Errors = Error::success();
-  for (const auto &[Container, Arches] : ArchesByContainer)
+  for (const auto &[Unit, Arches] : ArchesByUnit)
     for (const lto::Target &T : Targets) {
       if (!T.IsPTX && is_contained(Arches, T.Cpu))
         continue;
@@ -355,7 +358,7 @@ static Error checkObjects(const lto::InputSet &Inputs,
               "%s: holds relocatable device code (cubins) for %s only, which "
               "cannot serve target %s: compile it with -foffload-lto (device "
               "bitcode serves every target)%s",
-              Container.c_str(), join(Arches, ", ").c_str(), T.Name.c_str(),
+              Unit.first.c_str(), join(Arches, ", ").c_str(), T.Name.c_str(),
               T.IsPTX ? "" : (" or add --offload-arch=" + T.Cpu).c_str()));
     }
   return Errors;
@@ -883,27 +886,32 @@ compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
         if (!Targets[I].IsPTX)
           PartsOf[I] = &Parts[MI];
   std::vector<std::vector<std::string>> PartCubins(NT);
+  // Each partition's error, in its own slot: the partitions finish in
+  // whatever order the threads run them, so the one reported is chosen by
+  // partition number, not by which failed first.
+  std::vector<std::vector<std::string>> PartErrors(NT);
   std::unique_ptr<std::atomic<size_t>[]> Remaining(new std::atomic<size_t>[NT]);
   for (size_t I = 0; I < NT; ++I) {
     Remaining[I] = PartsOf[I] ? PartsOf[I]->size() : 0;
-    if (PartsOf[I])
+    if (PartsOf[I]) {
       PartCubins[I].resize(PartsOf[I]->size());
+      PartErrors[I].resize(PartsOf[I]->size());
+    }
   }
 
   // A target's partition is done (its cubin, or why not); the last one to
-  // finish links the target's partitions and encodes its entry.
+  // finish links the target's partitions and encodes its entry, or reports
+  // the error of the first partition that failed.
   auto PartDone = [&](size_t I, size_t P, Expected<std::string> Cubin) {
     if (Cubin)
       PartCubins[I][P] = std::move(*Cubin);
     else
-      Fail(I, Cubin.takeError());
+      PartErrors[I][P] = toString(Cubin.takeError());
     if (--Remaining[I] != 0)
       return;
-    {
-      std::lock_guard<std::mutex> Lock(ErrorsMu);
-      if (!Errors[I].empty())
-        return;
-    }
+    for (const std::string &E : PartErrors[I])
+      if (!E.empty())
+        return Fail(I, createStringError(inconvertibleErrorCode(), E));
     std::vector<std::string> Paths;
     for (auto [N, Data] : enumerate(PartCubins[I])) {
       Expected<std::string> Path =

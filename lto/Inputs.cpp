@@ -25,11 +25,15 @@
 
 #include "lto/LTO.h"
 #include "lto/Support.h"
+#include "lto/Target.h"
 #include "packager/Packager.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/BinaryFormat/Magic.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Config/llvm-config.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Object/Archive.h"
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Object/ELFObjectFile.h"
@@ -338,6 +342,33 @@ static bool hasNvccDeviceCode(MemoryBufferRef MB) {
   return false;
 }
 
+/// The source file a bitcode image was compiled from (its module's
+/// source_filename: clang's main file, rustc's crate root), read without
+/// materializing any function; empty when the bitcode does not parse (its
+/// check reports that).
+static std::string sourceFileName(MemoryBufferRef MB) {
+  LLVMContext Ctx;
+  Ctx.setDiagnosticHandlerCallBack([](const DiagnosticInfo *, void *) {});
+  Expected<std::unique_ptr<Module>> MOrErr = getLazyBitcodeModule(MB, Ctx);
+  if (!MOrErr) {
+    consumeError(MOrErr.takeError());
+    return "";
+  }
+  return (*MOrErr)->getSourceFileName();
+}
+
+/// An object's `.llvm.offloading` section may hold several translation
+/// units: clang writes one OffloadBinary per arch of one unit, consecutively,
+/// and `ld -r` and `fatlink embed` concatenate the binaries of their inputs
+/// in order. The images of one unit are alternatives (each target links the
+/// best arch of each unit), so the units must be told apart: a new unit
+/// starts where the bitcode's source file changes, where an arch repeats
+/// (the same file compiled twice, or rustc's codegen units, all of one
+/// arch), at every image without an arch, and, for relocatable cubins
+/// (which name no source file), where the global symbols a cubin defines
+/// differ from its unit's first cubin's. Two units of the same source file
+/// with disjoint arch sets next to each other cannot be told from one unit
+/// compiled for their union (see docs/lto.md).
 void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
                                     size_t &Found) {
   SmallVector<object::OffloadFile> Binaries;
@@ -355,6 +386,13 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
     Set.NvccObjects.push_back({Origin.str(), MB});
     Set.Skipped.push_back(Origin.str() + ": nvcc device code, not read");
   }
+  bool UnitOpen = false;
+  std::string UnitFile;
+  StringSet<> UnitArches;
+  // Relocatable cubins carry no source file name; the per-arch cubins of
+  // one unit define the same global symbols (its kernels and visible
+  // functions), another unit's define others (or the link has duplicates).
+  std::optional<std::vector<std::string>> UnitDefined;
   for (auto [I, OF] : enumerate(Binaries)) {
     const object::OffloadBinary &OB = *OF.getBinary();
     std::string ImageOrigin =
@@ -365,6 +403,33 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
                             ", not an NVIDIA GPU");
       continue;
     }
+    // An image for an arch fatlink cannot place (not sm_NN, sm_NNa or
+    // sm_NNf) would never be chosen for any target: refuse it rather than
+    // leave its code out without a word.
+    StringRef Arch = OB.getArch();
+    if (!Arch.empty() && !parseArchName(Arch)) {
+      Errors.add(makeError(
+          "%s: image for unknown GPU arch '%s': fatlink links device code "
+          "compiled for sm_NN, sm_NNa or sm_NNf; recompile it with "
+          "--offload-arch=sm_NN",
+          ImageOrigin.c_str(), Arch.str().c_str()));
+      continue;
+    }
+    std::string File = OB.getImageKind() == object::IMG_Bitcode
+                           ? sourceFileName(MemoryBufferRef(OB.getImage(), ""))
+                           : std::string();
+    bool StartsUnit =
+        !UnitOpen ||
+        (Arch.empty() || File != UnitFile || UnitArches.contains(Arch));
+    if (StartsUnit && UnitOpen) {
+      ++NextSource;
+      UnitArches.clear();
+    }
+    if (StartsUnit)
+      UnitDefined.reset();
+    UnitOpen = true;
+    UnitFile = File;
+    UnitArches.insert(Arch);
     object::ImageKind Kind = OB.getImageKind();
     if (Kind != object::IMG_Bitcode && Kind != object::IMG_Object &&
         Kind != object::IMG_Cubin) {
@@ -384,8 +449,23 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
     Set.addBuffer(std::move(Copy));
     if (Kind == object::IMG_Bitcode)
       addBitcode(Ref, ImageOrigin, OB.getArch().str(), Found);
-    else
+    else {
+      size_t Before = Set.Objects.size();
       addObject(Ref, ImageOrigin, OB.getArch().str(), Found);
+      if (Set.Objects.size() == Before)
+        continue;
+      std::vector<std::string> Defined = Set.Objects.back().Defined;
+      llvm::sort(Defined);
+      if (UnitDefined && *UnitDefined != Defined) {
+        ++NextSource; // another unit's cubin
+        UnitArches.clear();
+        UnitArches.insert(Arch);
+        UnitDefined.reset();
+      }
+      if (!UnitDefined)
+        UnitDefined = std::move(Defined);
+      Set.Objects.back().Source = NextSource;
+    }
   }
   ++NextSource;
 }

@@ -95,7 +95,8 @@ struct DeviceImage {
   std::string Arch;
   /// Images of the same translation unit compiled for several arches (clang
   /// `--offload-arch=sm_80,sm_90`) share a Source and are alternatives: each
-  /// target links the one that fits it best.
+  /// target links the one that fits it best. An object merged by `ld -r` or
+  /// `fatlink embed` holds several units, each with a Source of its own.
   unsigned Source = 0;
 };
 
@@ -107,6 +108,9 @@ struct DeviceObject {
   std::string Origin;
   llvm::MemoryBufferRef Data; ///< owned by the InputSet
   std::string Arch;           ///< "sm_80"
+  /// The translation unit: the cubins of one unit (one per arch) share it,
+  /// as DeviceImage::Source; every unit needs a cubin of each target's arch.
+  unsigned Source = 0;
   std::vector<std::string> Defined;
   std::vector<std::string> Undefined;
 };

@@ -231,6 +231,42 @@ static fatlink_rt_status notFound(const char *Name, int OnlyModule,
   return St;
 }
 
+/* A kernel that no usable module has may be in an unusable one (a corrupt
+ * fatbin, a malformed descriptor): then the reason is the answer, not "not
+ * found". BAD_MODULE when a searched module's descriptor names the kernel,
+ * or when a searched module's kernel table cannot be read (it may hold it);
+ * success (nothing to say) otherwise. Under the registry lock. */
+static fatlink_rt_status unusableModuleFailure(const char *Name,
+                                               int OnlyModule,
+                                               uint32_t Module) {
+  uint32_t N = flrt_registry_count_locked();
+  flrt_module *Unreadable = NULL;
+  uint32_t UnreadableIndex = 0;
+  for (uint32_t I = 0; I < N; ++I) {
+    if (OnlyModule && I != Module)
+      continue;
+    flrt_module *M = flrt_registry_get_locked(I);
+    if (!M->parse_error)
+      continue;
+    if (M->descriptor_ok && flrt_find_kernel(M->desc, Name) >= 0)
+      return flrt_fail(FATLINK_RT_ERROR_BAD_MODULE,
+                       "kernel '%s' is in module %u from %s, which is "
+                       "unusable: %s",
+                       Name, I, M->origin, M->parse_error);
+    if (!M->descriptor_ok && !Unreadable) {
+      Unreadable = M;
+      UnreadableIndex = I;
+    }
+  }
+  if (Unreadable)
+    return flrt_fail(FATLINK_RT_ERROR_BAD_MODULE,
+                     "kernel '%s' not found in the usable modules; module %u "
+                     "from %s is unusable and may hold it: %s",
+                     Name, UnreadableIndex, Unreadable->origin,
+                     Unreadable->parse_error);
+  return FATLINK_RT_SUCCESS;
+}
+
 static fatlink_rt_status getKernel(const char *Name, int OnlyModule,
                                    uint32_t Module, fatlink_rt_kernel *Out) {
   if (!Out)
@@ -260,9 +296,12 @@ static fatlink_rt_status getKernel(const char *Name, int OnlyModule,
     if (K >= 0)
       Found = &M->kernels[K];
   }
+  if (!Found) {
+    fatlink_rt_status S = unusableModuleFailure(Name, OnlyModule, Module);
+    flrt_registry_unlock();
+    return S != FATLINK_RT_SUCCESS ? S : notFound(Name, OnlyModule, Module);
+  }
   flrt_registry_unlock();
-  if (!Found)
-    return notFound(Name, OnlyModule, Module);
   CUfunction F;
   fatlink_rt_status S = flrt_module_function(Found->module, Found->index,
                                              flrt_current_device(), &F);

@@ -78,9 +78,10 @@ extern void __cudaRegisterFunction(void **, const char *, char *, const char *,
 extern void __cudaRegisterVar(void **, char *, char *, const char *, int,
                               size_t, int, int) __attribute__((weak));
 
-/* This component's handles, unregistered at exit. */
-static void **Handles[64];
-static int NumHandles;
+/* This component's handles, unregistered at exit; grown as modules come
+ * (a program may link any number of fatlink objects). */
+static void ***Handles;
+static int NumHandles, CapHandles;
 
 static void unregisterAll(void) {
   for (int I = NumHandles - 1; I >= 0; --I)
@@ -124,25 +125,58 @@ void flrt_cudart_register(const struct fatlink_module *Begin,
     return;
   }
 
-  /* This component's modules. */
-  const struct fatlink_module *Mods[64];
-  int NumMods = 0;
+  /* This component's modules: as many as its fatlink_modules section
+   * holds. Out of memory, no module is registered, with a word. */
+  const struct fatlink_module **Mods = NULL;
+  int NumMods = 0, CapMods = 0;
   const char *Pos = (const char *)Begin, *Stop = (const char *)End;
   const struct fatlink_module *D;
-  while (Begin && End && (D = flrt_next_descriptor(&Pos, Stop)))
-    if (NumMods < 64 && D->wrapper && D->wrapper->magic == FATLINK_FATBINC_MAGIC)
-      Mods[NumMods++] = D;
+  while (Begin && End && (D = flrt_next_descriptor(&Pos, Stop))) {
+    if (!D->wrapper || D->wrapper->magic != FATLINK_FATBINC_MAGIC)
+      continue;
+    if (NumMods == CapMods) {
+      int NewCap = CapMods ? 2 * CapMods : 16;
+      const struct fatlink_module **New =
+          realloc((void *)Mods, (size_t)NewCap * sizeof(*New));
+      if (!New) {
+        free((void *)Mods);
+        flrt_warn("out of memory registering %d fatlink modules with the "
+                  "CUDA runtime; none is registered",
+                  NumMods + 1);
+        return;
+      }
+      Mods = New;
+      CapMods = NewCap;
+    }
+    Mods[NumMods++] = D;
+  }
+  if (NumHandles + NumMods > CapHandles) {
+    int NewCap = CapHandles ? CapHandles : 16;
+    while (NewCap < NumHandles + NumMods)
+      NewCap *= 2;
+    void ***New = realloc(Handles, (size_t)NewCap * sizeof(*New));
+    if (!New) {
+      free((void *)Mods);
+      flrt_warn("out of memory registering %d fatlink modules with the CUDA "
+                "runtime; none is registered",
+                NumMods);
+      return;
+    }
+    Handles = New;
+    CapHandles = NewCap;
+  }
   if (NumMods == 0) {
     flrt_warn("this program has %zu CUDA kernel/global entries (first: %s) "
               "but no fatlink device code: device-link the objects with "
               "`fatlink device-link --arch=... <objects> -o kernels.o` and "
               "link kernels.o into the program",
               NumEntries, EB->Name ? EB->Name : "?");
+    free((void *)Mods);
     return;
   }
 
   int Base = NumHandles;
-  for (int I = 0; I < NumMods && NumHandles < 64; ++I)
+  for (int I = 0; I < NumMods; ++I)
     Handles[NumHandles++] =
         __cudaRegisterFatBinary((void *)(uintptr_t)Mods[I]->wrapper);
   int Log = flrt_log_level() == 1;
@@ -159,7 +193,7 @@ void flrt_cudart_register(const struct fatlink_module *Begin,
       for (int I = 0; I < NumMods && Mod < 0; ++I)
         if (flrt_find_kernel(Mods[I], E->Name) >= 0)
           Mod = I;
-      if (Mod < 0 || Base + Mod >= NumHandles) {
+      if (Mod < 0) {
         flrt_warn("kernel %s has a host stub (%s) but no device code in this "
                   "program's fatlink modules; its launches will fail with "
                   "cudaErrorInvalidDeviceFunction: pass the object that "
@@ -203,6 +237,7 @@ void flrt_cudart_register(const struct fatlink_module *Begin,
   if (__cudaRegisterFatBinaryEnd)
     for (int I = Base; I < NumHandles; ++I)
       __cudaRegisterFatBinaryEnd(Handles[I]);
+  free((void *)Mods);
   if (Base == 0)
     atexit(unregisterAll);
   flrt_log("CUDA runtime: registered %d fatbin%s, %zu kernel%s and %zu "

@@ -171,6 +171,8 @@ struct flrt_module {
   fatlink_rt_image *images; /* parsed at registration */
   uint32_t num_images;
   char *parse_error;        /* non-NULL if the fatbin is malformed */
+  int descriptor_ok;        /* its kernel table was checked and may be read,
+                               even when parse_error says the fatbin is bad */
   struct fatlink_rt_kernel_s *kernels;
   atomic_int unloaded;      /* its shared library was unloaded */
   pthread_mutex_t lock;     /* guards loading */

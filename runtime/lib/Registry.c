@@ -192,6 +192,7 @@ static flrt_module *newModule(const struct fatlink_module *D) {
   atomic_init(&M->unloaded, 0);
   atomic_init(&M->devices, NULL);
   M->parse_error = checkDescriptor(D);
+  M->descriptor_ok = !M->parse_error;
   if (!M->parse_error) {
     size_t N = 0;
     if (fatlink_rt_parse_fatbin(D->fatbin, D->fatbin_size, NULL, 0, &N) !=

@@ -429,6 +429,53 @@ TEST(Registry, MalformedModulesAreReportedNotFatal) {
   EXPECT_EQ(fatlink_rt_module_count(), Before);
 }
 
+// A module whose fatbin is corrupt (its descriptor is fine and names the
+// kernel) must not read as "kernel not found (0 kernels)": the lookup says
+// which module holds the kernel and why it is unusable.
+TEST(Registry, KernelOfACorruptModuleIsBadModuleWithTheReason) {
+  uint32_t Before = fatlink_rt_module_count();
+  FakeModule M({"vec_add"});
+  M.Fatbin[0] ^= 0xff; // the container's magic is wrong
+  fatlink_rt_register_modules_v1(&M.Desc[0], &M.Desc[1]);
+  ASSERT_EQ(fatlink_rt_module_count(), Before + 1);
+  fatlink_rt_kernel H = nullptr;
+  EXPECT_EQ(fatlink_rt_get_kernel("vec_add", &H), FATLINK_RT_ERROR_BAD_MODULE);
+  std::string Err = fatlink_rt_last_error();
+  EXPECT_NE(Err.find("kernel 'vec_add' is in module " + std::to_string(Before)),
+            std::string::npos)
+      << Err;
+  EXPECT_NE(Err.find("which is unusable: fatbin: bad magic"), std::string::npos)
+      << Err;
+  EXPECT_EQ(fatlink_rt_module_get_kernel(Before, "vec_add", &H),
+            FATLINK_RT_ERROR_BAD_MODULE);
+  EXPECT_NE(std::string(fatlink_rt_last_error()).find("fatbin: bad magic"),
+            std::string::npos);
+  EXPECT_EQ(H, nullptr);
+  // A name the module does not hold is still not found.
+  EXPECT_EQ(fatlink_rt_get_kernel("matmul", &H),
+            FATLINK_RT_ERROR_KERNEL_NOT_FOUND);
+  fatlink_rt_unregister_modules_v1(&M.Desc[0], &M.Desc[1]);
+  EXPECT_EQ(fatlink_rt_module_count(), Before);
+}
+
+// A corrupt descriptor (its kernel table cannot be trusted): any lookup
+// that finds nothing elsewhere names the unusable module, which may hold it.
+TEST(Registry, LookupPastAnUnreadableDescriptorIsBadModule) {
+  uint32_t Before = fatlink_rt_module_count();
+  FakeModule M({"vec_add"});
+  M.Desc[0].num_kernels = 1;
+  M.Desc[0].kernels = nullptr; // a descriptor that lists kernels it lacks
+  fatlink_rt_register_modules_v1(&M.Desc[0], &M.Desc[1]);
+  ASSERT_EQ(fatlink_rt_module_count(), Before + 1);
+  fatlink_rt_kernel H = nullptr;
+  EXPECT_EQ(fatlink_rt_get_kernel("vec_add", &H), FATLINK_RT_ERROR_BAD_MODULE);
+  EXPECT_NE(std::string(fatlink_rt_last_error()).find("is unusable and may hold it"),
+            std::string::npos)
+      << fatlink_rt_last_error();
+  fatlink_rt_unregister_modules_v1(&M.Desc[0], &M.Desc[1]);
+  EXPECT_EQ(fatlink_rt_module_count(), Before);
+}
+
 TEST(Api, NullArgumentsAreErrors) {
   EXPECT_EQ(fatlink_rt_launch(nullptr, {1, 1, 1}, {1, 1, 1}, 0, nullptr,
                               nullptr, nullptr, 0),

@@ -1,0 +1,7 @@
+// unit_a.cu: one translation unit of tests/e2e/offload_units_test.sh,
+// compiled for other arches than unit_b.cu and merged with it by `ld -r`.
+extern "C" __device__ float unit_a_twice(float x) { return 2.0f * x; }
+
+extern "C" __global__ void unit_a_kernel(float *v) {
+  v[threadIdx.x] = unit_a_twice(v[threadIdx.x]);
+}
