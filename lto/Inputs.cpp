@@ -31,6 +31,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/BinaryFormat/Magic.h"
 #include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/LLVMBitCodes.h"
+#include "llvm/Bitstream/BitstreamReader.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -343,18 +345,80 @@ static bool hasNvccDeviceCode(MemoryBufferRef MB) {
 }
 
 /// The source file a bitcode image was compiled from (its module's
-/// source_filename: clang's main file, rustc's crate root), read without
-/// materializing any function; empty when the bitcode does not parse (its
-/// check reports that).
+/// source_filename: clang's main file, rustc's crate root); empty when the
+/// bitcode does not say or does not parse (its check reports that).
+///
+/// Every image of an offload object is asked, and a re-link served from
+/// the cache asks them all, so this reads only the few records before the
+/// first sub-block that matters: the module block's SOURCE_FILENAME record,
+/// which the writer emits among the module's first records, with LLVM's
+/// bitstream cursor, skipping every sub-block by its length. (Loading the
+/// module lazily, the obvious way, costs about 0.2 ms an image: 0.2 s for a
+/// 256-unit, four-arch program's cached re-link.)
 static std::string sourceFileName(MemoryBufferRef MB) {
-  LLVMContext Ctx;
-  Ctx.setDiagnosticHandlerCallBack([](const DiagnosticInfo *, void *) {});
-  Expected<std::unique_ptr<Module>> MOrErr = getLazyBitcodeModule(MB, Ctx);
-  if (!MOrErr) {
-    consumeError(MOrErr.takeError());
+  StringRef Buf = MB.getBuffer();
+  if (!isBitcode(reinterpret_cast<const unsigned char *>(Buf.begin()),
+                 reinterpret_cast<const unsigned char *>(Buf.end())))
+    return "";
+  BitstreamCursor Stream(Buf);
+  BitstreamBlockInfo BlockInfo;
+  if (Error E = Stream.JumpToBit(32)) { // past the magic, BC 0xC0DE
+    consumeError(std::move(E));
     return "";
   }
-  return (*MOrErr)->getSourceFileName();
+  auto Scan = [&]() -> Expected<std::string> {
+    bool InModule = false;
+    SmallVector<uint64_t, 64> Record;
+    while (true) {
+      Expected<BitstreamEntry> Entry = Stream.advance();
+      if (!Entry)
+        return Entry.takeError();
+      switch (Entry->Kind) {
+      case BitstreamEntry::Error:
+      case BitstreamEntry::EndBlock:
+        return "";
+      case BitstreamEntry::SubBlock:
+        if (!InModule && Entry->ID == bitc::MODULE_BLOCK_ID) {
+          if (Error E = Stream.EnterSubBlock(bitc::MODULE_BLOCK_ID))
+            return std::move(E);
+          InModule = true;
+        } else if (Entry->ID == bitc::BLOCKINFO_BLOCK_ID) {
+          Expected<std::optional<BitstreamBlockInfo>> Info =
+              Stream.ReadBlockInfoBlock();
+          if (!Info)
+            return Info.takeError();
+          if (!*Info)
+            return "";
+          BlockInfo = std::move(**Info);
+          Stream.setBlockInfo(&BlockInfo);
+        } else if (Error E = Stream.SkipBlock()) {
+          return std::move(E);
+        }
+        continue;
+      case BitstreamEntry::Record:
+        break;
+      }
+      Record.clear();
+      StringRef Blob;
+      Expected<unsigned> Code = Stream.readRecord(Entry->ID, Record, &Blob);
+      if (!Code)
+        return Code.takeError();
+      if (!InModule || *Code != bitc::MODULE_CODE_SOURCE_FILENAME)
+        continue;
+      if (!Blob.empty())
+        return Blob.str();
+      std::string Name;
+      for (uint64_t C : Record)
+        Name += char(C);
+      return Name;
+    }
+  };
+  Expected<std::string> Name = Scan();
+  if (!Name) {
+    consumeError(Name.takeError());
+    return "";
+  }
+  return *Name;
 }
 
 /// An object's `.llvm.offloading` section may hold several translation

@@ -282,7 +282,9 @@ struct KernelInfo {
 struct InputUse {
   std::string Origin;
   /// "sm_75": the arch of an OffloadBinary image, else the newest
-  /// `target-cpu` of its functions; empty if none says.
+  /// `target-cpu` of its functions; empty if none says. For a translation
+  /// unit compiled for several arches, all of them ("sm_75, sm_90"), since
+  /// one image may serve the targets of another that is equal to it.
   std::string CompiledFor;
   std::vector<std::string> Targets; ///< target names, in target order
 };

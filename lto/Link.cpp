@@ -814,16 +814,25 @@ void DeviceLinker::noteUse(const Module &M, const DeviceImage &Image,
                            size_t ImageIndex, const LinkGroup &G,
                            LinkedProgram &Out) {
   std::optional<ArchName> Arch = compiledFor(M, Image);
-  InputUse &Use = Uses[ImageIndex];
-  Use.Origin = Image.Origin;
-  Use.CompiledFor = Arch ? Arch->Cpu : "";
   // The arches the image's translation unit was compiled for: a target
   // served by another arch's image (planGroups' choice, or one found equal
   // to its own) was compiled for all the same.
   StringSet<> UnitArches;
+  std::vector<std::pair<unsigned, std::string>> Listed; // by sm
   for (const DeviceImage &Other : Inputs.Images)
-    if (Other.Source == Image.Source && !Other.Arch.empty())
-      UnitArches.insert(Other.Arch);
+    if (Other.Source == Image.Source && !Other.Arch.empty() &&
+        UnitArches.insert(Other.Arch).second)
+      if (std::optional<ArchName> A = parseArchName(Other.Arch))
+        Listed.push_back({A->Sm, Other.Arch});
+  llvm::sort(Listed);
+  InputUse &Use = Uses[ImageIndex];
+  Use.Origin = Image.Origin;
+  Use.CompiledFor = Arch ? Arch->Cpu : "";
+  if (Listed.size() > 1) {
+    Use.CompiledFor.clear();
+    for (const auto &[Sm, Name] : Listed)
+      Use.CompiledFor += (Use.CompiledFor.empty() ? "" : ", ") + Name;
+  }
   std::vector<std::string> Newer;
   for (size_t TI : G.Targets) {
     Use.Targets.push_back(Targets[TI].Name);
