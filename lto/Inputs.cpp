@@ -100,6 +100,33 @@ Error checkBitcode(MemoryBufferRef MB, StringRef Origin) {
 /// this name is a device library, any other is refused.
 static constexpr const char DeviceRuntimeName[] = "libcudadevrt.a";
 
+/// The global symbols a relocatable cubin defines and references.
+static Error readCubinSymbols(MemoryBufferRef MB,
+                              std::vector<std::string> &Defined,
+                              std::vector<std::string> &Undefined) {
+  Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
+      object::ObjectFile::createObjectFile(MB);
+  if (!ObjOrErr)
+    return makeError("corrupt relocatable cubin: %s",
+                     toString(ObjOrErr.takeError()).c_str());
+  for (const object::SymbolRef &Sym : (*ObjOrErr)->symbols()) {
+    Expected<uint32_t> Flags = Sym.getFlags();
+    Expected<StringRef> Name = Sym.getName();
+    if (!Flags || !Name) {
+      if (!Flags)
+        consumeError(Flags.takeError());
+      if (!Name)
+        consumeError(Name.takeError());
+      return makeError("corrupt symbol table");
+    }
+    if (!(*Flags & object::SymbolRef::SF_Global) || Name->empty())
+      continue;
+    (*Flags & object::SymbolRef::SF_Undefined ? Undefined : Defined)
+        .push_back(Name->str());
+  }
+  return Error::success();
+}
+
 static Expected<DeviceLibrary> readDeviceLibrary(MemoryBufferRef MB,
                                                  StringRef Path) {
   Expected<std::vector<packager::EmbeddedImage>> ImagesOrErr =
@@ -134,28 +161,11 @@ static Expected<DeviceLibrary> readDeviceLibrary(MemoryBufferRef MB,
     return std::make_tuple(SmOf(A), A) < std::make_tuple(SmOf(B), B);
   });
   // Every arch's cubin defines the same interface: read the first one's.
-  Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
-      object::ObjectFile::createObjectFile(
-          MemoryBufferRef(First->Data, First->Origin));
-  if (!ObjOrErr)
-    return makeError("%s: corrupt %s cubin: %s", Path.str().c_str(),
-                     First->Arch.c_str(),
-                     toString(ObjOrErr.takeError()).c_str());
-  for (const object::SymbolRef &Sym : (*ObjOrErr)->symbols()) {
-    Expected<uint32_t> Flags = Sym.getFlags();
-    Expected<StringRef> Name = Sym.getName();
-    if (!Flags || !Name) {
-      if (!Flags)
-        consumeError(Flags.takeError());
-      if (!Name)
-        consumeError(Name.takeError());
-      return makeError("%s: corrupt symbol table in its %s cubin",
-                       Path.str().c_str(), First->Arch.c_str());
-    }
-    if ((*Flags & object::SymbolRef::SF_Global) &&
-        !(*Flags & object::SymbolRef::SF_Undefined) && !Name->empty())
-      Lib.Defined.push_back(Name->str());
-  }
+  std::vector<std::string> Undefined;
+  if (Error E = readCubinSymbols(MemoryBufferRef(First->Data, First->Origin),
+                                 Lib.Defined, Undefined))
+    return makeError("%s: its %s cubin: %s", Path.str().c_str(),
+                     First->Arch.c_str(), toString(std::move(E)).c_str());
   llvm::sort(Lib.Defined);
   Lib.Defined.erase(std::unique(Lib.Defined.begin(), Lib.Defined.end()),
                     Lib.Defined.end());
@@ -261,31 +271,11 @@ void InputReader::addBitcode(MemoryBufferRef MB, std::string Origin,
 /// A relocatable cubin: an ELF for EM_CUDA whose global symbols are read.
 void InputReader::addObject(MemoryBufferRef MB, std::string Origin,
                             std::string Arch, size_t &Found) {
-  Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
-      object::ObjectFile::createObjectFile(MB);
-  if (!ObjOrErr) {
-    Errors.add(makeError("%s: corrupt relocatable cubin: %s", Origin.c_str(),
-                         toString(ObjOrErr.takeError()).c_str()));
-    return;
-  }
   DeviceObject Obj;
-  for (const object::SymbolRef &Sym : (*ObjOrErr)->symbols()) {
-    Expected<uint32_t> Flags = Sym.getFlags();
-    Expected<StringRef> Name = Sym.getName();
-    if (!Flags || !Name) {
-      if (!Flags)
-        consumeError(Flags.takeError());
-      if (!Name)
-        consumeError(Name.takeError());
-      Errors.add(makeError("%s: corrupt symbol table", Origin.c_str()));
-      return;
-    }
-    if (!(*Flags & object::SymbolRef::SF_Global) || Name->empty())
-      continue;
-    if (*Flags & object::SymbolRef::SF_Undefined)
-      Obj.Undefined.push_back(Name->str());
-    else
-      Obj.Defined.push_back(Name->str());
+  if (Error E = readCubinSymbols(MB, Obj.Defined, Obj.Undefined)) {
+    Errors.add(makeError("%s: %s", Origin.c_str(),
+                         toString(std::move(E)).c_str()));
+    return;
   }
   Obj.Origin = std::move(Origin);
   Obj.Data = MB;
