@@ -1272,10 +1272,10 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
                 ", serves " + join(U.Targets, ", "));
   for (auto [T, V] : zip(B.Targets, B.Program.PtxVersions))
     if (T.PtxVersion != V) {
-      Ctx.verbose("target " + T.Name + ": PTX ISA raised to " +
-                  Twine(V / 10) + "." + Twine(V % 10) +
-                  ", the newest its inputs were compiled for");
       T.PtxVersion = V;
+      Ctx.verbose("target " + T.Name + ": PTX ISA raised to " +
+                  T.ptxVersionString() +
+                  ", the newest its inputs were compiled for");
     }
   if (B.Program.Kernels.empty())
     Ctx.warn("the linked program has no kernels: nothing can be launched");

@@ -19,10 +19,6 @@ static Error makeError(const Twine &Msg) {
   return createStringError(inconvertibleErrorCode(), Msg);
 }
 
-static std::string ptxString(unsigned V) {
-  return (Twine(V / 10) + "." + Twine(V % 10)).str();
-}
-
 std::optional<unsigned> parsePtxVersion(StringRef S) {
   unsigned Major, Minor;
   if (S.consumeInteger(10, Major) || !S.consume_front(".") ||
@@ -118,17 +114,17 @@ static Expected<lto::Target> makeTarget(const Spec &S, const ToolFacts &Facts,
   T.IsPTX = S.IsPTX;
   unsigned Min = A->MinPtxVersion;
   if (Min > Facts.PtxasMaxPtx)
-    return makeError("target " + S.Name + " needs PTX ISA " + ptxString(Min) +
+    return makeError("target " + S.Name + " needs PTX ISA " + lto::ptxVersionString(Min) +
                      ", but ptxas from CUDA " + Facts.PtxasRelease +
-                     " accepts at most " + ptxString(Facts.PtxasMaxPtx) +
+                     " accepts at most " + lto::ptxVersionString(Facts.PtxasMaxPtx) +
                      ": use a newer CUDA toolkit (--cuda-path) or drop " +
                      S.Name);
   T.PtxVersion = Min;
   if (PtxVersion) {
     if (*PtxVersion < Min)
-      return makeError("--ptx-version=" + ptxString(*PtxVersion) +
+      return makeError("--ptx-version=" + lto::ptxVersionString(*PtxVersion) +
                        " is too old for " + S.Name + ", which needs PTX ISA " +
-                       ptxString(Min) + " or newer");
+                       lto::ptxVersionString(Min) + " or newer");
     T.PtxVersion = *PtxVersion;
   }
   return T;
@@ -179,13 +175,13 @@ Expected<std::vector<lto::Target>>
 planTargets(ArrayRef<std::string> Lists, const ToolFacts &Facts,
             std::optional<unsigned> PtxVersion) {
   if (PtxVersion && *PtxVersion > Facts.PtxasMaxPtx)
-    return makeError("--ptx-version=" + ptxString(*PtxVersion) +
+    return makeError("--ptx-version=" + lto::ptxVersionString(*PtxVersion) +
                      " is newer than ptxas from CUDA " + Facts.PtxasRelease +
-                     " accepts (" + ptxString(Facts.PtxasMaxPtx) + ")");
+                     " accepts (" + lto::ptxVersionString(Facts.PtxasMaxPtx) + ")");
   if (PtxVersion && *PtxVersion > Facts.LLVMMaxPtx)
-    return makeError("--ptx-version=" + ptxString(*PtxVersion) +
+    return makeError("--ptx-version=" + lto::ptxVersionString(*PtxVersion) +
                      " is newer than LLVM " + std::to_string(Facts.LLVMMajor) +
-                     " can emit (" + ptxString(Facts.LLVMMaxPtx) + ")");
+                     " can emit (" + lto::ptxVersionString(Facts.LLVMMaxPtx) + ")");
 
   std::vector<std::string> Names;
   for (const std::string &List : Lists) {

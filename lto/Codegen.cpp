@@ -44,8 +44,12 @@ namespace fatlink::lto {
 
 static constexpr const char *DeviceTriple = "nvptx64-nvidia-cuda";
 
+std::string ptxVersionString(unsigned V) {
+  return std::to_string(V / 10) + "." + std::to_string(V % 10);
+}
+
 std::string Target::ptxVersionString() const {
-  return std::to_string(PtxVersion / 10) + "." + std::to_string(PtxVersion % 10);
+  return lto::ptxVersionString(PtxVersion);
 }
 
 std::optional<ArchName> parseArchName(StringRef Name) {

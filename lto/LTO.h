@@ -60,6 +60,9 @@ struct Target {
   std::string ptxVersionString() const;
 };
 
+/// "7.8" for 78: a PTX ISA version (times ten) as PTX and messages write it.
+std::string ptxVersionString(unsigned PtxVersion);
+
 /// What the linked LLVM's NVPTX backend knows about one processor.
 struct ArchInfo {
   std::string Cpu;         ///< "sm_90a"

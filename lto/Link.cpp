@@ -70,6 +70,7 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 
 #include <map>
+#include <set>
 
 using namespace llvm;
 
@@ -502,10 +503,6 @@ static unsigned requiredPtxVersion(const Module &M) {
   return Max;
 }
 
-static std::string ptxString(unsigned V) {
-  return (Twine(V / 10) + "." + Twine(V % 10)).str();
-}
-
 //===----------------------------------------------------------------------===//
 // The link
 //===----------------------------------------------------------------------===//
@@ -548,6 +545,10 @@ private:
   Error saveTemp(const Module &M, StringRef Stage);
   Expected<bool> optimizePartitions(Module &M, const Target &Rep,
                                     unsigned Parts, OptimizedModule &OM);
+
+  /// The arches each translation unit (DeviceImage::Source) was compiled
+  /// for, by sm; filled once, on noteUse's first call.
+  std::map<unsigned, std::set<std::pair<unsigned, std::string>>> UnitArches;
 
   const InputSet &Inputs;
   /// The targets, their PTX versions raised to what their inputs need
@@ -817,14 +818,13 @@ void DeviceLinker::noteUse(const Module &M, const DeviceImage &Image,
   // The arches the image's translation unit was compiled for: a target
   // served by another arch's image (planGroups' choice, or one found equal
   // to its own) was compiled for all the same.
-  StringSet<> UnitArches;
-  std::vector<std::pair<unsigned, std::string>> Listed; // by sm
-  for (const DeviceImage &Other : Inputs.Images)
-    if (Other.Source == Image.Source && !Other.Arch.empty() &&
-        UnitArches.insert(Other.Arch).second)
-      if (std::optional<ArchName> A = parseArchName(Other.Arch))
-        Listed.push_back({A->Sm, Other.Arch});
-  llvm::sort(Listed);
+  if (UnitArches.empty())
+    for (const DeviceImage &Other : Inputs.Images)
+      if (!Other.Arch.empty())
+        if (std::optional<ArchName> A = parseArchName(Other.Arch))
+          UnitArches[Other.Source].insert({A->Sm, Other.Arch});
+  const std::set<std::pair<unsigned, std::string>> &Listed =
+      UnitArches[Image.Source]; // by sm
   InputUse &Use = Uses[ImageIndex];
   Use.Origin = Image.Origin;
   Use.CompiledFor = Arch ? Arch->Cpu : "";
@@ -837,7 +837,7 @@ void DeviceLinker::noteUse(const Module &M, const DeviceImage &Image,
   for (size_t TI : G.Targets) {
     Use.Targets.push_back(Targets[TI].Name);
     if (Arch && Targets[TI].Sm > Arch->Sm &&
-        !UnitArches.contains(Targets[TI].Cpu))
+        none_of(Listed, [&](const auto &L) { return L.second == Targets[TI].Cpu; }))
       Newer.push_back(Targets[TI].Name);
   }
   if (Newer.empty())
@@ -897,9 +897,9 @@ Error DeviceLinker::choosePtxVersions(ArrayRef<std::unique_ptr<Module>> Modules,
         "%s: compiled for PTX ISA %s (+ptx%u), but %s accepts at most %s: "
         "use a newer CUDA toolkit (--cuda-path), compile it for an older PTX "
         "ISA, or choose one with --ptx-version",
-        Inputs.Images[G.Images[By]].Origin.c_str(), ptxString(Required).c_str(),
+        Inputs.Images[G.Images[By]].Origin.c_str(), ptxVersionString(Required).c_str(),
         Required, Opts.MaxPtxVersionBy.c_str(),
-        ptxString(Opts.MaxPtxVersion).c_str());
+        ptxVersionString(Opts.MaxPtxVersion).c_str());
   for (size_t TI : G.Targets) {
     Targets[TI].PtxVersion = std::max(Targets[TI].PtxVersion, Required);
     Out.PtxVersions[TI] = Targets[TI].PtxVersion;
