@@ -102,6 +102,14 @@ for entry in "${PROGRAMS[@]}"; do
     path="/usr/bin/$prog"
   fi
   real=$(readlink -f "$path")
+  # The CUDA images put one-line wrapper scripts in /usr/local/bin
+  # ("exec /usr/local/cuda-13.0/bin/ptxas "$@""), owned by no package:
+  # judge the program they run.
+  if [ -z "$(owners_of "$path")" ] && [ "$(head -c2 "$real" 2>/dev/null)" = '#!' ] &&
+     [ "$(wc -c <"$real")" -lt 1024 ]; then
+    target=$(sed -n 's/^exec[[:space:]]\{1,\}\([^[:space:]]*\).*/\1/p' "$real" | head -1)
+    case "$target" in /*) [ -x "$target" ] && real=$(readlink -f "$target") ;; esac
+  fi
   case "$real" in
     "$(readlink -f "$CUDA")"/*) echo "check-install: ok   $prog: CUDA toolkit"; continue ;;
     "$(readlink -f "$DEPS")"/*) echo "check-install: ok   $prog: scripts/setup.sh, in $DEPS"; continue ;;
