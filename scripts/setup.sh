@@ -11,7 +11,7 @@ PACKAGES=(
   llvm-22 llvm-22-dev llvm-22-tools clang-22 clang-tools-22 lld-22
   libclang-22-dev libelf-dev libzstd-dev zstd libgtest-dev libgmock-dev
   gcc g++ libclang-rt-22-dev
-  bazel-bootstrap bazel-rules-java python3 python3-pip binutils curl
+  bazel-bootstrap bazel-rules-java python3 python3-pip binutils curl time
 )
 
 missing=()

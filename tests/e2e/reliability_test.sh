@@ -569,7 +569,7 @@ ptxas_left() {
   echo $n
 }
 wait_for_ptxas() {
-  for _ in $(seq 300); do [ "$(wc -l < "$D/ptxas-pids" 2>/dev/null || echo 0)" -ge "$1" ] && return; sleep 0.1; done
+  for _ in $(seq 300); do [ "$(wc -l 2>/dev/null < "$D/ptxas-pids" || echo 0)" -ge "$1" ] && return; sleep 0.1; done
 }
 for sig in TERM INT PIPE; do
   rm -f "$D/ptxas-pids" "$O/sig.fatbin"
