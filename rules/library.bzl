@@ -20,10 +20,7 @@ from the label; clang sees relative paths only and no debug info is made.
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 load(":providers.bzl", "GpuLibraryInfo")
-load(":toolchain.bzl", "GpuToolchainInfo")
-
-def _toolchain(ctx):
-    return ctx.attr._toolchain[GpuToolchainInfo]
+load(":toolchain.bzl", "TOOLCHAIN_TYPE", "fatlink_toolchain_info")
 
 def _merge_cc(cc_infos):
     return cc_common.merge_cc_infos(cc_infos = cc_infos) if cc_infos else CcInfo()
@@ -39,7 +36,7 @@ def _crate_root(ctx):
     fail("%s: several srcs and none is lib.rs: set crate_root" % ctx.label)
 
 def _rust_gpu_library_impl(ctx):
-    tc = _toolchain(ctx)
+    tc = fatlink_toolchain_info(ctx)
     if not tc.rustc:
         fail("rustc not found when @fatlink_gpu_toolchain was fetched: set " +
              "FATLINK_RUSTC to a rustc built on LLVM <= 22 (or put rustc in PATH) " +
@@ -106,17 +103,10 @@ def _rust_gpu_library_impl(ctx):
 def _dependency_dir(f):
     return f.dirname
 
-_TOOLCHAIN_ATTRS = {
-    "_toolchain": attr.label(
-        default = Label("//rules:toolchain"),
-        providers = [GpuToolchainInfo],
-    ),
-}
-
 rust_gpu_library = rule(
     implementation = _rust_gpu_library_impl,
     doc = "A Rust device crate compiled for nvptx64-nvidia-cuda to an rlib of bitcode.",
-    attrs = dict(_TOOLCHAIN_ATTRS, **{
+    attrs = {
         "srcs": attr.label_list(
             allow_files = [".rs"],
             mandatory = True,
@@ -133,11 +123,13 @@ rust_gpu_library = rule(
         ),
         "edition": attr.string(default = "2021", values = ["2015", "2018", "2021", "2024"]),
         "rustc_flags": attr.string_list(doc = "Extra rustc flags, e.g. -Ctarget-cpu=sm_80 or --cfg=feature=\"x\"."),
-    }),
+    },
+    toolchains = [str(TOOLCHAIN_TYPE)],
+    incompatible_use_toolchain_transition = True,
 )
 
 def _cuda_gpu_library_impl(ctx):
-    tc = _toolchain(ctx)
+    tc = fatlink_toolchain_info(ctx)
     cc_toolchain = find_cpp_toolchain(ctx)
     feature_configuration = cc_common.configure_features(
         ctx = ctx,
@@ -243,7 +235,7 @@ CC_TOOLCHAIN_ATTRS = {
 cuda_gpu_library = rule(
     implementation = _cuda_gpu_library_impl,
     doc = "CUDA C++ compiled by clang's new offload driver: host objects (CcInfo) carrying device bitcode (GpuLibraryInfo).",
-    attrs = dict(_TOOLCHAIN_ATTRS, **dict(CC_TOOLCHAIN_ATTRS, **{
+    attrs = dict(CC_TOOLCHAIN_ATTRS, **{
         "srcs": attr.label_list(
             allow_files = [".cu", ".cc", ".cpp"],
             mandatory = True,
@@ -265,7 +257,8 @@ cuda_gpu_library = rule(
                   "it must be the oldest target of every device link that uses this library. " +
                   "sm_75 is the oldest that CUDA 13's ptxas accepts.",
         ),
-    })),
+    }),
     fragments = ["cpp"],
-    toolchains = ["@bazel_tools//tools/cpp:toolchain_type"],
+    toolchains = [str(TOOLCHAIN_TYPE), "@bazel_tools//tools/cpp:toolchain_type"],
+    incompatible_use_toolchain_transition = True,
 )
