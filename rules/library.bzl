@@ -14,8 +14,9 @@ so that calls across crates and across languages are optimized away.
   the device link through GpuLibraryInfo.
 
 Both are deterministic: rustc runs with `-Zremap-cwd-prefix=.` (else the
-sandbox directory ends up in the rlib's metadata) and `-C metadata` derived
-from the label; clang sees relative paths only and no debug info is made.
+sandbox directory ends up in the rlib's metadata) and `-C metadata` made of
+the label and the configuration (see _crate_metadata); clang sees relative
+paths only and no debug info is made.
 """
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
@@ -35,6 +36,25 @@ def _crate_root(ctx):
             return f
     fail("%s: several srcs and none is lib.rs: set crate_root" % ctx.label)
 
+def _crate_metadata(ctx):
+    """`-Cmetadata`: the crate's identity, its label and its configuration.
+
+    rustc hashes the metadata strings (with the crate name) into the crate's
+    StableCrateId and so into every mangled symbol: they must tell apart any
+    two crates that can meet in one program, and must not change when the
+    same crate is rebuilt, here or on another machine. The label is unique
+    within a configuration, but one label is built once per configuration
+    (a transition, -c dbg next to -c opt), and the copies differ whenever a
+    select() or a flag does. The output root
+    (bazel-out/k8-opt/bin, bazel-out/k8-opt-ST-<hash of the changed
+    options>/bin) is what Bazel itself keeps configurations apart by: two
+    that share it could not hold the same rlib either. It is relative, so
+    equal in every sandbox and on every machine. Both go to rustc as text:
+    it hashes them to 64 bits itself, where a 32-bit hash() of the label
+    collides with even odds among some 77,000 labels.
+    """
+    return "-Cmetadata=%s@%s" % (ctx.label, ctx.bin_dir.path)
+
 def _rust_gpu_library_impl(ctx):
     tc = fatlink_toolchain_info(ctx)
     if not tc.rustc:
@@ -50,7 +70,7 @@ def _rust_gpu_library_impl(ctx):
     args.add("--crate-name=" + crate_name)
     args.add("--edition=" + ctx.attr.edition)
     args.add("-Copt-level=3")
-    args.add("-Cmetadata=%d" % hash(str(ctx.label)))
+    args.add(_crate_metadata(ctx))
     # No absolute path in the output: the sandbox directory differs per run.
     args.add("-Zremap-cwd-prefix=.")
     args.add_all(ctx.attr.rustc_flags)
