@@ -22,7 +22,7 @@ load(":toolchain.bzl", "ArchsInfo", "TOOLCHAIN_TYPE", "fatlink_toolchain_info")
 DEFAULT_ARCHS = ["sm_75", "sm_80", "sm_90", "sm_100", "sm_120", "compute_120"]
 
 # Bazel's cc toolchain CPU names -> fatlink's --host-arch.
-_HOST_ARCHS = {
+HOST_ARCHS = {
     "k8": "x86_64",
     "x86_64": "x86_64",
     "aarch64": "aarch64",
@@ -66,7 +66,7 @@ def _package(ctx, tc, images, out, program, host_arch):
 def _gpu_device_link_impl(ctx):
     tc = fatlink_toolchain_info(ctx)
     cc_toolchain = find_cpp_toolchain(ctx)
-    host_arch = _HOST_ARCHS.get(cc_toolchain.cpu)
+    host_arch = HOST_ARCHS.get(cc_toolchain.cpu)
     if not host_arch:
         fail("%s: no fatlink host object format for CPU '%s' (x86_64 and aarch64 only)" %
              (ctx.label, cc_toolchain.cpu))
