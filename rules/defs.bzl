@@ -11,12 +11,12 @@ rules_rust's rust_binary) depends on. See docs/bazel.md.
 load(":device_link.bzl", _DEFAULT_ARCHS = "DEFAULT_ARCHS", _gpu_device_link = "gpu_device_link")
 load(":library.bzl", _cuda_gpu_library = "cuda_gpu_library", _rust_gpu_library = "rust_gpu_library")
 load(":providers.bzl", _GpuLibraryInfo = "GpuLibraryInfo")
-load(":toolchain.bzl", _GpuToolchainInfo = "GpuToolchainInfo", _gpu_toolchain = "gpu_toolchain")
+load(":toolchain.bzl", _FatlinkToolchainInfo = "FatlinkToolchainInfo", _fatlink_toolchain = "fatlink_toolchain")
 
 rust_gpu_library = _rust_gpu_library
 cuda_gpu_library = _cuda_gpu_library
 gpu_device_link = _gpu_device_link
-gpu_toolchain = _gpu_toolchain
+fatlink_toolchain = _fatlink_toolchain
 GpuLibraryInfo = _GpuLibraryInfo
-GpuToolchainInfo = _GpuToolchainInfo
+FatlinkToolchainInfo = _FatlinkToolchainInfo
 DEFAULT_ARCHS = _DEFAULT_ARCHS

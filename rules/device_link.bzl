@@ -17,12 +17,12 @@ The targets come from `--//rules:archs` when it is given, else from `archs`.
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 load(":library.bzl", "CC_TOOLCHAIN_ATTRS", "archive_objects")
 load(":providers.bzl", "GpuLibraryInfo")
-load(":toolchain.bzl", "ArchsInfo", "GpuToolchainInfo")
+load(":toolchain.bzl", "ArchsInfo", "TOOLCHAIN_TYPE", "fatlink_toolchain_info")
 
 DEFAULT_ARCHS = ["sm_75", "sm_80", "sm_90", "sm_100", "sm_120", "compute_120"]
 
 # Bazel's cc toolchain CPU names -> fatlink's --host-arch.
-_HOST_ARCHS = {
+HOST_ARCHS = {
     "k8": "x86_64",
     "x86_64": "x86_64",
     "aarch64": "aarch64",
@@ -64,9 +64,9 @@ def _package(ctx, tc, images, out, program, host_arch):
     )
 
 def _gpu_device_link_impl(ctx):
-    tc = ctx.attr._toolchain[GpuToolchainInfo]
+    tc = fatlink_toolchain_info(ctx)
     cc_toolchain = find_cpp_toolchain(ctx)
-    host_arch = _HOST_ARCHS.get(cc_toolchain.cpu)
+    host_arch = HOST_ARCHS.get(cc_toolchain.cpu)
     if not host_arch:
         fail("%s: no fatlink host object format for CPU '%s' (x86_64 and aarch64 only)" %
              (ctx.label, cc_toolchain.cpu))
@@ -182,11 +182,8 @@ gpu_device_link = rule(
             doc = "Fatbin entry compression: none, zstd or zstd-N (default: fatlink's, zstd-19, which needs an R550+ driver).",
         ),
         "_archs": attr.label(default = Label("//rules:archs")),
-        "_toolchain": attr.label(
-            default = Label("//rules:toolchain"),
-            providers = [GpuToolchainInfo],
-        ),
     }),
     fragments = ["cpp"],
-    toolchains = ["@bazel_tools//tools/cpp:toolchain_type"],
+    toolchains = [str(TOOLCHAIN_TYPE), "@bazel_tools//tools/cpp:toolchain_type"],
+    incompatible_use_toolchain_transition = True,
 )

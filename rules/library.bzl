@@ -14,16 +14,14 @@ so that calls across crates and across languages are optimized away.
   the device link through GpuLibraryInfo.
 
 Both are deterministic: rustc runs with `-Zremap-cwd-prefix=.` (else the
-sandbox directory ends up in the rlib's metadata) and `-C metadata` derived
-from the label; clang sees relative paths only and no debug info is made.
+sandbox directory ends up in the rlib's metadata) and `-C metadata` made of
+the label and the configuration (see _crate_metadata); clang sees relative
+paths only and no debug info is made.
 """
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 load(":providers.bzl", "GpuLibraryInfo")
-load(":toolchain.bzl", "GpuToolchainInfo")
-
-def _toolchain(ctx):
-    return ctx.attr._toolchain[GpuToolchainInfo]
+load(":toolchain.bzl", "TOOLCHAIN_TYPE", "fatlink_toolchain_info")
 
 def _merge_cc(cc_infos):
     return cc_common.merge_cc_infos(cc_infos = cc_infos) if cc_infos else CcInfo()
@@ -38,8 +36,27 @@ def _crate_root(ctx):
             return f
     fail("%s: several srcs and none is lib.rs: set crate_root" % ctx.label)
 
+def _crate_metadata(ctx):
+    """`-Cmetadata`: the crate's identity, its label and its configuration.
+
+    rustc hashes the metadata strings (with the crate name) into the crate's
+    StableCrateId and so into every mangled symbol: they must tell apart any
+    two crates that can meet in one program, and must not change when the
+    same crate is rebuilt, here or on another machine. The label is unique
+    within a configuration, but one label is built once per configuration
+    (a transition, -c dbg next to -c opt), and the copies differ whenever a
+    select() or a flag does. The output root
+    (bazel-out/k8-opt/bin, bazel-out/k8-opt-ST-<hash of the changed
+    options>/bin) is what Bazel itself keeps configurations apart by: two
+    that share it could not hold the same rlib either. It is relative, so
+    equal in every sandbox and on every machine. Both go to rustc as text:
+    it hashes them to 64 bits itself, where a 32-bit hash() of the label
+    collides with even odds among some 77,000 labels.
+    """
+    return "-Cmetadata=%s@%s" % (ctx.label, ctx.bin_dir.path)
+
 def _rust_gpu_library_impl(ctx):
-    tc = _toolchain(ctx)
+    tc = fatlink_toolchain_info(ctx)
     if not tc.rustc:
         fail("rustc not found when @fatlink_gpu_toolchain was fetched: set " +
              "FATLINK_RUSTC to a rustc built on LLVM <= 22 (or put rustc in PATH) " +
@@ -53,7 +70,7 @@ def _rust_gpu_library_impl(ctx):
     args.add("--crate-name=" + crate_name)
     args.add("--edition=" + ctx.attr.edition)
     args.add("-Copt-level=3")
-    args.add("-Cmetadata=%d" % hash(str(ctx.label)))
+    args.add(_crate_metadata(ctx))
     # No absolute path in the output: the sandbox directory differs per run.
     args.add("-Zremap-cwd-prefix=.")
     args.add_all(ctx.attr.rustc_flags)
@@ -106,17 +123,10 @@ def _rust_gpu_library_impl(ctx):
 def _dependency_dir(f):
     return f.dirname
 
-_TOOLCHAIN_ATTRS = {
-    "_toolchain": attr.label(
-        default = Label("//rules:toolchain"),
-        providers = [GpuToolchainInfo],
-    ),
-}
-
 rust_gpu_library = rule(
     implementation = _rust_gpu_library_impl,
     doc = "A Rust device crate compiled for nvptx64-nvidia-cuda to an rlib of bitcode.",
-    attrs = dict(_TOOLCHAIN_ATTRS, **{
+    attrs = {
         "srcs": attr.label_list(
             allow_files = [".rs"],
             mandatory = True,
@@ -133,11 +143,13 @@ rust_gpu_library = rule(
         ),
         "edition": attr.string(default = "2021", values = ["2015", "2018", "2021", "2024"]),
         "rustc_flags": attr.string_list(doc = "Extra rustc flags, e.g. -Ctarget-cpu=sm_80 or --cfg=feature=\"x\"."),
-    }),
+    },
+    toolchains = [str(TOOLCHAIN_TYPE)],
+    incompatible_use_toolchain_transition = True,
 )
 
 def _cuda_gpu_library_impl(ctx):
-    tc = _toolchain(ctx)
+    tc = fatlink_toolchain_info(ctx)
     cc_toolchain = find_cpp_toolchain(ctx)
     feature_configuration = cc_common.configure_features(
         ctx = ctx,
@@ -243,7 +255,7 @@ CC_TOOLCHAIN_ATTRS = {
 cuda_gpu_library = rule(
     implementation = _cuda_gpu_library_impl,
     doc = "CUDA C++ compiled by clang's new offload driver: host objects (CcInfo) carrying device bitcode (GpuLibraryInfo).",
-    attrs = dict(_TOOLCHAIN_ATTRS, **dict(CC_TOOLCHAIN_ATTRS, **{
+    attrs = dict(CC_TOOLCHAIN_ATTRS, **{
         "srcs": attr.label_list(
             allow_files = [".cu", ".cc", ".cpp"],
             mandatory = True,
@@ -265,7 +277,8 @@ cuda_gpu_library = rule(
                   "it must be the oldest target of every device link that uses this library. " +
                   "sm_75 is the oldest that CUDA 13's ptxas accepts.",
         ),
-    })),
+    }),
     fragments = ["cpp"],
-    toolchains = ["@bazel_tools//tools/cpp:toolchain_type"],
+    toolchains = [str(TOOLCHAIN_TYPE), "@bazel_tools//tools/cpp:toolchain_type"],
+    incompatible_use_toolchain_transition = True,
 )

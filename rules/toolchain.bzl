@@ -1,19 +1,32 @@
-"""The GPU toolchain: where rustc, clang and the CUDA toolkit are, and fatlink.
+"""The fatlink toolchain: fatlink, rustc, clang and the CUDA toolkit.
 
-A `gpu_toolchain` target names the compilers by path (they are installed on
-the machine, like a C++ toolchain's), fatlink and the host runtime by label
-(they are built from source), and the CUDA runtime library as a cc target.
-The rules find the toolchain through the label flag `//rules:toolchain`, so a
-machine with other paths overrides it for a whole build without editing any
-BUILD file:
+The GPU rules find their tools through Bazel's toolchain resolution, as
+rules_cc and rules_cuda do: each rule asks for the toolchain type
+`@fatlink//rules:toolchain_type`, and Bazel picks the first registered
+`toolchain()` of that type whose constraints match the execution platform.
+A `fatlink_toolchain` target names the compilers by path (they are
+installed on the machine, like a C++ toolchain's), fatlink and the host
+runtime by label (they are built from source), and the CUDA runtime library
+as a cc target. `fatlink_gpu_toolchain` (rules/repositories.bzl) generates
+one for the machine; WORKSPACE registers it:
 
-    bazel build --@fatlink//rules:toolchain=//tools:my_gpu_toolchain //...
+    register_toolchains("@fatlink_gpu_toolchain//:toolchain")
+
+A machine with other paths registers its own first (or passes
+`--extra_toolchains=//tools:my_toolchain`, which comes before every
+registered one), without editing any BUILD file that uses the rules.
+
+The rules set `incompatible_use_toolchain_transition` (the default from
+Bazel 5 on): the toolchain's `fatlink` is then built for the execution
+platform that the rule's actions were resolved to, not for the first one.
 
 Also here: the `--//rules:archs` build setting, which overrides every
 `gpu_device_link`'s `archs` for a whole build.
 """
 
-GpuToolchainInfo = provider(
+TOOLCHAIN_TYPE = Label("//rules:toolchain_type")
+
+FatlinkToolchainInfo = provider(
     doc = "Tools and libraries the GPU rules run and link.",
     fields = {
         "rustc": "path of the rustc binary (not a rustup proxy: actions run without HOME)",
@@ -29,13 +42,15 @@ GpuToolchainInfo = provider(
     },
 )
 
-def _gpu_toolchain_impl(ctx):
-    if ctx.attr.runtime and CcInfo not in ctx.attr.runtime:
-        fail("runtime %s gives no CcInfo: name a cc_library" % ctx.attr.runtime.label)
+def fatlink_toolchain_info(ctx):
+    """The FatlinkToolchainInfo resolved for a rule that lists TOOLCHAIN_TYPE."""
+    return ctx.toolchains[TOOLCHAIN_TYPE].fatlink
+
+def _fatlink_toolchain_impl(ctx):
     env = dict(ctx.attr.env)
     if ctx.attr.tool_versions:
         env["FATLINK_TOOL_VERSIONS"] = ctx.attr.tool_versions
-    return [GpuToolchainInfo(
+    info = FatlinkToolchainInfo(
         rustc = ctx.attr.rustc,
         clang = ctx.attr.clang,
         cuda_path = ctx.attr.cuda_path,
@@ -46,11 +61,13 @@ def _gpu_toolchain_impl(ctx):
         clang_inputs = depset(ctx.files.clang_files),
         cuda_inputs = depset(ctx.files.cuda_files),
         env = env,
-    )]
+    )
+    return [platform_common.ToolchainInfo(fatlink = info), info]
 
-gpu_toolchain = rule(
-    implementation = _gpu_toolchain_impl,
-    doc = "Declares where the GPU rules find rustc, clang, CUDA and fatlink.",
+fatlink_toolchain = rule(
+    implementation = _fatlink_toolchain_impl,
+    doc = "Where the GPU rules find rustc, clang, CUDA and fatlink; " +
+          "wrap it in a `toolchain()` of type @fatlink//rules:toolchain_type and register that.",
     attrs = {
         "rustc": attr.string(
             doc = "Absolute path of rustc (for rustup: `$(rustc --print sysroot)/bin/rustc`).",
