@@ -155,6 +155,13 @@ named=$(git ls-files -- '*.sh' '*.py' '*.bzl' '*BUILD*' '*.cpp' '*.h' '.ci/run' 
   grep -v -e '^scripts/check-install.sh$' -e '^scripts/setup.sh$' |
   xargs grep -ohE '\b(clang-[a-z]+(-[a-z]+)*-wrapper|clang-offload-packager|llvm-(objdump|readelf|link|dis|config|tblgen|offload-binary|ar|nm|as|lit|strip|objcopy)|ld\.lld|FileCheck|yaml2obj|split-file|(opt|llc|clang|clang\+\+|lld)-22)\b' 2>/dev/null |
   sed 's/-22$//' | sort -u)
+# ... and so are the programs outside Debian's essential set that scripts
+# run as commands (/usr/bin/time was missed this way once: a fresh Debian 12
+# root lacks it).
+named="$named $(git ls-files -- '*.sh' '.ci/run' 2>/dev/null |
+  grep -v -e '^scripts/check-install.sh$' -e '^scripts/setup.sh$' -e '^scripts/fresh-machine.sh$' |
+  xargs grep -ohE '(^|[;&|({!]|\$\(|then|do|else)[[:space:]]*(/usr/bin/time|xxd|file|jq|hexdump|unzip|pgrep|pkill|ps|make|cmake|strace|hyperfine|valgrind|perf|gdb|wget|bzip2|xz)[[:space:]]' 2>/dev/null |
+  sed -E 's/[[:space:]]+$//; s/.*[[:space:];&|({!]//; s/^\$\(//; s/^(then|do|else)//' | sort -u)"
 for t in $named; do
   found=""
   for l in "${listed[@]}"; do
