@@ -3,9 +3,10 @@
 # (-fsanitize=fuzzer,address,undefined) into build/fuzz/ (or $1).
 #
 # Bazel's toolchain is gcc, which has no libFuzzer, so the targets are built
-# here, directly from the project's sources (lto/, packager/, linker/; not
-# tools/): each .cpp becomes an instrumented object in one static archive,
-# and each fuzz/*_fuzzer.cpp links against it, pulling in only what it uses.
+# here, directly from the project's sources (lto/, packager/, codegen/,
+# linker/, hostlink/; not tools/): each .cpp becomes an instrumented object
+# in one static archive, and each fuzz/*_fuzzer.cpp links against it,
+# pulling in only what it uses.
 # libLLVM itself is not instrumented. Objects are rebuilt only when their
 # source or a project header is newer, so a second run costs seconds.
 set -euo pipefail
@@ -14,7 +15,7 @@ OUT="${1:-$ROOT/build/fuzz}"
 LLVM="${FATLINK_LLVM_ROOT:-/usr/lib/llvm-22}"
 CXX="${CXX_FUZZ:-clang++-22}"
 TBLGEN="$LLVM/bin/llvm-tblgen"
-mkdir -p "$OUT/obj" "$OUT/gen/linker"
+mkdir -p "$OUT/obj" "$OUT/gen/linker" "$OUT/gen/hostlink"
 
 SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
 # vptr needs RTTI, which libLLVM (and so its headers' users) lacks.
@@ -23,17 +24,17 @@ CXXFLAGS="-std=c++17 -O1 -g -fno-omit-frame-pointer -fno-rtti $SAN \
   -I$ROOT -I$OUT/gen -I$LLVM/include -D_GNU_SOURCE -D__STDC_CONSTANT_MACROS \
   -D__STDC_LIMIT_MACROS -w"
 
-# Option tables, as //linker:*_options generate them.
-for td in "$ROOT"/linker/*Options.td; do
-  inc="$OUT/gen/linker/$(basename "${td%.td}").inc"
+# Option tables, as //linker:*_options and //hostlink:*_options generate them.
+for td in "$ROOT"/linker/*Options.td "$ROOT"/hostlink/*Options.td; do
+  inc="$OUT/gen/$(basename "$(dirname "$td")")/$(basename "${td%.td}").inc"
   if [ ! -e "$inc" ] || [ "$td" -nt "$inc" ]; then
     "$TBLGEN" -gen-opt-parser-defs -I "$LLVM/include" "$td" -o "$inc"
   fi
 done
 
 # Newest project header or generated table: a change rebuilds everything.
-newest=$(ls -t "$ROOT"/{lto,packager,linker}/*.h "$ROOT"/linker/*.inc "$OUT"/gen/linker/*.inc | head -1)
-SRCS=$(ls "$ROOT"/lto/*.cpp "$ROOT"/packager/*.cpp "$ROOT"/linker/*.cpp)
+newest=$(ls -t "$ROOT"/{lto,packager,codegen,linker,hostlink}/*.h "$ROOT"/linker/*.inc "$OUT"/gen/{linker,hostlink}/*.inc | head -1)
+SRCS=$(ls "$ROOT"/{lto,packager,codegen,linker,hostlink}/*.cpp)
 stale=()
 for src in $SRCS; do
   obj="$OUT/obj/$(basename "$(dirname "$src")")_$(basename "${src%.cpp}").o"

@@ -26,7 +26,7 @@ using namespace llvm;
 
 // One namespace per table, each built as the command's .cpp builds it.
 namespace llbc {
-#define FATLINK_OPTIONS_INC "linker/LlbcOptions.inc"
+#define FATLINK_OPTIONS_INC "hostlink/LlbcOptions.inc"
 #include "linker/CommandOptTable.inc"
 } // namespace llbc
 

@@ -2,7 +2,7 @@
 //
 // `fatlink cc` and `fatlink llbc` take settings from `--fatlink-<key>=...`
 // arguments, FATLINK_* variables and a `key = value` config file
-// (linker/Settings.h); fatlink::collectSettings merges them and
+// (hostlink/Settings.h); fatlink::collectSettings merges them and
 // deviceConfigFromSettings turns them into a device-link configuration.
 //
 // Input layout, three parts separated by NUL bytes: the arguments, one per
@@ -15,7 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fuzz/FuzzSupport.h"
-#include "linker/Settings.h"
+#include "hostlink/Settings.h"
 
 #include "llvm/ADT/StringMap.h"
 

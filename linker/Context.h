@@ -1,9 +1,17 @@
 //===- linker/Context.h - State of one fatlink run -----------------------===//
 //
-// Internal to linker/. One Context per command run, passed by reference:
-// the output streams, the verbosity, the temporary files, and the error
-// sink. There are no globals: two runs in one process (as in the tests) do
-// not see each other.
+// Internal to the drivers (linker/, hostlink/, and codegen/ for its
+// temporaries and -v lines). One Context per command run, passed by
+// reference: the output streams, the verbosity, the temporary files, and
+// the error sink. There are no globals: two runs in one process (as in the
+// tests) do not see each other.
+//
+// The error model is lld's: a driver reports an error with error(), which
+// prints it and counts it, and goes on to the end of its phase, so one run
+// shows every problem; between phases it checks `if (Ctx.errorCount())
+// return;`. Libraries (lto/, packager/, codegen/) return llvm::Error
+// instead, and the driver reports what they return. The exit code follows
+// from the count (linker/Options.h, runCommand).
 //
 // Temporary files live in the system temp directory and are removed on
 // success, error and signal; `--save-temps` puts them in a directory of the
@@ -134,9 +142,16 @@ public:
   /// into a shell.
   void verboseCommand(llvm::ArrayRef<llvm::StringRef> Argv);
 
-  bool hasErrors() const { return ErrorCount != 0; }
+  /// The errors reported so far: a checkpoint between phases stops the
+  /// run when there are any.
+  unsigned errorCount() const { return ErrorCount; }
+  /// A child's exit status that becomes the run's (the host linker's, in
+  /// `fatlink cc`); 0: none.
+  int PassThroughStatus = 0;
   /// The exit code of a run that reached its end.
-  int exitCode() const { return ErrorCount ? 1 : 0; }
+  int exitCode() const {
+    return PassThroughStatus ? PassThroughStatus : ErrorCount ? 1 : 0;
+  }
 
 private:
   std::mutex Mu;

@@ -1,18 +1,19 @@
 //===- linker/DeviceBuild.h - The device link as a reusable step ---------===//
 //
-// Internal to linker/. The part of `fatlink device-link` that the host-link
-// wrappers (`fatlink cc`, `fatlink llbc`) reuse: from device images and a
-// configuration to per-target code, a fatbin and a host object, in memory.
-// Writing files is left to each command.
+// Internal to the drivers (linker/, hostlink/). The part of `fatlink
+// device-link` that the host-link wrappers (`fatlink cc`, `fatlink llbc`)
+// reuse: from device images and a configuration to per-target code, a
+// fatbin and a host object, in memory. Writing files is left to each
+// command.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FATLINK_LINKER_DEVICEBUILD_H
 #define FATLINK_LINKER_DEVICEBUILD_H
 
+#include "codegen/Codegen.h"
 #include "linker/Context.h"
 #include "linker/Targets.h"
-#include "linker/Toolkit.h"
 #include "lto/LTO.h"
 #include "packager/Packager.h"
 
@@ -54,7 +55,7 @@ struct DeviceLinkConfig {
   unsigned TimeTraceGranularity = 500;
   packager::FatbinOptions Fatbin;
   packager::HostArch HostArch = packager::HostArch::X86_64;
-  ToolkitPaths Paths;
+  codegen::ToolkitPaths Paths;
   unsigned PtxasTimeout = 0;
   /// false: PTX only, ptxas is neither run nor needed (rustc's llbc
   /// interface asks for one PTX file, as llvm-bitcode-linker writes it).
@@ -74,16 +75,8 @@ struct DeviceLinkConfig {
   bool SharePTX = true;
 };
 
-
-/// The code of one target.
-struct TargetOutput {
-  std::string PTX;
-  std::string Cubin; // empty for compute_XX targets
-  /// For fatbin and host-object outputs: the image the fatbin holds for
-  /// this target, its entry already encoded (compressed) by the task that
-  /// compiled it, in parallel with the other targets.
-  packager::FatbinImage Image;
-};
+/// The code of one target (codegen/).
+using codegen::TargetOutput;
 
 /// Everything one device link produced.
 struct DeviceBuild {

@@ -1,29 +1,34 @@
 //===- linker/DeviceLink.cpp - The `fatlink device-link` command ---------===//
 //
-// The driver of a device link. It reads as its list of passes:
+// The driver of a device link: its options and its list of passes. Each
+// pass is a small named function or one call into a stage's library:
 //
-//   parse options      -> Config
+//   parse options      -> Config (every bad option reported)
 //   probe the tools    -> what LLVM and ptxas support (asked, not assumed)
 //   plan targets       -> refuse anything the tools cannot serve, up front
-//   read inputs        -> every device image, with its origin
-//   link and optimize  -> one optimized module per group of targets
-//   compile targets    -> per target, or per partition and target, in
-//                         parallel: PTX (shared between arches where the
-//                         oldest and newest agree), then ptxas
+//   read inputs        -> every device image, with its origin (lto/)
+//   check objects      -> relocatable cubins serve their own arch only
+//   link and optimize  -> one optimized module per group of targets (lto/)
+//   check libraries    -> the device runtime serves every target
+//   compile targets    -> PTX and cubins per target, in parallel (codegen/)
+//   package            -> fatbin, host object (packager/)
 //   write outputs      -> all or nothing, each file renamed into place
 //
-// Output bytes do not depend on -j: each target is compiled independently
-// into its own slot, and slots are written in target order.
+// buildDevice runs the passes from the inputs to the packaged code (the
+// host-link wrappers reuse it, behind the cache); runDeviceLink adds the
+// reading and the writing. Output bytes do not depend on -j: each target is
+// compiled independently into its own slot, and slots are written in target
+// order.
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/Codegen.h"
 #include "linker/Cache.h"
 #include "linker/Context.h"
 #include "linker/DeviceBuild.h"
 #include "linker/Linker.h"
 #include "linker/Options.h"
 #include "linker/Targets.h"
-#include "linker/Toolkit.h"
 #include "lto/LTO.h"
 #include "packager/Packager.h"
 
@@ -37,18 +42,13 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/ThreadPool.h"
-#include "llvm/Support/Threading.h"
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 
 #include <algorithm>
-#include <atomic>
 #include <map>
-#include <mutex>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -112,13 +112,10 @@ std::string hostTriple(StringRef Arch) {
   return (Arch + "-unknown-linux-gnu").str();
 }
 
-static Expected<Config> parseConfig(Context &Ctx,
-                                    const opt::InputArgList &Args) {
+/// The configuration Args describe; every bad option is reported to Ctx.
+static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
   Config C;
-  Error Errors = Error::success();
-  auto Fail = [&](Error E) {
-    Errors = joinErrors(std::move(Errors), std::move(E));
-  };
+  auto Fail = [&](Error E) { Ctx.error(std::move(E)); };
 
   for (const opt::Arg *A : Args.filtered(OPT_INPUT))
     C.Inputs.push_back(A->getValue());
@@ -188,9 +185,10 @@ static Expected<Config> parseConfig(Context &Ctx,
                              "a PTX ISA version such as 7.8)",
                              A->getValue()));
   }
-  C.Paths = resolveToolkitPaths(Args.getLastArgValue(OPT_cuda_path_EQ),
-                                Args.getLastArgValue(OPT_ptxas_EQ),
-                                Args.getLastArgValue(OPT_libdevice_EQ));
+  C.Paths =
+      codegen::resolveToolkitPaths(Args.getLastArgValue(OPT_cuda_path_EQ),
+                                   Args.getLastArgValue(OPT_ptxas_EQ),
+                                   Args.getLastArgValue(OPT_libdevice_EQ));
   C.Link.LibdevicePath = C.Paths.Libdevice;
   C.Link.DeviceRuntimePath = C.Paths.DeviceRuntime;
 
@@ -258,9 +256,6 @@ static Expected<Config> parseConfig(Context &Ctx,
     sys::path::append(Prefix, Stem);
     C.Link.SaveTempsPrefix = std::string(Prefix);
   }
-
-  if (Errors)
-    return std::move(Errors);
   return C;
 }
 
@@ -296,7 +291,7 @@ Expected<ToolFacts> probeTools(Context &Ctx, const Config &C) {
     return F;
   }
 
-  Expected<PtxasInfo> Ptxas = probePtxas(Ctx, C.Paths.Ptxas);
+  Expected<codegen::PtxasInfo> Ptxas = codegen::probePtxas(Ctx, C.Paths.Ptxas);
   if (!Ptxas)
     return Ptxas.takeError();
   F.PtxasRelease = Ptxas->Release;
@@ -313,25 +308,6 @@ static void printTargets(Context &Ctx, const ToolFacts &Facts) {
     Ctx.Out << left_justify(T.Name, 15) << " "
             << left_justify(T.IsPTX ? "ptx" : "cubin", 7) << " "
             << T.ptxVersionString() << "\n";
-}
-
-static Expected<std::string> readBack(StringRef Path, StringRef What) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(Path);
-  if (!MB)
-    return createStringError(MB.getError(), "%s wrote no output to %s",
-                             What.str().c_str(), Path.str().c_str());
-  return (*MB)->getBuffer().str();
-}
-
-/// The relocatable cubins of target T (exact arch; checkObjects made sure
-/// every object container has one).
-static std::vector<const lto::DeviceObject *>
-objectsFor(const lto::InputSet &Inputs, const lto::Target &T) {
-  std::vector<const lto::DeviceObject *> Objs;
-  for (const lto::DeviceObject &O : Inputs.Objects)
-    if (O.Arch == T.Cpu)
-      Objs.push_back(&O);
-  return Objs;
 }
 
 /// Relocatable cubins are machine code for one arch: every target needs an
@@ -411,558 +387,6 @@ static Error checkLibraries(const lto::LinkedProgram &Program,
   return Errors;
 }
 
-/// Links relocatable cubins of target T (assembled with ptxas -c), the
-/// inputs' relocatable cubins for its arch and the device libraries the
-/// program uses (given to nvlink as archives: it picks the arch's cubin)
-/// into one cubin with nvlink.
-static Expected<std::string>
-linkCubins(Context &Ctx, const Config &C, const lto::Target &T,
-           std::vector<std::string> Cubins,
-           ArrayRef<const lto::DeviceObject *> Objs,
-           ArrayRef<lto::DeviceLibrary> Libs) {
-  TimeTraceScope Scope("nvlink", T.Name);
-  for (auto [N, O] : enumerate(Objs)) {
-    Expected<std::string> Path = Ctx.Temps.write(
-        T.Name + "-object" + std::to_string(N) + ".cubin", O->Data.getBuffer());
-    if (!Path)
-      return Path.takeError();
-    Cubins.push_back(*Path);
-  }
-  Expected<std::string> Linked = Ctx.Temps.create(T.Name + ".linked.cubin");
-  if (!Linked)
-    return Linked.takeError();
-  std::string Arch = "-arch=" + T.Cpu;
-  std::vector<StringRef> Argv = {"nvlink", Arch};
-  append_range(Argv, Cubins);
-  for (const lto::DeviceLibrary &L : Libs)
-    Argv.push_back(L.Path);
-  append_range(Argv, ArrayRef<StringRef>{"-o", *Linked});
-  std::string What = "nvlink for " + T.Name;
-  if (Expected<std::string> R =
-          runProgram(Ctx, C.Paths.Nvlink, Argv, C.PtxasTimeout, What);
-      !R)
-    return R.takeError();
-  return readBack(*Linked, What);
-}
-
-/// The temporary file name of one partition's code for target T.
-static std::string partitionFileName(const lto::Target &T, size_t PartIndex,
-                                     StringRef Ext) {
-  return T.Name + ".part" + std::to_string(PartIndex) + Ext.str();
-}
-
-/// Assembles one partition's PTX file for target T with ptxas -c into a
-/// relocatable cubin, and stores it in the cache under Key (if not empty).
-static Expected<std::string>
-assemblePartition(Context &Ctx, const Config &C, const lto::Target &T,
-                  StringRef PTXPath, size_t PartIndex, StringRef Key) {
-  TimeTraceScope Scope("ptxas", partitionFileName(T, PartIndex, ""));
-  Expected<std::string> CubinPath =
-      Ctx.Temps.create(partitionFileName(T, PartIndex, ".cubin"));
-  if (!CubinPath)
-    return CubinPath.takeError();
-  std::string Arch = "-arch=" + T.Cpu;
-  std::string OptFlag = "-O" + std::to_string(C.Link.OptLevel);
-  std::string What = "ptxas for " + T.Name + " (partition " +
-                     std::to_string(PartIndex) + ")";
-  if (Expected<std::string> R = runProgram(
-          Ctx, C.Paths.Ptxas,
-          {"ptxas", Arch, OptFlag, "-c", PTXPath, "-o", *CubinPath},
-          C.PtxasTimeout, What);
-      !R)
-    return R.takeError();
-  Expected<std::string> Cubin = readBack(*CubinPath, What);
-  if (!Cubin)
-    return Cubin.takeError();
-  if (!Key.empty())
-    cacheStoreBlob(Ctx, C.CacheDir + "/codegen", Key, *Cubin);
-  return Cubin;
-}
-
-namespace {
-
-/// Runs jobs on a thread pool, the most urgent first: each posted job adds
-/// one pool task, and a task runs whichever waiting job has the smallest
-/// priority when a thread picks it up (equal priorities in posting order).
-/// Jobs may post more jobs; the pool's wait() waits for those too.
-class JobQueue {
-public:
-  JobQueue(ThreadPoolInterface &Pool, const Config &C)
-      : Pool(Pool), C(C), Tracing(timeTraceProfilerEnabled()) {}
-
-  void post(uint64_t Priority, std::function<void()> Job) {
-    {
-      std::lock_guard<std::mutex> Lock(Mu);
-      Jobs.emplace(Priority, std::move(Job));
-    }
-    Pool.async([this] {
-      std::function<void()> Next;
-      {
-        std::lock_guard<std::mutex> Lock(Mu);
-        auto It = Jobs.begin();
-        Next = std::move(It->second);
-        Jobs.erase(It);
-      }
-      if (Tracing)
-        timeTraceProfilerInitialize(C.TimeTraceGranularity, "fatlink");
-      Next();
-      if (Tracing)
-        timeTraceProfilerFinishThread();
-    });
-  }
-
-  /// Priority of class Class (smaller first), then A, then B.
-  static uint64_t priority(unsigned Class, size_t A, size_t B) {
-    return (uint64_t(Class) << 48) | (uint64_t(A & 0xffffff) << 24) |
-           uint64_t(B & 0xffffff);
-  }
-
-private:
-  ThreadPoolInterface &Pool;
-  const Config &C;
-  bool Tracing;
-  std::mutex Mu;
-  std::multimap<uint64_t, std::function<void()>> Jobs;
-};
-
-/// Targets compiled from the same partitions (one optimized module).
-struct PartitionGroup {
-  const std::vector<lto::CodegenPartition> *Parts = nullptr;
-  std::vector<size_t> Members; ///< target indices, in target order
-  /// The plain sm_XX members, oldest first, when they may share PTX (three
-  /// or more); else empty.
-  std::vector<size_t> Sharing;
-};
-
-} // namespace
-
-/// Groups the partitioned targets by the partitions they compile, and picks
-/// the targets that may share PTX. PTXSource[I] names where target I's PTX
-/// may come from (part of its cache key): "" for its own code generation.
-static std::vector<PartitionGroup>
-planPartitionGroups(const Config &C, ArrayRef<lto::Target> Targets,
-                    ArrayRef<const std::vector<lto::CodegenPartition> *> PartsOf,
-                    std::vector<std::string> &PTXSource) {
-  std::vector<PartitionGroup> Groups;
-  for (size_t I = 0; I < Targets.size(); ++I) {
-    if (!PartsOf[I])
-      continue;
-    auto It = find_if(Groups, [&](const PartitionGroup &G) {
-      return G.Parts == PartsOf[I];
-    });
-    if (It == Groups.end()) {
-      Groups.push_back({PartsOf[I], {}, {}});
-      It = std::prev(Groups.end());
-    }
-    It->Members.push_back(I);
-  }
-  PTXSource.assign(Targets.size(), "");
-  if (!C.SharePTX)
-    return Groups;
-  for (PartitionGroup &G : Groups) {
-    // Plain processors only: an sm_90a or sm_100f target has instructions
-    // of its own that neither neighbour has.
-    std::vector<size_t> Plain;
-    for (size_t I : G.Members)
-      if (Targets[I].Cpu == "sm_" + std::to_string(Targets[I].Sm))
-        Plain.push_back(I);
-    llvm::stable_sort(Plain, [&](size_t A, size_t B) {
-      return Targets[A].Sm < Targets[B].Sm;
-    });
-    // The backend's choices switch on at an SM or PTX ISA version; both
-    // must grow from the oldest to the newest for the two ends to bound
-    // the arches between.
-    bool Ordered = true;
-    for (size_t K = 1; K < Plain.size(); ++K)
-      Ordered &= Targets[Plain[K - 1]].Sm < Targets[Plain[K]].Sm &&
-                 Targets[Plain[K - 1]].PtxVersion <= Targets[Plain[K]].PtxVersion;
-    if (Plain.size() < 3 || !Ordered)
-      continue;
-    G.Sharing = Plain;
-    const lto::Target &Lo = Targets[Plain.front()];
-    const lto::Target &Hi = Targets[Plain.back()];
-    std::string Source = "shared:" + Lo.Cpu + "/" + Lo.ptxVersionString() +
-                         ":" + Hi.Cpu + "/" + Hi.ptxVersionString();
-    for (size_t K = 1; K + 1 < Plain.size(); ++K)
-      PTXSource[Plain[K]] = Source;
-  }
-  return Groups;
-}
-
-namespace {
-
-/// The partitioned targets' jobs: one per partition of each group, which
-/// takes the targets' cubins from the cache or generates PTX for those that
-/// miss (shared between arches where the two ends agree) and posts one
-/// ptxas job per missing target. Done(target, partition, cubin) receives
-/// every result, cached or compiled.
-class PartitionJobs {
-public:
-  using DoneFn =
-      function_ref<void(size_t Target, size_t Part, Expected<std::string>)>;
-
-  PartitionJobs(
-      Context &Ctx, const Config &C, ArrayRef<lto::Target> Targets,
-      ArrayRef<const std::vector<lto::CodegenPartition> *> PartsOf,
-      JobQueue &Queue, DoneFn Done)
-      : Ctx(Ctx), C(C), Targets(Targets), Queue(Queue), Done(Done),
-        Groups(planPartitionGroups(C, Targets, PartsOf, PTXSource)),
-        RankOf(Targets.size(), 0) {
-    // The order ptxas runs in (work order only; the output does not
-    // change): newest arch first, as its cubin is the largest, so its
-    // nvlink and zstd run while the other targets still compile; the last
-    // two targets alternate, so that their links end the build side by
-    // side instead of one after the other on one thread.
-    std::vector<size_t> Order;
-    for (size_t I = 0; I < Targets.size(); ++I)
-      if (PartsOf[I])
-        Order.push_back(I);
-    llvm::stable_sort(Order, [&](size_t A, size_t B) {
-      return Targets[A].Sm > Targets[B].Sm;
-    });
-    for (auto [R, I] : enumerate(Order))
-      RankOf[I] = R;
-    LastTwo = Order.size() >= 2 ? Order.size() - 2 : 0;
-  }
-
-  /// Posts every partition's job (after whole targets, before any ptxas).
-  void post() {
-    for (size_t GI = 0; GI < Groups.size(); ++GI)
-      for (size_t P = 0; P < Groups[GI].Parts->size(); ++P)
-        Queue.post(JobQueue::priority(1, P, GI), [this, GI, P] { run(GI, P); });
-  }
-
-  std::atomic<unsigned> Generated{0}; ///< code generations run
-  std::atomic<unsigned> Reused{0};    ///< PTX taken from the oldest arch
-
-private:
-  uint64_t ptxasPriority(size_t I, size_t P) const {
-    size_t R = RankOf[I];
-    if (R >= LastTwo)
-      return JobQueue::priority(2, LastTwo, P * 2 + (R - LastTwo));
-    return JobQueue::priority(2, R, P);
-  }
-
-  Expected<std::string> generate(const lto::CodegenPartition &Part,
-                                 size_t I) {
-    ++Generated;
-    return lto::generatePTX(Part.Bitcode, Targets[I], C.Link.OptLevel);
-  }
-
-  /// Partition P of group GI.
-  void run(size_t GI, size_t P) {
-    const PartitionGroup &G = Groups[GI];
-    const lto::CodegenPartition &Part = (*G.Parts)[P];
-    TimeTraceScope Scope("Codegen partition", "part" + std::to_string(P));
-    std::vector<std::string> Keys(Targets.size());
-    std::vector<std::pair<size_t, std::string>> Hits;
-    std::vector<size_t> Missing;
-    BLAKE3Result<32> BitcodeHash;
-    if (!C.CacheDir.empty())
-      BitcodeHash = BLAKE3::hash(arrayRefFromStringRef(Part.Bitcode));
-    for (size_t I : G.Members) {
-      if (!C.CacheDir.empty()) {
-        Keys[I] = codegenKey(C, Targets[I], BitcodeHash, PTXSource[I]);
-        if (std::optional<std::string> Cubin =
-                cacheLookupBlob(Ctx, C.CacheDir + "/codegen", Keys[I])) {
-          Hits.emplace_back(I, std::move(*Cubin));
-          continue;
-        }
-      }
-      Missing.push_back(I);
-    }
-
-    // Shared PTX: generate the oldest and the newest plain target's code;
-    // if they agree apart from the header, the targets between them take
-    // it. Decided the same way whatever the cache holds.
-    bool NeedShared =
-        any_of(Missing, [&](size_t I) { return !PTXSource[I].empty(); });
-    size_t Lo = NeedShared ? G.Sharing.front() : Targets.size();
-    size_t Hi = NeedShared ? G.Sharing.back() : Targets.size();
-    std::optional<std::string> LoText, HiText;
-    std::vector<size_t> Settled; // missing targets that already failed
-    bool Shared = false;
-    if (NeedShared) {
-      for (auto [End, Text] :
-           {std::pair(Lo, &LoText), std::pair(Hi, &HiText)}) {
-        Expected<std::string> E = generate(Part, End);
-        if (E) {
-          *Text = std::move(*E);
-        } else if (is_contained(Missing, End)) {
-          Done(End, P, E.takeError());
-          Settled.push_back(End);
-        } else {
-          consumeError(E.takeError());
-        }
-      }
-      if (LoText && HiText) {
-        TimeTraceScope CompareScope("Compare PTX");
-        std::optional<std::string> HiAsLo =
-            lto::retargetPTX(*HiText, Targets[Hi], Targets[Lo]);
-        Shared = HiAsLo && *HiAsLo == *LoText;
-      }
-    }
-
-    for (size_t I : Missing) {
-      if (is_contained(Settled, I))
-        continue;
-      std::optional<std::string> Text;
-      if (I == Lo) {
-        Text = Shared ? *LoText : std::move(*LoText); // the middle needs it
-      } else if (I == Hi) {
-        Text = std::move(*HiText);
-      } else if (Shared && !PTXSource[I].empty()) {
-        Text = lto::retargetPTX(*LoText, Targets[Lo], Targets[I]);
-        if (Text)
-          ++Reused;
-      }
-      if (!Text) {
-        Expected<std::string> E = generate(Part, I);
-        if (!E) {
-          Done(I, P, E.takeError());
-          continue;
-        }
-        Text = std::move(*E);
-      }
-      // To a file now: the texts of all partitions would otherwise wait in
-      // memory for their ptxas jobs.
-      Expected<std::string> Path =
-          Ctx.Temps.write(partitionFileName(Targets[I], P, ".ptx"), *Text);
-      if (!Path) {
-        Done(I, P, Path.takeError());
-        continue;
-      }
-      Queue.post(ptxasPriority(I, P),
-                 [this, I, P, Key = Keys[I], Path = std::move(*Path)] {
-                   Done(I, P,
-                        assemblePartition(Ctx, C, Targets[I], Path, P, Key));
-                 });
-    }
-    for (auto &[I, Cubin] : Hits)
-      Done(I, P, std::move(Cubin));
-  }
-
-  Context &Ctx;
-  const Config &C;
-  ArrayRef<lto::Target> Targets;
-  JobQueue &Queue;
-  DoneFn Done;
-  std::vector<std::string> PTXSource; // before Groups: filled by its planner
-  std::vector<PartitionGroup> Groups;
-  std::vector<size_t> RankOf;
-  size_t LastTwo = 0;
-};
-
-} // namespace
-
-/// Generates PTX for one target and assembles it (sm_XX) or checks it
-/// (compute_XX) with ptxas. With relocatable cubins of the target's arch in
-/// the inputs, the PTX is assembled relocatable (ptxas -c) and nvlink links
-/// it with them.
-static Expected<TargetOutput> compileTarget(Context &Ctx, const Config &C,
-                                            const lto::LinkedProgram &Program,
-                                            const lto::InputSet &Inputs,
-                                            ArrayRef<lto::Target> Targets,
-                                            size_t I) {
-  const lto::Target &T = Targets[I];
-  TargetOutput Out;
-  bool HasBitcode = !Program.Modules.empty();
-  if (HasBitcode) {
-    Expected<std::string> PTX =
-        lto::generatePTX(Program, Targets, I, C.Link.OptLevel);
-    if (!PTX)
-      return PTX.takeError();
-    Out.PTX = std::move(*PTX);
-  }
-  if (!C.RunPtxas)
-    return Out;
-
-  TimeTraceScope Scope("ptxas", T.Name);
-  std::vector<const lto::DeviceObject *> Objs = objectsFor(Inputs, T);
-  // Relocatable code to link with nvlink: objects or device libraries.
-  bool Relocatable = !Objs.empty() || !Program.Libraries.empty();
-  std::string OptFlag = "-O" + std::to_string(C.Link.OptLevel);
-  std::string What = "ptxas for " + T.Name;
-  std::vector<std::string> Cubins; // to give nvlink
-  if (HasBitcode) {
-    Expected<std::string> PTXPath = Ctx.Temps.write(T.Name + ".ptx", Out.PTX);
-    if (!PTXPath)
-      return PTXPath.takeError();
-    if (T.IsPTX) {
-      // A virtual arch makes ptxas parse and check the PTX without
-      // generating code: the driver will compile it on the user's GPU.
-      std::string Arch = "-arch=" + T.Name;
-      Expected<std::string> R = runProgram(
-          Ctx, C.Paths.Ptxas, {"ptxas", Arch, *PTXPath}, C.PtxasTimeout, What);
-      if (!R)
-        return R.takeError();
-      return Out;
-    }
-    Expected<std::string> CubinPath = Ctx.Temps.create(T.Name + ".cubin");
-    if (!CubinPath)
-      return CubinPath.takeError();
-    std::string Arch = "-arch=" + T.Cpu;
-    std::vector<StringRef> Argv = {"ptxas", Arch, OptFlag};
-    if (Relocatable)
-      Argv.push_back("-c"); // relocatable, for nvlink
-    append_range(Argv, ArrayRef<StringRef>{*PTXPath, "-o", *CubinPath});
-    if (Expected<std::string> R =
-            runProgram(Ctx, C.Paths.Ptxas, Argv, C.PtxasTimeout, What);
-        !R)
-      return R.takeError();
-    if (!Relocatable) {
-      Expected<std::string> Cubin = readBack(*CubinPath, What);
-      if (!Cubin)
-        return Cubin.takeError();
-      Out.Cubin = std::move(*Cubin);
-      return Out;
-    }
-    Cubins.push_back(*CubinPath);
-  }
-
-  Expected<std::string> Cubin =
-      linkCubins(Ctx, C, T, Cubins, Objs, Program.Libraries);
-  if (!Cubin)
-    return Cubin.takeError();
-  Out.Cubin = std::move(*Cubin);
-  return Out;
-}
-
-/// The fatbin image of a compiled target, its entry encoded.
-static Expected<packager::FatbinImage>
-encodeImage(const Config &C, const lto::Target &T, const TargetOutput &O) {
-  TimeTraceScope Scope("Encode fatbin entry", T.Name);
-  Expected<packager::FatbinImage> Image =
-      packager::describeImage(T.IsPTX ? O.PTX : O.Cubin);
-  if (!Image)
-    return createStringError(
-        inconvertibleErrorCode(), "cannot package the %s image: %s",
-        T.Name.c_str(), toString(Image.takeError()).c_str());
-  Expected<std::string> Entry = packager::encodeFatbinEntry(*Image, C.Fatbin);
-  if (!Entry)
-    return Entry.takeError();
-  Image->Entry = std::move(*Entry);
-  return Image;
-}
-
-/// Compiles every target, in parallel, into its own slot; for packaged
-/// outputs the job that finishes a target also encodes its fatbin entry. A
-/// target whose module was split (Parts[module] has several partitions) is
-/// compiled partition by partition (PartitionJobs); the job that finishes a
-/// target's last partition links them with nvlink and encodes the entry.
-static Expected<std::vector<TargetOutput>>
-compileTargets(Context &Ctx, const Config &C, const lto::LinkedProgram &Program,
-               const lto::InputSet &Inputs, ArrayRef<lto::Target> Targets,
-               ArrayRef<std::vector<lto::CodegenPartition>> Parts) {
-  TimeTraceScope Scope("Compile targets");
-  size_t NT = Targets.size();
-  std::vector<TargetOutput> Outputs(NT);
-  std::vector<std::string> Errors(NT);
-  std::mutex ErrorsMu;
-  auto Fail = [&](size_t I, Error E) {
-    std::lock_guard<std::mutex> Lock(ErrorsMu);
-    if (Errors[I].empty())
-      Errors[I] = toString(std::move(E));
-    else
-      consumeError(std::move(E));
-  };
-  bool Packaged = C.RunPtxas && (C.OutKind == OutputKind::Fatbin ||
-                                 C.OutKind == OutputKind::HostObject);
-  auto Encode = [&](size_t I) {
-    if (!Packaged)
-      return;
-    if (Expected<packager::FatbinImage> Image =
-            encodeImage(C, Targets[I], Outputs[I]))
-      Outputs[I].Image = std::move(*Image);
-    else
-      Fail(I, Image.takeError());
-  };
-
-  // Which partitions each target compiles (none: compiled whole).
-  std::vector<const std::vector<lto::CodegenPartition> *> PartsOf(NT, nullptr);
-  for (auto [MI, M] : enumerate(Program.Modules))
-    if (MI < Parts.size() && Parts[MI].size() > 1)
-      for (size_t I : M.TargetIndices)
-        if (!Targets[I].IsPTX)
-          PartsOf[I] = &Parts[MI];
-  std::vector<std::vector<std::string>> PartCubins(NT);
-  // Each partition's error, in its own slot: the partitions finish in
-  // whatever order the threads run them, so the one reported is chosen by
-  // partition number, not by which failed first.
-  std::vector<std::vector<std::string>> PartErrors(NT);
-  std::unique_ptr<std::atomic<size_t>[]> Remaining(new std::atomic<size_t>[NT]);
-  for (size_t I = 0; I < NT; ++I) {
-    Remaining[I] = PartsOf[I] ? PartsOf[I]->size() : 0;
-    if (PartsOf[I]) {
-      PartCubins[I].resize(PartsOf[I]->size());
-      PartErrors[I].resize(PartsOf[I]->size());
-    }
-  }
-
-  // A target's partition is done (its cubin, or why not); the last one to
-  // finish links the target's partitions and encodes its entry, or reports
-  // the error of the first partition that failed.
-  auto PartDone = [&](size_t I, size_t P, Expected<std::string> Cubin) {
-    if (Cubin)
-      PartCubins[I][P] = std::move(*Cubin);
-    else
-      PartErrors[I][P] = toString(Cubin.takeError());
-    if (--Remaining[I] != 0)
-      return;
-    for (const std::string &E : PartErrors[I])
-      if (!E.empty())
-        return Fail(I, createStringError(inconvertibleErrorCode(), E));
-    std::vector<std::string> Paths;
-    for (auto [N, Data] : enumerate(PartCubins[I])) {
-      Expected<std::string> Path =
-          Ctx.Temps.write(partitionFileName(Targets[I], N, ".o.cubin"), Data);
-      if (!Path)
-        return Fail(I, Path.takeError());
-      Paths.push_back(*Path);
-    }
-    PartCubins[I].clear();
-    Expected<std::string> Linked =
-        linkCubins(Ctx, C, Targets[I], Paths, objectsFor(Inputs, Targets[I]),
-                   Program.Libraries);
-    if (!Linked)
-      return Fail(I, Linked.takeError());
-    Outputs[I].Cubin = std::move(*Linked);
-    Encode(I);
-  };
-
-  {
-    DefaultThreadPool Pool(hardware_concurrency(C.Jobs));
-    JobQueue Queue(Pool, C);
-    // Whole targets first: they are the longest tasks.
-    for (size_t I = 0; I < NT; ++I)
-      if (!PartsOf[I])
-        Queue.post(JobQueue::priority(0, I, 0), [&, I] {
-          Expected<TargetOutput> Out =
-              compileTarget(Ctx, C, Program, Inputs, Targets, I);
-          if (!Out)
-            return Fail(I, Out.takeError());
-          Outputs[I] = std::move(*Out);
-          Encode(I);
-        });
-    PartitionJobs Jobs(Ctx, C, Targets, PartsOf, Queue, PartDone);
-    Jobs.post();
-    Pool.wait();
-    if (Jobs.Generated || Jobs.Reused)
-      Ctx.verbose("PTX: " + Twine(Jobs.Generated.load()) + " generated, " +
-                  Twine(Jobs.Reused.load()) +
-                  " reused (the oldest arch's, where the newest arch's "
-                  "agreed)");
-  }
-  Error All = Error::success();
-  for (const std::string &E : Errors)
-    if (!E.empty())
-      All = joinErrors(std::move(All),
-                       createStringError(inconvertibleErrorCode(), E));
-  if (All)
-    return std::move(All);
-  return Outputs;
-}
-
 /// The partitions to optimize and compile in (lto::LinkOptions::Partitions:
 /// 0 = by the number of kernels, 1 = none): C.Partitions, or 1 when some
 /// output needs a target's whole PTX. Never depends on -j.
@@ -996,7 +420,8 @@ static Error package(const Config &C, ArrayRef<lto::Target> Targets,
       Images.push_back(O.Image);
       continue;
     }
-    Expected<packager::FatbinImage> Image = encodeImage(C, T, O);
+    Expected<packager::FatbinImage> Image =
+        codegen::encodeImage(T, O, C.Fatbin);
     if (!Image)
       return Image.takeError();
     Images.push_back(std::move(*Image));
@@ -1200,13 +625,10 @@ static Error writeJSON(Context &Ctx, const Config &C,
 // The command
 //===----------------------------------------------------------------------===//
 
-Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
-                                  const ToolFacts &Facts,
-                                  std::vector<lto::Target> Targets,
-                                  const lto::InputSet &Inputs) {
-  DeviceBuild B;
-  B.Targets = std::move(Targets);
-  for (const lto::Target &T : B.Targets)
+/// -v: the targets, and every input as read.
+static void reportInputs(Context &Ctx, ArrayRef<lto::Target> Targets,
+                         const lto::InputSet &Inputs) {
+  for (const lto::Target &T : Targets)
     Ctx.verbose("target " + T.Name + ": " + (T.IsPTX ? "PTX" : "cubin") +
                 ", PTX ISA " + T.ptxVersionString());
   for (const lto::DeviceImage &Image : Inputs.Images)
@@ -1219,10 +641,35 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
                 " [device library: " + join(L.Arches, ", ") + "]");
   for (const std::string &Note : Inputs.Skipped)
     Ctx.verbose("skipped " + Note);
-  if (Error E = checkObjects(Inputs, B.Targets))
-    return std::move(E);
+}
 
-  // From here on, the set of device images is fixed.
+/// What lto memoizes (image digests, partitions' O3 results) goes under
+/// <cache>/memo, in a file named by a hash of fatlink's version and the
+/// key, so another fatlink never reads what this one wrote.
+static void setMemoHooks(Context &Ctx, const Config &C,
+                         lto::LinkOptions &Link) {
+  std::string Dir = C.CacheDir + "/memo";
+  Context *Quiet = &Ctx;
+  auto File = [](StringRef Key) {
+    BLAKE3 H;
+    H.update(versionString());
+    H.update(StringRef("\0", 1));
+    H.update(Key);
+    BLAKE3Result<32> R = H.final();
+    return toHex(ArrayRef<uint8_t>(R), /*LowerCase=*/true);
+  };
+  Link.MemoLookup = [Dir, Quiet, File](StringRef Key) {
+    return cacheLookupBlob(*Quiet, Dir, File(Key), /*Report=*/false);
+  };
+  Link.MemoStore = [Dir, Quiet, File](StringRef Key, StringRef Value) {
+    cacheStoreBlob(*Quiet, Dir, File(Key), Value, /*Report=*/false);
+  };
+}
+
+/// The user's link options, with the limits the tools set.
+static lto::LinkOptions linkOptions(Context &Ctx, const Config &C,
+                                    const ToolFacts &Facts,
+                                    ArrayRef<lto::Target> Targets) {
   lto::LinkOptions Link = C.Link;
   Link.Jobs = C.Jobs;
   // Inputs compiled for a newer PTX ISA raise their targets' (up to what
@@ -1237,35 +684,16 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   Link.Partitions = partitionSetting(C);
   Link.NeedWholeModule =
       C.OutKind == OutputKind::Bitcode ||
-      any_of(B.Targets, [](const lto::Target &T) { return T.IsPTX; });
-  if (!C.CacheDir.empty()) {
-    // What lto memoizes (image digests, partitions' O3 results) goes under
-    // <cache>/memo, in a file named by a hash of fatlink's version and the
-    // key, so another fatlink never reads what this one wrote.
-    std::string Dir = C.CacheDir + "/memo";
-    Context *Quiet = &Ctx;
-    auto File = [](StringRef Key) {
-      BLAKE3 H;
-      H.update(versionString());
-      H.update(StringRef("\0", 1));
-      H.update(Key);
-      BLAKE3Result<32> R = H.final();
-      return toHex(ArrayRef<uint8_t>(R), /*LowerCase=*/true);
-    };
-    Link.MemoLookup = [Dir, Quiet, File](StringRef Key) {
-      return cacheLookupBlob(*Quiet, Dir, File(Key), /*Report=*/false);
-    };
-    Link.MemoStore = [Dir, Quiet, File](StringRef Key, StringRef Value) {
-      cacheStoreBlob(*Quiet, Dir, File(Key), Value, /*Report=*/false);
-    };
-  }
-  Expected<lto::LinkedProgram> Program =
-      lto::linkAndOptimize(Inputs, B.Targets, Link);
-  if (!Program)
-    return Program.takeError();
-  B.Program = std::move(*Program);
-  // Which arch each input was compiled for and which targets it serves:
-  // an input compiled for sm_75 serving sm_90 lacks its sm_90-only code.
+      any_of(Targets, [](const lto::Target &T) { return T.IsPTX; });
+  if (!C.CacheDir.empty())
+    setMemoHooks(Ctx, C, Link);
+  return Link;
+}
+
+/// Takes the PTX ISA versions the link chose, with what each input was
+/// compiled for and which targets it serves (-v): an input compiled for
+/// sm_75 serving sm_90 lacks its sm_90-only code.
+static void raisePtxVersions(Context &Ctx, DeviceBuild &B) {
   for (const lto::InputUse &U : B.Program.Inputs)
     Ctx.verbose("input " + U.Origin + ": compiled for " +
                 (U.CompiledFor.empty() ? "(no arch)" : U.CompiledFor) +
@@ -1277,6 +705,10 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
                   T.ptxVersionString() +
                   ", the newest its inputs were compiled for");
     }
+}
+
+/// -v: what the linked program holds and how it was optimized.
+static void reportProgram(Context &Ctx, const DeviceBuild &B) {
   if (B.Program.Kernels.empty())
     Ctx.warn("the linked program has no kernels: nothing can be launched");
   for (const lto::KernelInfo &K : B.Program.Kernels)
@@ -1295,44 +727,96 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
                      ? Twine(M.Bitcode.size()) + " bytes of bitcode"
                      : Twine(M.Parts.size()) + " partitions"));
   }
+}
+
+/// Linking and O3 freed most of what they allocated, but glibc keeps it;
+/// give it back before two zstd-19 encoders (about 40 MB each) may run.
+static void releaseFreedMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
+/// The code generation options of this run; each partition's cubin is
+/// cached under <cache>/codegen.
+static codegen::CodegenOptions codegenOptions(Context &Ctx, const Config &C) {
+  codegen::CodegenOptions O;
+  O.OptLevel = C.Link.OptLevel;
+  O.Jobs = C.Jobs;
+  O.RunPtxas = C.RunPtxas;
+  O.SharePTX = C.SharePTX;
+  O.Paths = C.Paths;
+  O.PtxasTimeout = C.PtxasTimeout;
+  O.TimeTraceGranularity = C.TimeTraceGranularity;
+  if (C.OutKind == OutputKind::Fatbin || C.OutKind == OutputKind::HostObject)
+    O.Package = C.Fatbin;
+  if (!C.CacheDir.empty()) {
+    std::string Dir = C.CacheDir + "/codegen";
+    O.Cache.Key = [&C](const lto::Target &T, ArrayRef<uint8_t> BitcodeHash,
+                       StringRef PTXSource) {
+      return codegenKey(C, T, BitcodeHash, PTXSource);
+    };
+    O.Cache.Lookup = [&Ctx, Dir](StringRef Key) {
+      return cacheLookupBlob(Ctx, Dir, Key);
+    };
+    O.Cache.Store = [&Ctx, Dir](StringRef Key, StringRef Cubin) {
+      cacheStoreBlob(Ctx, Dir, Key, Cubin);
+    };
+  }
+  return O;
+}
+
+// The device link's passes. Each returns on the first error; the command
+// reports it.
+Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
+                                  const ToolFacts &Facts,
+                                  std::vector<lto::Target> Targets,
+                                  const lto::InputSet &Inputs) {
+  DeviceBuild B;
+  B.Targets = std::move(Targets);
+  reportInputs(Ctx, B.Targets, Inputs);
+
+  // Relocatable cubins serve their own arch only: refuse any other target
+  // before the work starts.
+  if (Error E = checkObjects(Inputs, B.Targets))
+    return std::move(E);
+  // From here on, the set of device images is fixed.
+
+  // One LLVM module per group of targets: resolve, internalize, libdevice,
+  // O3 (lto/).
+  Expected<lto::LinkedProgram> Program = lto::linkAndOptimize(
+      Inputs, B.Targets, linkOptions(Ctx, C, Facts, B.Targets));
+  if (!Program)
+    return Program.takeError();
+  B.Program = std::move(*Program);
+  raisePtxVersions(Ctx, B);
+  reportProgram(Ctx, B);
+  // From here on, the targets and their PTX ISA versions are fixed.
 
   if (C.OutKind == OutputKind::Bitcode)
     return std::move(B); // no code generation
+
+  // The device libraries the program calls must serve every target.
   if (Error E = checkLibraries(B.Program, B.Targets))
     return std::move(E);
 
   // The partitions each optimized module is compiled in (cached per
-  // partition): those it was optimized in, else (an optimized module given
-  // back with --codegen-only) a split of it.
-  std::vector<std::vector<lto::CodegenPartition>> Parts;
-  unsigned N = partitionSetting(C);
-  if (N == 0)
-    N = lto::defaultPartitions(B.Program.Kernels.size());
-  for (lto::OptimizedModule &M : B.Program.Modules) {
-    std::vector<lto::CodegenPartition> P = std::move(M.Parts);
-    if (P.empty() && N > 1) {
-      Expected<std::vector<lto::CodegenPartition>> Split =
-          lto::splitForCodegen(M.Bitcode, N);
-      if (!Split)
-        return Split.takeError();
-      P = std::move(*Split);
-    }
-    for (auto [I, Part] : enumerate(P))
-      Ctx.verbose("partition " + Twine(I) + ": " + Twine(Part.Kernels.size()) +
-                  " kernels, " + Twine(Part.Instructions) + " instructions");
-    Parts.push_back(std::move(P));
-  }
-#if defined(__GLIBC__)
-  // Linking and O3 freed most of what they allocated, but glibc keeps it;
-  // give it back before two zstd-19 encoders (about 40 MB each) may run.
-  malloc_trim(0);
-#endif
-  Expected<std::vector<TargetOutput>> Outputs =
-      compileTargets(Ctx, C, B.Program, Inputs, B.Targets, Parts);
+  // partition).
+  Expected<std::vector<std::vector<lto::CodegenPartition>>> Parts =
+      codegen::planPartitions(Ctx, B.Program, partitionSetting(C));
+  if (!Parts)
+    return Parts.takeError();
+  releaseFreedMemory();
+
+  // PTX and cubins for every target, in parallel (codegen/).
+  Expected<std::vector<codegen::TargetOutput>> Outputs =
+      codegen::compileTargets(Ctx, codegenOptions(Ctx, C), B.Program, Inputs,
+                              B.Targets, *Parts);
   if (!Outputs)
     return Outputs.takeError();
   B.Outputs = std::move(*Outputs);
 
+  // Every target's code in one fatbin, and that in a host object.
   if (C.OutKind == OutputKind::Fatbin || C.OutKind == OutputKind::HostObject)
     if (Error E = package(C, B.Targets, B.Outputs, B.Program, B))
       return std::move(E);
@@ -1431,55 +915,48 @@ static Expected<StagedFile> stageTimeTrace(StringRef Path) {
   return StagedFile::create(Path, Text);
 }
 
-int deviceLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,
-                   raw_ostream &Err) {
-  Context Ctx(Out, Err);
-  CommandOptTable Table;
-  BumpPtrAllocator Alloc;
-  StringSaver Saver(Alloc);
-  int ExitCode = 0;
-  std::optional<opt::InputArgList> ArgsOrErr = parseCommandLine(
-      Ctx, Table, Args, Saver,
-      {"fatlink device-link [options] <inputs...>",
-       "fatlink device-link: whole-program link of GPU bitcode "
-       "(Rust and CUDA C++) into cubins and PTX",
-       OPT_UNKNOWN, OPT_help, OPT_version},
-      ExitCode);
-  if (!ArgsOrErr)
-    return ExitCode;
-
-  Expected<Config> C = parseConfig(Ctx, *ArgsOrErr);
-  if (!C) {
-    Ctx.error(C.takeError());
-    return 1;
-  }
-  if (!C->TimeTracePath.empty())
-    timeTraceProfilerInitialize(C->TimeTraceGranularity, "fatlink");
+/// `fatlink device-link`, once its arguments are parsed.
+static void deviceLinkCommand(Context &Ctx, opt::InputArgList &Args) {
+  Config C = parseConfig(Ctx, Args);
+  if (Ctx.errorCount())
+    return;
+  if (!C.TimeTracePath.empty())
+    timeTraceProfilerInitialize(C.TimeTraceGranularity, "fatlink");
 
   // The outputs (and --json) are staged; the time trace joins them, and
   // they are committed together: a trace that cannot be written leaves the
   // previous output in place.
   std::vector<StagedFile> Pending;
-  Error E = [&] {
+  {
     TimeTraceScope Scope("device-link");
-    return deviceLink(Ctx, *C, Pending);
-  }();
+    if (Error E = deviceLink(Ctx, C, Pending))
+      Ctx.error(std::move(E));
+  }
 
   if (timeTraceProfilerEnabled()) {
-    Expected<StagedFile> Trace = stageTimeTrace(C->TimeTracePath);
+    Expected<StagedFile> Trace = stageTimeTrace(C.TimeTracePath);
     timeTraceProfilerCleanup();
     if (!Trace)
-      E = joinErrors(std::move(E), Trace.takeError());
-    else if (E) // a failed run's trace is still worth having
-      E = joinErrors(std::move(E), Trace->commit());
+      Ctx.error(Trace.takeError());
+    else if (Ctx.errorCount()) // a failed run's trace is still worth having
+      Ctx.error(Trace->commit());
     else
       Pending.push_back(std::move(*Trace));
   }
-  if (!E)
-    E = commitOutputs(Pending);
-  if (E)
+  if (Ctx.errorCount())
+    return;
+  if (Error E = commitOutputs(Pending))
     Ctx.error(std::move(E));
-  return Ctx.exitCode();
+}
+
+int deviceLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,
+                   raw_ostream &Err) {
+  return runCommand(Args, Out, Err, CommandOptTable(),
+                    {"fatlink device-link [options] <inputs...>",
+                     "fatlink device-link: whole-program link of GPU bitcode "
+                     "(Rust and CUDA C++) into cubins and PTX",
+                     OPT_UNKNOWN, OPT_help, OPT_version},
+                    deviceLinkCommand);
 }
 
 } // namespace fatlink

@@ -129,13 +129,10 @@ static Expected<packager::HostArch> parseHostArch(StringRef Name,
   }
 }
 
-static Expected<Config> parseConfig(Context &Ctx,
-                                    const opt::InputArgList &Args) {
+/// The configuration Args describe; every bad option is reported to Ctx.
+static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
   Config C;
-  Error Errors = Error::success();
-  auto Fail = [&](Error E) {
-    Errors = joinErrors(std::move(Errors), std::move(E));
-  };
+  auto Fail = [&](Error E) { Ctx.error(std::move(E)); };
 
   for (const opt::Arg *A : Args.filtered(OPT_INPUT))
     C.Inputs.push_back(A->getValue());
@@ -159,9 +156,6 @@ static Expected<Config> parseConfig(Context &Ctx,
     C.Host = *Host;
   else
     Fail(Host.takeError());
-
-  if (Errors)
-    return std::move(Errors);
   return C;
 }
 
@@ -284,29 +278,19 @@ static Error embed(Context &Ctx, const Config &C) {
 }
 
 int embedMain(ArrayRef<const char *> Args, raw_ostream &Out, raw_ostream &Err) {
-  Context Ctx(Out, Err);
-  CommandOptTable Table;
-  BumpPtrAllocator Alloc;
-  StringSaver Saver(Alloc);
-  int ExitCode = 0;
-  std::optional<opt::InputArgList> ArgsOrErr = parseCommandLine(
-      Ctx, Table, Args, Saver,
-      {"fatlink embed [options] <inputs...> -o <file.o>",
-       "fatlink embed: wrap device bitcode (.bc, rustc .rcgu.o, "
-       "rlibs) as LLVM OffloadBinaries in a host object, as "
-       "clang --offload-new-driver does",
-       OPT_UNKNOWN, OPT_help, OPT_version},
-      ExitCode);
-  if (!ArgsOrErr)
-    return ExitCode;
-  Expected<Config> C = parseConfig(Ctx, *ArgsOrErr);
-  if (!C) {
-    Ctx.error(C.takeError());
-    return 1;
-  }
-  if (Error E = embed(Ctx, *C))
-    Ctx.error(std::move(E));
-  return Ctx.exitCode();
+  return runCommand(Args, Out, Err, CommandOptTable(),
+                    {"fatlink embed [options] <inputs...> -o <file.o>",
+                     "fatlink embed: wrap device bitcode (.bc, rustc .rcgu.o, "
+                     "rlibs) as LLVM OffloadBinaries in a host object, as "
+                     "clang --offload-new-driver does",
+                     OPT_UNKNOWN, OPT_help, OPT_version},
+                    [](Context &Ctx, opt::InputArgList &Args) {
+                      Config C = parseConfig(Ctx, Args);
+                      if (Ctx.errorCount())
+                        return;
+                      if (Error E = embed(Ctx, C))
+                        Ctx.error(std::move(E));
+                    });
 }
 
 } // namespace fatlink

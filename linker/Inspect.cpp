@@ -312,7 +312,7 @@ static Error inspect(Context &Ctx, const Config &C) {
   std::vector<Entry> Entries = scanFiles(Ctx, C);
   // A broken input was reported; extracting or listing the rest would
   // hide it in the output of a script.
-  if (Ctx.hasErrors())
+  if (Ctx.errorCount())
     return Error::success();
   if (!C.ExtractDir.empty())
     if (Error E = extract(Ctx, C, Entries))
@@ -328,29 +328,19 @@ static Error inspect(Context &Ctx, const Config &C) {
 
 int inspectMain(ArrayRef<const char *> Args, raw_ostream &Out,
                 raw_ostream &Err) {
-  Context Ctx(Out, Err);
-  CommandOptTable Table;
-  BumpPtrAllocator Alloc;
-  StringSaver Saver(Alloc);
-  int ExitCode = 0;
-  std::optional<opt::InputArgList> ArgsOrErr =
-      parseCommandLine(Ctx, Table, Args, Saver,
-                       {"fatlink inspect [options] <files...>",
-                        "fatlink inspect: list (and extract) the GPU code in "
-                        "fatbins, host objects, archives, executables and "
-                        "shared libraries",
-                        OPT_UNKNOWN, OPT_help, OPT_version},
-                       ExitCode);
-  if (!ArgsOrErr)
-    return ExitCode;
-  Expected<Config> C = parseConfig(Ctx, *ArgsOrErr);
-  if (!C) {
-    Ctx.error(C.takeError());
-    return 1;
-  }
-  if (Error E = inspect(Ctx, *C))
-    Ctx.error(std::move(E));
-  return Ctx.exitCode();
+  return runCommand(
+      Args, Out, Err, CommandOptTable(),
+      {"fatlink inspect [options] <files...>",
+       "fatlink inspect: list (and extract) the GPU code in fatbins, host "
+       "objects, archives, executables and shared libraries",
+       OPT_UNKNOWN, OPT_help, OPT_version},
+      [](Context &Ctx, opt::InputArgList &Args) {
+        Expected<Config> C = parseConfig(Ctx, Args);
+        if (!C)
+          return Ctx.error(C.takeError());
+        if (Error E = inspect(Ctx, *C))
+          Ctx.error(std::move(E));
+      });
 }
 
 } // namespace fatlink

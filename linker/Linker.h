@@ -1,9 +1,13 @@
 //===- linker/Linker.h - fatlink's commands as library entry points ------===//
 //
-// Each fatlink subcommand is a function from its arguments to an exit code,
-// so that the `fatlink` executable is a thin dispatcher and tests can run a
-// command in-process. Arguments exclude the program and subcommand names;
-// `@file` response files are expanded here.
+// The drivers. Each fatlink subcommand is a function from its arguments to
+// an exit code, so that the `fatlink` executable is a thin dispatcher and
+// tests can run a command in-process. Arguments exclude the program and
+// subcommand names; `@file` response files are expanded here. The device
+// link takes device code (bitcode, rlibs, objects) and options and gives
+// cubins, PTX, a fatbin or a host object, by running lto/, codegen/ and
+// packager/ in turn. `fatlink cc` and `fatlink llbc` are hostlink/'s
+// (hostlink/HostLink.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,15 +33,6 @@ int embedMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
 /// `fatlink inspect`: lists and extracts the GPU code inside any file.
 int inspectMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
                 llvm::raw_ostream &Err);
-
-/// `fatlink cc` (fatlink-cc): a cc/clang link command line in; the device
-/// link of its inputs' device code, then the host link with the result.
-int hostLinkMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
-                 llvm::raw_ostream &Err);
-
-/// `fatlink llbc` (fatlink-llbc): rustc's nvptx64 device linker.
-int llbcMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
-             llvm::raw_ostream &Err);
 
 /// `fatlink package`: cubins and PTX in, a fatbin or host object out.
 int packageMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,

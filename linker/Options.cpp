@@ -101,28 +101,47 @@ Expected<opt::InputArgList> parseArgs(const opt::OptTable &Table,
   return std::move(List);
 }
 
-std::optional<opt::InputArgList>
-parseCommandLine(Context &Ctx, const opt::OptTable &Table,
-                 ArrayRef<const char *> Args, StringSaver &Saver,
-                 const CommandSpec &Spec, int &ExitCode) {
+std::optional<opt::InputArgList> parseCommandLine(Context &Ctx,
+                                                  const opt::OptTable &Table,
+                                                  ArrayRef<const char *> Args,
+                                                  StringSaver &Saver,
+                                                  const CommandSpec &Spec) {
   Expected<opt::InputArgList> List =
       parseArgs(Table, Args, Saver, Spec.UnknownID);
   if (!List) {
     Ctx.error(List.takeError());
-    ExitCode = 1;
     return std::nullopt;
   }
   if (List->hasArg(Spec.HelpID)) {
     Table.printHelp(Ctx.Out, Spec.Usage, Spec.Title);
-    ExitCode = 0;
     return std::nullopt;
   }
   if (List->hasArg(Spec.VersionID)) {
     Ctx.Out << versionString() << "\n";
-    ExitCode = 0;
     return std::nullopt;
   }
   return std::move(*List);
+}
+
+int runCommand(ArrayRef<const char *> Args, raw_ostream &Out, raw_ostream &Err,
+               const opt::OptTable &Table, const CommandSpec &Spec,
+               CommandBody Body) {
+  return runCommand(
+      Args, Out, Err,
+      [&](Context &Ctx, ArrayRef<const char *> Args, StringSaver &Saver) {
+        if (std::optional<opt::InputArgList> List =
+                parseCommandLine(Ctx, Table, Args, Saver, Spec))
+          Body(Ctx, *List);
+      });
+}
+
+int runCommand(ArrayRef<const char *> Args, raw_ostream &Out, raw_ostream &Err,
+               RawCommandBody Body) {
+  Context Ctx(Out, Err);
+  BumpPtrAllocator Alloc;
+  StringSaver Saver(Alloc);
+  Body(Ctx, Args, Saver);
+  return Ctx.exitCode();
 }
 
 Expected<unsigned> parseUnsigned(StringRef Name, StringRef Value,

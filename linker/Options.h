@@ -1,6 +1,9 @@
-//===- linker/Options.h - Command-line parsing shared by the commands ----===//
+//===- linker/Options.h - The command runner and command-line parsing ----===//
 //
-// Internal to linker/. Expands response files (GNU quoting; a file that
+// Internal to the drivers (linker/, hostlink/). runCommand is every
+// command's prologue and epilogue: a Context, the command line parsed,
+// --help and --version answered, the body run, its error count turned into
+// the exit code. Parsing expands response files (GNU quoting; a file that
 // includes itself is an error, not a hang) and parses with an OptTable,
 // turning unknown options and missing values into errors with a
 // "did you mean" suggestion.
@@ -11,11 +14,13 @@
 #define FATLINK_LINKER_OPTIONS_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Option/ArgList.h"
 #include "llvm/Option/OptTable.h"
 #include "llvm/Support/Allocator.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/StringSaver.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <optional>
 
@@ -45,14 +50,35 @@ struct CommandSpec {
   unsigned UnknownID, HelpID, VersionID;
 };
 
-/// The common start of every command: parses Args with Table and answers
-/// --help and --version. Returns the arguments when the command should go
-/// on; otherwise the command is over and ExitCode says how (errors were
-/// reported to Ctx).
+/// Parses Args with Table and answers --help and --version. Returns the
+/// arguments when the command should go on; otherwise the command is over
+/// (its errors, if any, were reported to Ctx).
 std::optional<llvm::opt::InputArgList>
 parseCommandLine(Context &Ctx, const llvm::opt::OptTable &Table,
                  llvm::ArrayRef<const char *> Args, llvm::StringSaver &Saver,
-                 const CommandSpec &Spec, int &ExitCode);
+                 const CommandSpec &Spec);
+
+/// A command's work once its arguments are parsed. It reports errors to
+/// Ctx and stops at the next checkpoint (`if (Ctx.errorCount()) return;`).
+using CommandBody =
+    llvm::function_ref<void(Context &Ctx, llvm::opt::InputArgList &Args)>;
+
+/// Runs one command: a Context on Out and Err, Args parsed with Table
+/// (parseCommandLine), then Body. Returns the exit code: 1 when an error
+/// was reported, else 0.
+int runCommand(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
+               llvm::raw_ostream &Err, const llvm::opt::OptTable &Table,
+               const CommandSpec &Spec, CommandBody Body);
+
+/// A command that reads a command line written for another tool (`fatlink
+/// cc`, `fatlink llbc`): Body gets the arguments as given and a saver for
+/// the strings it makes.
+using RawCommandBody = llvm::function_ref<void(
+    Context &Ctx, llvm::ArrayRef<const char *> Args, llvm::StringSaver &Saver)>;
+
+/// Runs one such command; the exit code is Ctx.exitCode().
+int runCommand(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
+               llvm::raw_ostream &Err, RawCommandBody Body);
 
 /// Reads an unsigned option value; Name is used in the message.
 llvm::Expected<unsigned> parseUnsigned(llvm::StringRef Name,

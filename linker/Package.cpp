@@ -61,20 +61,16 @@ static Error package(Context &Ctx, const opt::InputArgList &Args) {
   }
 
   std::vector<packager::FatbinImage> Images;
-  Error Errors = Error::success();
   for (const opt::Arg *A : Args.filtered(OPT_INPUT)) {
     Expected<std::unique_ptr<MemoryBuffer>> MB = readFile(A->getValue());
     if (!MB) {
-      Errors = joinErrors(std::move(Errors), MB.takeError());
+      Ctx.error(MB.takeError());
       continue;
     }
     Expected<packager::FatbinImage> Image =
         packager::describeImage((*MB)->getBuffer());
     if (!Image) {
-      Errors = joinErrors(
-          std::move(Errors),
-          createStringError(inconvertibleErrorCode(), "%s: %s", A->getValue(),
-                            toString(Image.takeError()).c_str()));
+      Ctx.error(Twine(A->getValue()) + ": " + toString(Image.takeError()));
       continue;
     }
     Ctx.verbose(Twine(A->getValue()) + ": " +
@@ -82,8 +78,9 @@ static Error package(Context &Ctx, const opt::InputArgList &Args) {
                 " for " + Image->Arch);
     Images.push_back(std::move(*Image));
   }
-  if (Errors)
-    return Errors;
+  // Every unreadable image was reported.
+  if (Ctx.errorCount())
+    return Error::success();
   if (Images.empty())
     return createStringError(inconvertibleErrorCode(),
                              "no images: pass .cubin and .ptx files");
@@ -125,24 +122,16 @@ static Error package(Context &Ctx, const opt::InputArgList &Args) {
 
 int packageMain(ArrayRef<const char *> Args, raw_ostream &Out,
                 raw_ostream &Err) {
-  Context Ctx(Out, Err);
-  CommandOptTable Table;
-  BumpPtrAllocator Alloc;
-  StringSaver Saver(Alloc);
-  int ExitCode = 0;
-  std::optional<opt::InputArgList> ArgsOrErr =
-      parseCommandLine(Ctx, Table, Args, Saver,
-                       {"fatlink package [options] <images...> -o <out>",
-                        "fatlink package: cubins and PTX into a fatbin or a "
-                        "host object",
-                        OPT_UNKNOWN, OPT_help, OPT_version},
-                       ExitCode);
-  if (!ArgsOrErr)
-    return ExitCode;
-  Ctx.Verbose = ArgsOrErr->hasArg(OPT_verbose);
-  if (Error E = package(Ctx, *ArgsOrErr))
-    Ctx.error(std::move(E));
-  return Ctx.exitCode();
+  return runCommand(
+      Args, Out, Err, CommandOptTable(),
+      {"fatlink package [options] <images...> -o <out>",
+       "fatlink package: cubins and PTX into a fatbin or a host object",
+       OPT_UNKNOWN, OPT_help, OPT_version},
+      [](Context &Ctx, opt::InputArgList &Args) {
+        Ctx.Verbose = Args.hasArg(OPT_verbose);
+        if (Error E = package(Ctx, Args))
+          Ctx.error(std::move(E));
+      });
 }
 
 } // namespace fatlink

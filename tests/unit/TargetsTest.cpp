@@ -1,18 +1,19 @@
 //===- tests/unit/TargetsTest.cpp - Target planning and ptxas probing ----===//
 //
 // The rules of linker/Targets.h (presets, lists, PTX versions, refusals with
-// their reasons) on hand-built ToolFacts, and linker/Toolkit.h's reading of
+// their reasons) on hand-built ToolFacts, and codegen/Codegen.h's reading of
 // `ptxas --version` and `ptxas --help`, on text captured from CUDA 13.0's
 // ptxas. No tool runs here.
 //
 //===----------------------------------------------------------------------===//
 
 #include "linker/Targets.h"
-#include "linker/Toolkit.h"
+#include "codegen/Codegen.h"
 #include "tests/unit/TestSupport.h"
 
 using namespace llvm;
 using namespace fatlink;
+using namespace fatlink::codegen;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 

@@ -2,10 +2,11 @@
 //
 // Picks the subcommand, from the first argument or from the name the program
 // was started under (fatlink-cc, fatlink-llbc), and hands the rest of the
-// arguments to its entry point in linker/.
+// arguments to its entry point in linker/ or hostlink/.
 //
 //===----------------------------------------------------------------------===//
 
+#include "hostlink/HostLink.h"
 #include "linker/Linker.h"
 #include "lto/LTO.h"
 

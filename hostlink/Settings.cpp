@@ -1,10 +1,10 @@
-//===- linker/Settings.cpp - fatlink's own settings inside host links ----===//
+//===- hostlink/Settings.cpp - fatlink's own settings inside host links --===//
 //
 // See Settings.h for the sources and their precedence.
 //
 //===----------------------------------------------------------------------===//
 
-#include "linker/Settings.h"
+#include "hostlink/Settings.h"
 #include "linker/Cache.h"
 #include "linker/Options.h"
 
@@ -214,7 +214,7 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
     else
       Fail(F.takeError());
   }
-  C.Paths = resolveToolkitPaths(S.get("cuda-path").value_or(""),
+  C.Paths = codegen::resolveToolkitPaths(S.get("cuda-path").value_or(""),
                                 S.get("ptxas").value_or(""), "");
   C.Link.LibdevicePath = C.Paths.Libdevice;
   C.Link.DeviceRuntimePath = C.Paths.DeviceRuntime;

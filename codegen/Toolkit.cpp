@@ -1,4 +1,4 @@
-//===- linker/Toolkit.cpp - The CUDA toolkit and external programs -------===//
+//===- codegen/Toolkit.cpp - The CUDA toolkit and external programs ------===//
 //
 // ptxas is the one external program of a device link. Its supported arches
 // come from its own `--help` ("Allowed values for this option: 'compute_100',
@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "linker/Toolkit.h"
+#include "codegen/Codegen.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -26,7 +26,7 @@
 
 using namespace llvm;
 
-namespace fatlink {
+namespace fatlink::codegen {
 
 ToolkitPaths resolveToolkitPaths(StringRef CudaPath, StringRef Ptxas,
                                  StringRef Libdevice) {
@@ -246,4 +246,4 @@ Expected<std::string> runProgram(Context &Ctx, StringRef Program,
   return Output;
 }
 
-} // namespace fatlink
+} // namespace fatlink::codegen

@@ -1,6 +1,6 @@
-//===- linker/Settings.h - fatlink's own settings inside host links ------===//
+//===- hostlink/Settings.h - fatlink's own settings inside host links ----===//
 //
-// Internal to linker/. `fatlink cc` and `fatlink llbc` run inside other
+// Internal to hostlink/. `fatlink cc` and `fatlink llbc` run inside other
 // tools' command lines (cargo, rustc, Bazel), so their own settings arrive
 // three ways, in this order of precedence:
 //
@@ -18,8 +18,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FATLINK_LINKER_SETTINGS_H
-#define FATLINK_LINKER_SETTINGS_H
+#ifndef FATLINK_HOSTLINK_SETTINGS_H
+#define FATLINK_HOSTLINK_SETTINGS_H
 
 #include "linker/DeviceBuild.h"
 
@@ -59,4 +59,4 @@ llvm::Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
 
 } // namespace fatlink
 
-#endif // FATLINK_LINKER_SETTINGS_H
+#endif // FATLINK_HOSTLINK_SETTINGS_H

@@ -1,4 +1,4 @@
-//===- linker/Llbc.cpp - `fatlink llbc`: rustc's device linker -----------===//
+//===- hostlink/Llbc.cpp - `fatlink llbc`: rustc's device linker ---------===//
 //
 // rustc links `nvptx64-nvidia-cuda` crates (cdylib, bin) through a linker of
 // flavor `llbc`, by default its llvm-bitcode-linker; `-C linker=fatlink-llbc`
@@ -16,11 +16,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "hostlink/HostLink.h"
+#include "hostlink/Settings.h"
 #include "linker/Context.h"
 #include "linker/DeviceBuild.h"
-#include "linker/Linker.h"
 #include "linker/Options.h"
-#include "linker/Settings.h"
 
 #include "llvm/Option/Arg.h"
 #include "llvm/Option/ArgList.h"
@@ -37,7 +37,7 @@ namespace fatlink {
 
 namespace {
 
-#define FATLINK_OPTIONS_INC "linker/LlbcOptions.inc"
+#define FATLINK_OPTIONS_INC "hostlink/LlbcOptions.inc"
 #include "linker/CommandOptTable.inc"
 
 } // namespace
@@ -115,51 +115,41 @@ static Expected<DeviceLinkConfig> llbcConfig(const opt::InputArgList &Args,
   return C;
 }
 
-int llbcMain(ArrayRef<const char *> Args, raw_ostream &Out, raw_ostream &Err) {
-  Context Ctx(Out, Err);
-  BumpPtrAllocator Alloc;
-  StringSaver Saver(Alloc);
-
+static void llbc(Context &Ctx, ArrayRef<const char *> Args,
+                 StringSaver &Saver) {
   // fatlink's own settings travel among rustc's arguments.
   SmallVector<const char *, 64> Argv(Args.begin(), Args.end());
-  if (Error E = expandResponseFiles(Argv, Saver)) {
-    Ctx.error(std::move(E));
-    return 1;
-  }
+  if (Error E = expandResponseFiles(Argv, Saver))
+    return Ctx.error(std::move(E));
   std::vector<std::string> Own;
   SmallVector<const char *, 64> Rest;
   for (const char *A : Argv)
     (isFatlinkArg(A) ? (Own.push_back(A), void()) : Rest.push_back(A));
 
-  CommandOptTable Table;
-  int ExitCode = 0;
-  std::optional<opt::InputArgList> ArgsOrErr =
+  CommandOptTable Table; // the parsed arguments refer to it
+  std::optional<opt::InputArgList> List =
       parseCommandLine(Ctx, Table, Rest, Saver,
                        {"fatlink llbc [options] <inputs...>",
                         "fatlink llbc: rustc's nvptx64 device linker (-C "
                         "linker=fatlink-llbc); --fatlink-* settings as for "
                         "fatlink cc",
-                        OPT_UNKNOWN, OPT_help, OPT_version},
-                       ExitCode);
-  if (!ArgsOrErr)
-    return ExitCode;
+                        OPT_UNKNOWN, OPT_help, OPT_version});
+  if (!List)
+    return;
   Expected<Settings> S = collectSettings(
       Own, [](StringRef Name) { return sys::Process::GetEnv(Name); });
-  if (!S) {
-    Ctx.error(S.takeError());
-    return 1;
-  }
+  if (!S)
+    return Ctx.error(S.takeError());
   Ctx.Verbose = S->flag("verbose");
-  Expected<DeviceLinkConfig> C = llbcConfig(*ArgsOrErr, *S);
-  if (!C) {
-    Ctx.error(C.takeError());
-    return 1;
-  }
-  if (Error E = [&]() -> Error {
-        return runDeviceLink(Ctx, *C, [&] { return probeTools(Ctx, *C); });
-      }())
+  Expected<DeviceLinkConfig> C = llbcConfig(*List, *S);
+  if (!C)
+    return Ctx.error(C.takeError());
+  if (Error E = runDeviceLink(Ctx, *C, [&] { return probeTools(Ctx, *C); }))
     Ctx.error(std::move(E));
-  return Ctx.exitCode();
+}
+
+int llbcMain(ArrayRef<const char *> Args, raw_ostream &Out, raw_ostream &Err) {
+  return runCommand(Args, Out, Err, llbc);
 }
 
 } // namespace fatlink

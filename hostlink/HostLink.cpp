@@ -1,4 +1,4 @@
-//===- linker/HostLink.cpp - `fatlink cc`: the host link wrapper ---------===//
+//===- hostlink/HostLink.cpp - `fatlink cc`: the host link wrapper -------===//
 //
 // `fatlink cc` (installed as `fatlink-cc`, for cargo's `linker = ...`) takes
 // a cc/clang link command line exactly as rustc or a build system writes it
@@ -34,13 +34,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/Codegen.h"
+#include "hostlink/HostLink.h"
+#include "hostlink/Settings.h"
 #include "linker/Cache.h"
 #include "linker/Context.h"
 #include "linker/DeviceBuild.h"
-#include "linker/Linker.h"
 #include "linker/Options.h"
-#include "linker/Settings.h"
-#include "linker/Toolkit.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
@@ -711,8 +711,9 @@ static bool isCompilerDriver(StringRef Linker) {
 static Expected<std::vector<std::string>>
 driverLibraryDirs(Context &Ctx, StringRef Linker) {
   Expected<std::string> Out =
-      runProgram(Ctx, Linker, {Linker, "-print-search-dirs"},
-                 /*TimeoutSeconds=*/30, "the host linker's -print-search-dirs");
+      codegen::runProgram(Ctx, Linker, {Linker, "-print-search-dirs"},
+                          /*TimeoutSeconds=*/30,
+                          "the host linker's -print-search-dirs");
   if (!Out)
     return Out.takeError();
   std::vector<std::string> Dirs;
@@ -862,89 +863,81 @@ static Expected<std::string> deviceLinkForHost(Context &Ctx,
   return *Path;
 }
 
-int hostLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,
-                 raw_ostream &Err) {
-  Context Ctx(Out, Err);
-  BumpPtrAllocator Alloc;
-  StringSaver Saver(Alloc);
+/// The link, once fatlink's settings are known: the device link of the
+/// inputs' device code, then the host link with its object added. The host
+/// linker's exit status becomes fatlink's.
+static void hostLink(Context &Ctx, LineParser &Parser, HostLinkLine &Line,
+                     const Settings &S) {
+  bool DryRun = S.flag("dry-run");
+  StringRef LinkerName = S.get("linker").value_or("cc");
+  Expected<std::string> Linker = findLinker(LinkerName);
+  if (!Linker)
+    return Ctx.error(Linker.takeError());
+  // Find the files the host link will open, as it will; say what could
+  // not be followed before the link, which may lack device code for it.
+  Parser.findInputs(Line, isCompilerDriver(LinkerName),
+                    sys::Process::GetEnv("LIBRARY_PATH"),
+                    [&] { return driverLibraryDirs(Ctx, *Linker); });
+  for (const std::string &W : Line.Warnings)
+    Ctx.warn(W);
+  Expected<std::string> DeviceObject = deviceLinkForHost(Ctx, Line, S, DryRun);
+  if (!DeviceObject)
+    return Ctx.error(DeviceObject.takeError());
+  Expected<std::vector<std::string>> HostArgs =
+      DryRun ? std::vector<std::string>(Line.Forward)
+             : hostLinkerArgs(Ctx, Line, *DeviceObject);
+  if (DryRun && !DeviceObject->empty() && HostArgs)
+    HostArgs->push_back(*DeviceObject);
+  if (!HostArgs)
+    return Ctx.error(HostArgs.takeError());
+  if (DryRun) {
+    Ctx.Out << "fatlink: host link:\n  " << *Linker;
+    for (const std::string &A : *HostArgs)
+      Ctx.Out << " " << A;
+    Ctx.Out << "\n";
+    return;
+  }
+  TimeTraceScope Scope("Host link");
+  Ctx.PassThroughStatus = runHostLinker(Ctx, *Linker, *HostArgs);
+}
+
+static void hostLinkCommand(Context &Ctx, ArrayRef<const char *> Args,
+                            StringSaver &Saver) {
   LineParser Parser(Saver);
   Expected<HostLinkLine> Line = Parser.parse(Args);
-  if (!Line) {
-    Ctx.error(Line.takeError());
-    return 1;
-  }
+  if (!Line)
+    return Ctx.error(Line.takeError());
   Expected<Settings> S = collectSettings(
       Line->Own, [](StringRef Name) { return sys::Process::GetEnv(Name); });
-  if (!S) {
-    Ctx.error(S.takeError());
-    return 1;
-  }
+  if (!S)
+    return Ctx.error(S.takeError());
   Ctx.Verbose = S->flag("verbose");
-  bool DryRun = S->flag("dry-run");
   if (std::optional<StringRef> Dir = S->get("save-temps")) {
     std::string D = (*Dir == "1" || Dir->empty())
                         ? sys::path::parent_path(Line->Output).str()
                         : Dir->str();
     // Named after the executable (app -> app.device.o, app.sm_80.ptx).
     StringRef Stem = sys::path::stem(Line->Output);
-    if (Error E = Ctx.Temps.saveIn(D.empty() ? "." : D,
-                                   Stem.empty() ? "a" : Stem)) {
-      Ctx.error(std::move(E));
-      return 1;
-    }
+    if (Error E =
+            Ctx.Temps.saveIn(D.empty() ? "." : D, Stem.empty() ? "a" : Stem))
+      return Ctx.error(std::move(E));
   }
   std::string TimeTrace = S->get("time-trace").value_or("").str();
   if (!TimeTrace.empty())
     timeTraceProfilerInitialize(500, "fatlink-cc");
 
-  int RC = [&] {
-    StringRef LinkerName = S->get("linker").value_or("cc");
-    Expected<std::string> Linker = findLinker(LinkerName);
-    if (!Linker) {
-      Ctx.error(Linker.takeError());
-      return 1;
-    }
-    // Find the files the host link will open, as it will; say what could
-    // not be followed before the link, which may lack device code for it.
-    Parser.findInputs(*Line, isCompilerDriver(LinkerName),
-                      sys::Process::GetEnv("LIBRARY_PATH"),
-                      [&] { return driverLibraryDirs(Ctx, *Linker); });
-    for (const std::string &W : Line->Warnings)
-      Ctx.warn(W);
-    Expected<std::string> DeviceObject =
-        deviceLinkForHost(Ctx, *Line, *S, DryRun);
-    if (!DeviceObject) {
-      Ctx.error(DeviceObject.takeError());
-      return 1;
-    }
-    Expected<std::vector<std::string>> HostArgs =
-        DryRun ? std::vector<std::string>(Line->Forward)
-               : hostLinkerArgs(Ctx, *Line, *DeviceObject);
-    if (DryRun && !DeviceObject->empty() && HostArgs)
-      HostArgs->push_back(*DeviceObject);
-    if (!HostArgs) {
-      Ctx.error(HostArgs.takeError());
-      return 1;
-    }
-    if (DryRun) {
-      Ctx.Out << "fatlink: host link:\n  " << *Linker;
-      for (const std::string &A : *HostArgs)
-        Ctx.Out << " " << A;
-      Ctx.Out << "\n";
-      return 0;
-    }
-    TimeTraceScope Scope("Host link");
-    return runHostLinker(Ctx, *Linker, *HostArgs);
-  }();
+  hostLink(Ctx, Parser, *Line, *S);
 
   if (timeTraceProfilerEnabled()) {
-    if (Error E = timeTraceProfilerWrite(TimeTrace, Line->Output)) {
+    if (Error E = timeTraceProfilerWrite(TimeTrace, Line->Output))
       Ctx.error(std::move(E));
-      RC = RC ? RC : 1;
-    }
     timeTraceProfilerCleanup();
   }
-  return RC;
+}
+
+int hostLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,
+                 raw_ostream &Err) {
+  return runCommand(Args, Out, Err, hostLinkCommand);
 }
 
 } // namespace fatlink

@@ -1,0 +1,634 @@
+//===- codegen/Codegen.cpp - Targets compiled in parallel ---------------===//
+//
+// Each target's code, from its optimized module to what the driver writes:
+//
+//   whole targets      generatePTX, then ptxas (a cubin for sm_XX, a check
+//                      for compute_XX); nvlink when relocatable cubins or
+//                      device libraries join in
+//   partitioned ones   per (partition, target): the cache, else PTX (shared
+//                      between arches where the oldest and newest agree),
+//                      then ptxas -c; the job finishing a target's last
+//                      partition links them with nvlink
+//   packaged outputs   the job that finishes a target encodes its fatbin
+//                      entry
+//
+// All jobs run on one thread pool, the most urgent first (JobQueue). Output
+// bytes do not depend on -j: each target is compiled into its own slot, and
+// each partition's result (or error) into its own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Codegen.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/BLAKE3.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
+#include "llvm/Support/TimeProfiler.h"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+
+using namespace llvm;
+
+namespace fatlink::codegen {
+
+static Expected<std::string> readBack(StringRef Path, StringRef What) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(Path);
+  if (!MB)
+    return createStringError(MB.getError(), "%s wrote no output to %s",
+                             What.str().c_str(), Path.str().c_str());
+  return (*MB)->getBuffer().str();
+}
+
+/// The relocatable cubins of target T (exact arch; checkObjects made sure
+/// every object container has one).
+static std::vector<const lto::DeviceObject *>
+objectsFor(const lto::InputSet &Inputs, const lto::Target &T) {
+  std::vector<const lto::DeviceObject *> Objs;
+  for (const lto::DeviceObject &O : Inputs.Objects)
+    if (O.Arch == T.Cpu)
+      Objs.push_back(&O);
+  return Objs;
+}
+
+/// Links relocatable cubins of target T (assembled with ptxas -c), the
+/// inputs' relocatable cubins for its arch and the device libraries the
+/// program uses (given to nvlink as archives: it picks the arch's cubin)
+/// into one cubin with nvlink.
+static Expected<std::string>
+linkCubins(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
+           std::vector<std::string> Cubins,
+           ArrayRef<const lto::DeviceObject *> Objs,
+           ArrayRef<lto::DeviceLibrary> Libs) {
+  TimeTraceScope Scope("nvlink", T.Name);
+  for (auto [N, O] : enumerate(Objs)) {
+    Expected<std::string> Path = Ctx.Temps.write(
+        T.Name + "-object" + std::to_string(N) + ".cubin", O->Data.getBuffer());
+    if (!Path)
+      return Path.takeError();
+    Cubins.push_back(*Path);
+  }
+  Expected<std::string> Linked = Ctx.Temps.create(T.Name + ".linked.cubin");
+  if (!Linked)
+    return Linked.takeError();
+  std::string Arch = "-arch=" + T.Cpu;
+  std::vector<StringRef> Argv = {"nvlink", Arch};
+  append_range(Argv, Cubins);
+  for (const lto::DeviceLibrary &L : Libs)
+    Argv.push_back(L.Path);
+  append_range(Argv, ArrayRef<StringRef>{"-o", *Linked});
+  std::string What = "nvlink for " + T.Name;
+  if (Expected<std::string> R =
+          runProgram(Ctx, Opts.Paths.Nvlink, Argv, Opts.PtxasTimeout, What);
+      !R)
+    return R.takeError();
+  return readBack(*Linked, What);
+}
+
+/// The temporary file name of one partition's code for target T.
+static std::string partitionFileName(const lto::Target &T, size_t PartIndex,
+                                     StringRef Ext) {
+  return T.Name + ".part" + std::to_string(PartIndex) + Ext.str();
+}
+
+/// Assembles one partition's PTX file for target T with ptxas -c into a
+/// relocatable cubin, and stores it in the cache under Key (if not empty).
+static Expected<std::string>
+assemblePartition(Context &Ctx, const CodegenOptions &Opts,
+                  const lto::Target &T, StringRef PTXPath, size_t PartIndex,
+                  StringRef Key) {
+  TimeTraceScope Scope("ptxas", partitionFileName(T, PartIndex, ""));
+  Expected<std::string> CubinPath =
+      Ctx.Temps.create(partitionFileName(T, PartIndex, ".cubin"));
+  if (!CubinPath)
+    return CubinPath.takeError();
+  std::string Arch = "-arch=" + T.Cpu;
+  std::string OptFlag = "-O" + std::to_string(Opts.OptLevel);
+  std::string What =
+      "ptxas for " + T.Name + " (partition " + std::to_string(PartIndex) + ")";
+  if (Expected<std::string> R =
+          runProgram(Ctx, Opts.Paths.Ptxas,
+                     {"ptxas", Arch, OptFlag, "-c", PTXPath, "-o", *CubinPath},
+                     Opts.PtxasTimeout, What);
+      !R)
+    return R.takeError();
+  Expected<std::string> Cubin = readBack(*CubinPath, What);
+  if (!Cubin)
+    return Cubin.takeError();
+  if (!Key.empty())
+    Opts.Cache.Store(Key, *Cubin);
+  return Cubin;
+}
+
+namespace {
+
+/// Runs jobs on a thread pool, the most urgent first: each posted job adds
+/// one pool task, and a task runs whichever waiting job has the smallest
+/// priority when a thread picks it up (equal priorities in posting order).
+/// Jobs may post more jobs; the pool's wait() waits for those too.
+class JobQueue {
+public:
+  JobQueue(ThreadPoolInterface &Pool, const CodegenOptions &Opts)
+      : Pool(Pool), Opts(Opts), Tracing(timeTraceProfilerEnabled()) {}
+
+  void post(uint64_t Priority, std::function<void()> Job) {
+    {
+      std::lock_guard<std::mutex> Lock(Mu);
+      Jobs.emplace(Priority, std::move(Job));
+    }
+    Pool.async([this] {
+      std::function<void()> Next;
+      {
+        std::lock_guard<std::mutex> Lock(Mu);
+        auto It = Jobs.begin();
+        Next = std::move(It->second);
+        Jobs.erase(It);
+      }
+      if (Tracing)
+        timeTraceProfilerInitialize(Opts.TimeTraceGranularity, "fatlink");
+      Next();
+      if (Tracing)
+        timeTraceProfilerFinishThread();
+    });
+  }
+
+  /// Priority of class Class (smaller first), then A, then B.
+  static uint64_t priority(unsigned Class, size_t A, size_t B) {
+    return (uint64_t(Class) << 48) | (uint64_t(A & 0xffffff) << 24) |
+           uint64_t(B & 0xffffff);
+  }
+
+private:
+  ThreadPoolInterface &Pool;
+  const CodegenOptions &Opts;
+  bool Tracing;
+  std::mutex Mu;
+  std::multimap<uint64_t, std::function<void()>> Jobs;
+};
+
+/// Targets compiled from the same partitions (one optimized module).
+struct PartitionGroup {
+  const std::vector<lto::CodegenPartition> *Parts = nullptr;
+  std::vector<size_t> Members; ///< target indices, in target order
+  /// The plain sm_XX members, oldest first, when they may share PTX (three
+  /// or more); else empty.
+  std::vector<size_t> Sharing;
+};
+
+} // namespace
+
+/// Groups the partitioned targets by the partitions they compile, and picks
+/// the targets that may share PTX. PTXSource[I] names where target I's PTX
+/// may come from (part of its cache key): "" for its own code generation.
+static std::vector<PartitionGroup> planPartitionGroups(
+    const CodegenOptions &Opts, ArrayRef<lto::Target> Targets,
+    ArrayRef<const std::vector<lto::CodegenPartition> *> PartsOf,
+    std::vector<std::string> &PTXSource) {
+  std::vector<PartitionGroup> Groups;
+  for (size_t I = 0; I < Targets.size(); ++I) {
+    if (!PartsOf[I])
+      continue;
+    auto It = find_if(
+        Groups, [&](const PartitionGroup &G) { return G.Parts == PartsOf[I]; });
+    if (It == Groups.end()) {
+      Groups.push_back({PartsOf[I], {}, {}});
+      It = std::prev(Groups.end());
+    }
+    It->Members.push_back(I);
+  }
+  PTXSource.assign(Targets.size(), "");
+  if (!Opts.SharePTX)
+    return Groups;
+  for (PartitionGroup &G : Groups) {
+    // Plain processors only: an sm_90a or sm_100f target has instructions
+    // of its own that neither neighbour has.
+    std::vector<size_t> Plain;
+    for (size_t I : G.Members)
+      if (Targets[I].Cpu == "sm_" + std::to_string(Targets[I].Sm))
+        Plain.push_back(I);
+    llvm::stable_sort(Plain, [&](size_t A, size_t B) {
+      return Targets[A].Sm < Targets[B].Sm;
+    });
+    // The backend's choices switch on at an SM or PTX ISA version; both
+    // must grow from the oldest to the newest for the two ends to bound
+    // the arches between.
+    bool Ordered = true;
+    for (size_t K = 1; K < Plain.size(); ++K)
+      Ordered &=
+          Targets[Plain[K - 1]].Sm < Targets[Plain[K]].Sm &&
+          Targets[Plain[K - 1]].PtxVersion <= Targets[Plain[K]].PtxVersion;
+    if (Plain.size() < 3 || !Ordered)
+      continue;
+    G.Sharing = Plain;
+    const lto::Target &Lo = Targets[Plain.front()];
+    const lto::Target &Hi = Targets[Plain.back()];
+    std::string Source = "shared:" + Lo.Cpu + "/" + Lo.ptxVersionString() +
+                         ":" + Hi.Cpu + "/" + Hi.ptxVersionString();
+    for (size_t K = 1; K + 1 < Plain.size(); ++K)
+      PTXSource[Plain[K]] = Source;
+  }
+  return Groups;
+}
+
+namespace {
+
+/// The partitioned targets' jobs: one per partition of each group, which
+/// takes the targets' cubins from the cache or generates PTX for those that
+/// miss (shared between arches where the two ends agree) and posts one
+/// ptxas job per missing target. Done(target, partition, cubin) receives
+/// every result, cached or compiled.
+class PartitionJobs {
+public:
+  using DoneFn =
+      function_ref<void(size_t Target, size_t Part, Expected<std::string>)>;
+
+  PartitionJobs(Context &Ctx, const CodegenOptions &Opts,
+                ArrayRef<lto::Target> Targets,
+                ArrayRef<const std::vector<lto::CodegenPartition> *> PartsOf,
+                JobQueue &Queue, DoneFn Done)
+      : Ctx(Ctx), Opts(Opts), Targets(Targets), Queue(Queue), Done(Done),
+        Groups(planPartitionGroups(Opts, Targets, PartsOf, PTXSource)),
+        RankOf(Targets.size(), 0) {
+    // The order ptxas runs in (work order only; the output does not
+    // change): newest arch first, as its cubin is the largest, so its
+    // nvlink and zstd run while the other targets still compile; the last
+    // two targets alternate, so that their links end the build side by
+    // side instead of one after the other on one thread.
+    std::vector<size_t> Order;
+    for (size_t I = 0; I < Targets.size(); ++I)
+      if (PartsOf[I])
+        Order.push_back(I);
+    llvm::stable_sort(Order, [&](size_t A, size_t B) {
+      return Targets[A].Sm > Targets[B].Sm;
+    });
+    for (auto [R, I] : enumerate(Order))
+      RankOf[I] = R;
+    LastTwo = Order.size() >= 2 ? Order.size() - 2 : 0;
+  }
+
+  /// Posts every partition's job (after whole targets, before any ptxas).
+  void post() {
+    for (size_t GI = 0; GI < Groups.size(); ++GI)
+      for (size_t P = 0; P < Groups[GI].Parts->size(); ++P)
+        Queue.post(JobQueue::priority(1, P, GI), [this, GI, P] { run(GI, P); });
+  }
+
+  std::atomic<unsigned> Generated{0}; ///< code generations run
+  std::atomic<unsigned> Reused{0};    ///< PTX taken from the oldest arch
+
+private:
+  uint64_t ptxasPriority(size_t I, size_t P) const {
+    size_t R = RankOf[I];
+    if (R >= LastTwo)
+      return JobQueue::priority(2, LastTwo, P * 2 + (R - LastTwo));
+    return JobQueue::priority(2, R, P);
+  }
+
+  Expected<std::string> generate(const lto::CodegenPartition &Part, size_t I) {
+    ++Generated;
+    return lto::generatePTX(Part.Bitcode, Targets[I], Opts.OptLevel);
+  }
+
+  /// Partition P of group GI.
+  void run(size_t GI, size_t P) {
+    const PartitionGroup &G = Groups[GI];
+    const lto::CodegenPartition &Part = (*G.Parts)[P];
+    TimeTraceScope Scope("Codegen partition", "part" + std::to_string(P));
+    std::vector<std::string> Keys(Targets.size());
+    std::vector<std::pair<size_t, std::string>> Hits;
+    std::vector<size_t> Missing;
+    BLAKE3Result<32> BitcodeHash;
+    bool Caching = bool(Opts.Cache.Key);
+    if (Caching)
+      BitcodeHash = BLAKE3::hash(arrayRefFromStringRef(Part.Bitcode));
+    for (size_t I : G.Members) {
+      if (Caching) {
+        Keys[I] = Opts.Cache.Key(Targets[I], BitcodeHash, PTXSource[I]);
+        if (std::optional<std::string> Cubin = Opts.Cache.Lookup(Keys[I])) {
+          Hits.emplace_back(I, std::move(*Cubin));
+          continue;
+        }
+      }
+      Missing.push_back(I);
+    }
+
+    // Shared PTX: generate the oldest and the newest plain target's code;
+    // if they agree apart from the header, the targets between them take
+    // it. Decided the same way whatever the cache holds.
+    bool NeedShared =
+        any_of(Missing, [&](size_t I) { return !PTXSource[I].empty(); });
+    size_t Lo = NeedShared ? G.Sharing.front() : Targets.size();
+    size_t Hi = NeedShared ? G.Sharing.back() : Targets.size();
+    std::optional<std::string> LoText, HiText;
+    std::vector<size_t> Settled; // missing targets that already failed
+    bool Shared = false;
+    if (NeedShared) {
+      for (auto [End, Text] :
+           {std::pair(Lo, &LoText), std::pair(Hi, &HiText)}) {
+        Expected<std::string> E = generate(Part, End);
+        if (E) {
+          *Text = std::move(*E);
+        } else if (is_contained(Missing, End)) {
+          Done(End, P, E.takeError());
+          Settled.push_back(End);
+        } else {
+          consumeError(E.takeError());
+        }
+      }
+      if (LoText && HiText) {
+        TimeTraceScope CompareScope("Compare PTX");
+        std::optional<std::string> HiAsLo =
+            lto::retargetPTX(*HiText, Targets[Hi], Targets[Lo]);
+        Shared = HiAsLo && *HiAsLo == *LoText;
+      }
+    }
+
+    for (size_t I : Missing) {
+      if (is_contained(Settled, I))
+        continue;
+      std::optional<std::string> Text;
+      if (I == Lo) {
+        Text = Shared ? *LoText : std::move(*LoText); // the middle needs it
+      } else if (I == Hi) {
+        Text = std::move(*HiText);
+      } else if (Shared && !PTXSource[I].empty()) {
+        Text = lto::retargetPTX(*LoText, Targets[Lo], Targets[I]);
+        if (Text)
+          ++Reused;
+      }
+      if (!Text) {
+        Expected<std::string> E = generate(Part, I);
+        if (!E) {
+          Done(I, P, E.takeError());
+          continue;
+        }
+        Text = std::move(*E);
+      }
+      // To a file now: the texts of all partitions would otherwise wait in
+      // memory for their ptxas jobs.
+      Expected<std::string> Path =
+          Ctx.Temps.write(partitionFileName(Targets[I], P, ".ptx"), *Text);
+      if (!Path) {
+        Done(I, P, Path.takeError());
+        continue;
+      }
+      Queue.post(ptxasPriority(I, P), [this, I, P, Key = Keys[I],
+                                       Path = std::move(*Path)] {
+        Done(I, P, assemblePartition(Ctx, Opts, Targets[I], Path, P, Key));
+      });
+    }
+    for (auto &[I, Cubin] : Hits)
+      Done(I, P, std::move(Cubin));
+  }
+
+  Context &Ctx;
+  const CodegenOptions &Opts;
+  ArrayRef<lto::Target> Targets;
+  JobQueue &Queue;
+  DoneFn Done;
+  std::vector<std::string> PTXSource; // before Groups: filled by its planner
+  std::vector<PartitionGroup> Groups;
+  std::vector<size_t> RankOf;
+  size_t LastTwo = 0;
+};
+
+} // namespace
+
+/// Generates PTX for one target and assembles it (sm_XX) or checks it
+/// (compute_XX) with ptxas. With relocatable cubins of the target's arch in
+/// the inputs, the PTX is assembled relocatable (ptxas -c) and nvlink links
+/// it with them.
+static Expected<TargetOutput>
+compileTarget(Context &Ctx, const CodegenOptions &Opts,
+              const lto::LinkedProgram &Program, const lto::InputSet &Inputs,
+              ArrayRef<lto::Target> Targets, size_t I) {
+  const lto::Target &T = Targets[I];
+  TargetOutput Out;
+  bool HasBitcode = !Program.Modules.empty();
+  if (HasBitcode) {
+    Expected<std::string> PTX =
+        lto::generatePTX(Program, Targets, I, Opts.OptLevel);
+    if (!PTX)
+      return PTX.takeError();
+    Out.PTX = std::move(*PTX);
+  }
+  if (!Opts.RunPtxas)
+    return Out;
+
+  TimeTraceScope Scope("ptxas", T.Name);
+  std::vector<const lto::DeviceObject *> Objs = objectsFor(Inputs, T);
+  // Relocatable code to link with nvlink: objects or device libraries.
+  bool Relocatable = !Objs.empty() || !Program.Libraries.empty();
+  std::string OptFlag = "-O" + std::to_string(Opts.OptLevel);
+  std::string What = "ptxas for " + T.Name;
+  std::vector<std::string> Cubins; // to give nvlink
+  if (HasBitcode) {
+    Expected<std::string> PTXPath = Ctx.Temps.write(T.Name + ".ptx", Out.PTX);
+    if (!PTXPath)
+      return PTXPath.takeError();
+    if (T.IsPTX) {
+      // A virtual arch makes ptxas parse and check the PTX without
+      // generating code: the driver will compile it on the user's GPU.
+      std::string Arch = "-arch=" + T.Name;
+      Expected<std::string> R =
+          runProgram(Ctx, Opts.Paths.Ptxas, {"ptxas", Arch, *PTXPath},
+                     Opts.PtxasTimeout, What);
+      if (!R)
+        return R.takeError();
+      return Out;
+    }
+    Expected<std::string> CubinPath = Ctx.Temps.create(T.Name + ".cubin");
+    if (!CubinPath)
+      return CubinPath.takeError();
+    std::string Arch = "-arch=" + T.Cpu;
+    std::vector<StringRef> Argv = {"ptxas", Arch, OptFlag};
+    if (Relocatable)
+      Argv.push_back("-c"); // relocatable, for nvlink
+    append_range(Argv, ArrayRef<StringRef>{*PTXPath, "-o", *CubinPath});
+    if (Expected<std::string> R =
+            runProgram(Ctx, Opts.Paths.Ptxas, Argv, Opts.PtxasTimeout, What);
+        !R)
+      return R.takeError();
+    if (!Relocatable) {
+      Expected<std::string> Cubin = readBack(*CubinPath, What);
+      if (!Cubin)
+        return Cubin.takeError();
+      Out.Cubin = std::move(*Cubin);
+      return Out;
+    }
+    Cubins.push_back(*CubinPath);
+  }
+
+  Expected<std::string> Cubin =
+      linkCubins(Ctx, Opts, T, Cubins, Objs, Program.Libraries);
+  if (!Cubin)
+    return Cubin.takeError();
+  Out.Cubin = std::move(*Cubin);
+  return Out;
+}
+
+Expected<packager::FatbinImage> encodeImage(const lto::Target &T,
+                                            const TargetOutput &O,
+                                            const packager::FatbinOptions &F) {
+  TimeTraceScope Scope("Encode fatbin entry", T.Name);
+  Expected<packager::FatbinImage> Image =
+      packager::describeImage(T.IsPTX ? O.PTX : O.Cubin);
+  if (!Image)
+    return createStringError(inconvertibleErrorCode(),
+                             "cannot package the %s image: %s", T.Name.c_str(),
+                             toString(Image.takeError()).c_str());
+  Expected<std::string> Entry = packager::encodeFatbinEntry(*Image, F);
+  if (!Entry)
+    return Entry.takeError();
+  Image->Entry = std::move(*Entry);
+  return Image;
+}
+
+// For packaged outputs the job that finishes a target also encodes its
+// fatbin entry. A target whose module was split (Parts[module] has several
+// partitions) is compiled partition by partition (PartitionJobs); the job
+// that finishes a target's last partition links them with nvlink and
+// encodes the entry.
+Expected<std::vector<TargetOutput>>
+compileTargets(Context &Ctx, const CodegenOptions &Opts,
+               const lto::LinkedProgram &Program, const lto::InputSet &Inputs,
+               ArrayRef<lto::Target> Targets,
+               ArrayRef<std::vector<lto::CodegenPartition>> Parts) {
+  TimeTraceScope Scope("Compile targets");
+  size_t NT = Targets.size();
+  std::vector<TargetOutput> Outputs(NT);
+  std::vector<std::string> Errors(NT);
+  std::mutex ErrorsMu;
+  auto Fail = [&](size_t I, Error E) {
+    std::lock_guard<std::mutex> Lock(ErrorsMu);
+    if (Errors[I].empty())
+      Errors[I] = toString(std::move(E));
+    else
+      consumeError(std::move(E));
+  };
+  bool Packaged = Opts.RunPtxas && Opts.Package.has_value();
+  auto Encode = [&](size_t I) {
+    if (!Packaged)
+      return;
+    if (Expected<packager::FatbinImage> Image =
+            encodeImage(Targets[I], Outputs[I], *Opts.Package))
+      Outputs[I].Image = std::move(*Image);
+    else
+      Fail(I, Image.takeError());
+  };
+
+  // Which partitions each target compiles (none: compiled whole).
+  std::vector<const std::vector<lto::CodegenPartition> *> PartsOf(NT, nullptr);
+  for (auto [MI, M] : enumerate(Program.Modules))
+    if (MI < Parts.size() && Parts[MI].size() > 1)
+      for (size_t I : M.TargetIndices)
+        if (!Targets[I].IsPTX)
+          PartsOf[I] = &Parts[MI];
+  std::vector<std::vector<std::string>> PartCubins(NT);
+  // Each partition's error, in its own slot: the partitions finish in
+  // whatever order the threads run them, so the one reported is chosen by
+  // partition number, not by which failed first.
+  std::vector<std::vector<std::string>> PartErrors(NT);
+  std::unique_ptr<std::atomic<size_t>[]> Remaining(new std::atomic<size_t>[NT]);
+  for (size_t I = 0; I < NT; ++I) {
+    Remaining[I] = PartsOf[I] ? PartsOf[I]->size() : 0;
+    if (PartsOf[I]) {
+      PartCubins[I].resize(PartsOf[I]->size());
+      PartErrors[I].resize(PartsOf[I]->size());
+    }
+  }
+
+  // A target's partition is done (its cubin, or why not); the last one to
+  // finish links the target's partitions and encodes its entry, or reports
+  // the error of the first partition that failed.
+  auto PartDone = [&](size_t I, size_t P, Expected<std::string> Cubin) {
+    if (Cubin)
+      PartCubins[I][P] = std::move(*Cubin);
+    else
+      PartErrors[I][P] = toString(Cubin.takeError());
+    if (--Remaining[I] != 0)
+      return;
+    for (const std::string &E : PartErrors[I])
+      if (!E.empty())
+        return Fail(I, createStringError(inconvertibleErrorCode(), E));
+    std::vector<std::string> Paths;
+    for (auto [N, Data] : enumerate(PartCubins[I])) {
+      Expected<std::string> Path =
+          Ctx.Temps.write(partitionFileName(Targets[I], N, ".o.cubin"), Data);
+      if (!Path)
+        return Fail(I, Path.takeError());
+      Paths.push_back(*Path);
+    }
+    PartCubins[I].clear();
+    Expected<std::string> Linked =
+        linkCubins(Ctx, Opts, Targets[I], Paths, objectsFor(Inputs, Targets[I]),
+                   Program.Libraries);
+    if (!Linked)
+      return Fail(I, Linked.takeError());
+    Outputs[I].Cubin = std::move(*Linked);
+    Encode(I);
+  };
+
+  {
+    DefaultThreadPool Pool(hardware_concurrency(Opts.Jobs));
+    JobQueue Queue(Pool, Opts);
+    // Whole targets first: they are the longest tasks.
+    for (size_t I = 0; I < NT; ++I)
+      if (!PartsOf[I])
+        Queue.post(JobQueue::priority(0, I, 0), [&, I] {
+          Expected<TargetOutput> Out =
+              compileTarget(Ctx, Opts, Program, Inputs, Targets, I);
+          if (!Out)
+            return Fail(I, Out.takeError());
+          Outputs[I] = std::move(*Out);
+          Encode(I);
+        });
+    PartitionJobs Jobs(Ctx, Opts, Targets, PartsOf, Queue, PartDone);
+    Jobs.post();
+    Pool.wait();
+    if (Jobs.Generated || Jobs.Reused)
+      Ctx.verbose("PTX: " + Twine(Jobs.Generated.load()) + " generated, " +
+                  Twine(Jobs.Reused.load()) +
+                  " reused (the oldest arch's, where the newest arch's "
+                  "agreed)");
+  }
+  Error All = Error::success();
+  for (const std::string &E : Errors)
+    if (!E.empty())
+      All = joinErrors(std::move(All),
+                       createStringError(inconvertibleErrorCode(), E));
+  if (All)
+    return std::move(All);
+  return Outputs;
+}
+
+Expected<std::vector<std::vector<lto::CodegenPartition>>>
+planPartitions(Context &Ctx, lto::LinkedProgram &Program,
+               unsigned MaxPartitions) {
+  std::vector<std::vector<lto::CodegenPartition>> Parts;
+  unsigned N = MaxPartitions;
+  if (N == 0)
+    N = lto::defaultPartitions(Program.Kernels.size());
+  for (lto::OptimizedModule &M : Program.Modules) {
+    std::vector<lto::CodegenPartition> P = std::move(M.Parts);
+    if (P.empty() && N > 1) {
+      Expected<std::vector<lto::CodegenPartition>> Split =
+          lto::splitForCodegen(M.Bitcode, N);
+      if (!Split)
+        return Split.takeError();
+      P = std::move(*Split);
+    }
+    for (auto [I, Part] : enumerate(P))
+      Ctx.verbose("partition " + Twine(I) + ": " + Twine(Part.Kernels.size()) +
+                  " kernels, " + Twine(Part.Instructions) + " instructions");
+    Parts.push_back(std::move(P));
+  }
+  return Parts;
+}
+
+} // namespace fatlink::codegen

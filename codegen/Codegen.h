@@ -1,0 +1,163 @@
+//===- codegen/Codegen.h - Code generation: modules in, PTX and cubins out ===//
+//
+// The code generation stage of a device link. It takes what lto/ gives
+// (the linked program: one optimized module per group of targets, or its
+// partitions) and the targets, and gives each target's code: PTX from the
+// NVPTX backend (lto::generatePTX), a cubin from ptxas, linked by nvlink
+// with relocatable inputs and device libraries where there are any, and,
+// for packaged outputs, the target's fatbin entry. Targets (and partitions
+// of targets) are compiled in parallel, each into its own slot, so the
+// result does not depend on -j.
+//
+// It also owns the CUDA toolkit: it finds ptxas, nvlink and libdevice, asks
+// ptxas once which arches and PTX versions it accepts, and runs external
+// programs with their output captured, a time limit, and errors that say
+// what happened (not found, not executable, crashed, timed out, failed).
+//
+// Like lto/ and packager/, it returns llvm::Error values and prints nothing
+// but -v lines; the run state (temporary files, verbosity) is the driver's
+// Context. What it caches is the driver's choice, through CodegenCache.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FATLINK_CODEGEN_CODEGEN_H
+#define FATLINK_CODEGEN_CODEGEN_H
+
+#include "linker/Context.h"
+#include "lto/LTO.h"
+#include "packager/Packager.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fatlink::codegen {
+
+//===----------------------------------------------------------------------===//
+// The CUDA toolkit
+//===----------------------------------------------------------------------===//
+
+struct ToolkitPaths {
+  std::string CudaPath;  ///< --cuda-path, else $CUDA_PATH, else /usr/local/cuda
+  std::string Ptxas;     ///< --ptxas, else <CudaPath>/bin/ptxas
+  std::string Libdevice; ///< --libdevice, else <CudaPath>/nvvm/libdevice/...
+  std::string Nvlink;    ///< <CudaPath>/bin/nvlink (relocatable cubins only)
+  /// <CudaPath>/lib64/libcudadevrt.a, CUDA's device runtime (read only for
+  /// kernels that launch kernels; may not exist).
+  std::string DeviceRuntime;
+};
+
+/// What the installed ptxas accepts.
+struct PtxasInfo {
+  std::string Path;
+  std::string Release;             ///< "13.0", from `ptxas --version`
+  unsigned MaxPtxVersion = 0;      ///< x10: 90 for PTX ISA 9.0
+  std::vector<std::string> Arches; ///< "sm_75", "compute_120f", ...
+};
+
+/// Fills in the defaults of Paths from the environment.
+ToolkitPaths resolveToolkitPaths(llvm::StringRef CudaPath,
+                                 llvm::StringRef Ptxas,
+                                 llvm::StringRef Libdevice);
+
+/// Runs `ptxas --version` and `ptxas --help` and reads the answers.
+llvm::Expected<PtxasInfo> probePtxas(Context &Ctx, llvm::StringRef Ptxas);
+
+/// Parses the two outputs of probePtxas (split out for unit tests).
+llvm::Expected<PtxasInfo> parsePtxasInfo(llvm::StringRef Path,
+                                         llvm::StringRef VersionOutput,
+                                         llvm::StringRef HelpOutput);
+
+/// The newest PTX ISA version (x10) a CUDA release's ptxas accepts, from
+/// NVIDIA's PTX ISA release notes. Releases newer than the table are assumed
+/// to accept the newest version it knows.
+unsigned maxPtxVersionForCudaRelease(unsigned Major, unsigned Minor);
+
+/// Runs Program with Args (Args[0] is the program name as shown), stdout and
+/// stderr captured together. Fails if it cannot start, crashes, runs past
+/// TimeoutSeconds (0: no limit) or exits non-zero; What names it in the
+/// message ("ptxas for sm_80").
+llvm::Expected<std::string> runProgram(Context &Ctx, llvm::StringRef Program,
+                                       llvm::ArrayRef<llvm::StringRef> Args,
+                                       unsigned TimeoutSeconds,
+                                       llvm::StringRef What);
+
+//===----------------------------------------------------------------------===//
+// Code generation
+//===----------------------------------------------------------------------===//
+
+/// The code of one target.
+struct TargetOutput {
+  std::string PTX;
+  std::string Cubin; // empty for compute_XX targets
+  /// For fatbin and host-object outputs: the image the fatbin holds for
+  /// this target, its entry already encoded (compressed) by the task that
+  /// compiled it, in parallel with the other targets.
+  packager::FatbinImage Image;
+};
+
+/// Where each partition's cubin for each target is kept between links
+/// (the driver's cache); all empty: nothing is kept.
+struct CodegenCache {
+  /// The key of one partition's code for target T: BitcodeHash is the
+  /// BLAKE3 hash of the partition's bitcode, PTXSource where the target's
+  /// PTX comes from ("" when generated for it).
+  std::function<std::string(const lto::Target &T,
+                            llvm::ArrayRef<uint8_t> BitcodeHash,
+                            llvm::StringRef PTXSource)>
+      Key;
+  std::function<std::optional<std::string>(llvm::StringRef Key)> Lookup;
+  std::function<void(llvm::StringRef Key, llvm::StringRef Cubin)> Store;
+};
+
+struct CodegenOptions {
+  unsigned OptLevel = 3;
+  unsigned Jobs = 0; ///< 0: all cores
+  /// false: PTX only, ptxas is neither run nor needed.
+  bool RunPtxas = true;
+  /// Partitioned code generation: when the oldest and the newest plain
+  /// sm_XX target of a group get the same PTX (apart from the header), the
+  /// targets between them reuse it instead of generating their own.
+  bool SharePTX = true;
+  ToolkitPaths Paths;
+  unsigned PtxasTimeout = 0; ///< seconds per ptxas or nvlink; 0: no limit
+  unsigned TimeTraceGranularity = 500;
+  /// Set for fatbin and host-object outputs: each target's fatbin entry is
+  /// encoded with these options by the job that finishes the target.
+  std::optional<packager::FatbinOptions> Package;
+  CodegenCache Cache;
+};
+
+/// The partitions each of Program's optimized modules is compiled in, one
+/// list per module: those it was optimized in (moved out of Program), else,
+/// for an optimized module given back with --codegen-only, a split of it
+/// into at most MaxPartitions (0: lto::defaultPartitions; 1: none).
+llvm::Expected<std::vector<std::vector<lto::CodegenPartition>>>
+planPartitions(Context &Ctx, lto::LinkedProgram &Program,
+               unsigned MaxPartitions);
+
+/// Compiles every target, in parallel, into its own slot: a target whose
+/// module has several partitions (Parts, from planPartitions) is compiled
+/// partition by partition and linked with nvlink; the others whole.
+/// Relocatable cubins of a target's arch in Inputs, and Program's device
+/// libraries, are linked in by nvlink. Every target's error is reported,
+/// in target order.
+llvm::Expected<std::vector<TargetOutput>>
+compileTargets(Context &Ctx, const CodegenOptions &Opts,
+               const lto::LinkedProgram &Program, const lto::InputSet &Inputs,
+               llvm::ArrayRef<lto::Target> Targets,
+               llvm::ArrayRef<std::vector<lto::CodegenPartition>> Parts);
+
+/// The fatbin image of a compiled target, its entry encoded with F.
+llvm::Expected<packager::FatbinImage>
+encodeImage(const lto::Target &T, const TargetOutput &O,
+            const packager::FatbinOptions &F);
+
+} // namespace fatlink::codegen
+
+#endif // FATLINK_CODEGEN_CODEGEN_H
