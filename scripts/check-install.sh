@@ -26,7 +26,7 @@ PROGRAMS=(
   "bazel                 scripts/test.sh, the rules' checks"
   "clang-22              tests (C hosts, offload links)"
   "clang++-22            tests and examples (CUDA C++ device code)"
-  "clang-linker-wrapper  clang-22's --offload-new-driver link (host_object_test, embed_test)"
+  "clang-linker-wrapper  clang-22's --offload-new-driver link (host_object_test, test/embed/round-trip.test)"
   "clang-nvlink-wrapper  clang-22's device link of relocatable cubins"
   "clang-offload-packager  packager tests"
   "llvm-offload-binary   clang-22 --offload-new-driver compiles"

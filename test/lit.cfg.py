@@ -75,6 +75,12 @@ if os.getuid() != 0:
 # Fake ptxases in tests hand the probes (--version, --help) to the real one.
 config.environment["REAL_PTXAS"] = ptxas
 
+# The ELF machine name llvm-readelf prints for this host's objects.
+import platform
+elf_machine = {"x86_64": "X86-64", "aarch64": "AArch64"}.get(platform.machine())
+if not elf_machine:
+    lit_config.fatal("fatlink's tests run on x86_64 or aarch64 hosts, not %s" % platform.machine())
+
 cuda_flags = "-x cuda --cuda-path=%s -Wno-unknown-cuda-version" % cuda
 
 # Config substitutions apply before lit's own (%t, %s, %S), so %t inside
@@ -106,6 +112,7 @@ config.substitutions += [
     # The repository (in Bazel: its runfiles) for tests that build a crate.
     ("%src_root", root),
     ("%python", python),
+    ("%host_elf_machine", elf_machine),
     # Helper scripts for what lit's shell cannot say (test/Inputs).
     ("%inputs", os.path.join(config.test_source_root, "Inputs")),
 ]
