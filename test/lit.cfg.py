@@ -11,6 +11,7 @@
 # error, which fails the test, never a skip.
 
 import os
+import platform
 import shutil
 import subprocess
 
@@ -43,9 +44,15 @@ def which(prog, what):
     return need(shutil.which(prog, path=config.environment["PATH"]), what)
 
 
-# LLVM's test tools (FileCheck, not, count, split-file, yaml2obj) and
-# binutils go on PATH by their plain names, as in LLVM's own tests.
-llvm_bindir = subprocess.check_output(["llvm-config-22", "--bindir"], text=True).strip()
+# LLVM 22's directory goes first on PATH, so that its test tools (FileCheck,
+# not, count, split-file, yaml2obj) and llvm-dis, llvm-objdump and
+# llvm-readelf run by their plain names, as in LLVM's own tests (another
+# LLVM's /usr/bin/yaml2obj may be installed too); rustup's cargo and rustc
+# after it.
+try:
+    llvm_bindir = subprocess.check_output(["llvm-config-22", "--bindir"], text=True).strip()
+except OSError:
+    lit_config.fatal("llvm-config-22 not found: run scripts/setup.sh (llvm-22)")
 cuda = os.environ.get("CUDA_PATH", "/usr/local/cuda")
 home = os.environ.get("HOME", "")
 config.environment["PATH"] = os.pathsep.join(
@@ -76,7 +83,6 @@ if os.getuid() != 0:
 config.environment["REAL_PTXAS"] = ptxas
 
 # The ELF machine name llvm-readelf prints for this host's objects.
-import platform
 elf_machine = {"x86_64": "X86-64", "aarch64": "AArch64"}.get(platform.machine())
 if not elf_machine:
     lit_config.fatal("fatlink's tests run on x86_64 or aarch64 hosts, not %s" % platform.machine())
