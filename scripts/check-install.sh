@@ -26,7 +26,7 @@ PROGRAMS=(
   "bazel                 scripts/test.sh, the rules' checks"
   "clang-22              tests (C hosts, offload links)"
   "clang++-22            tests and examples (CUDA C++ device code)"
-  "clang-linker-wrapper  clang-22's --offload-new-driver link (host_object_test, embed_test)"
+  "clang-linker-wrapper  clang-22's --offload-new-driver link (host_object_test, test/embed/round-trip.test)"
   "clang-nvlink-wrapper  clang-22's device link of relocatable cubins"
   "clang-offload-packager  packager tests"
   "llvm-offload-binary   clang-22 --offload-new-driver compiles"
@@ -41,7 +41,12 @@ PROGRAMS=(
   "llvm-ar-22            packager tests (archives, thin archives)"
   "llvm-config-22        bazel/system.bzl"
   "llvm-tblgen-22        bazel/tblgen.bzl (option tables)"
-  "FileCheck             LLVM's test tools"
+  "FileCheck             lit tests (test/, llvm-22-tools)"
+  "lit                   scripts/test.sh through //test (test/lit_test.sh, llvm-22-tools)"
+  "not                   lit tests (llvm-22-tools)"
+  "count                 lit tests (llvm-22-tools)"
+  "split-file-22         lit tests (llvm-22-tools)"
+  "yaml2obj-22           lit tests: malformed ELF objects (llvm-22-tools)"
   "cc                    host links (fatlink cc runs it)"
   "gcc                   host links"
   "g++                   Bazel's C++ toolchain"
@@ -151,7 +156,7 @@ done
 
 # The cross-check: LLVM tools named anywhere in the repository's scripts,
 # rules and sources are listed above.
-named=$(git ls-files -- '*.sh' '*.py' '*.bzl' '*BUILD*' '*.cpp' '*.h' '.ci/run' 2>/dev/null |
+named=$(git ls-files -- '*.sh' '*.py' '*.bzl' '*BUILD*' '*.cpp' '*.h' '*.test' '.ci/run' 2>/dev/null |
   grep -v -e '^scripts/check-install.sh$' -e '^scripts/setup.sh$' |
   xargs grep -ohE '\b(clang-[a-z]+(-[a-z]+)*-wrapper|clang-offload-packager|llvm-(objdump|readelf|link|dis|config|tblgen|offload-binary|ar|nm|as|lit|strip|objcopy)|ld\.lld|FileCheck|yaml2obj|split-file|(opt|llc|clang|clang\+\+|lld)-22)\b' 2>/dev/null |
   sed 's/-22$//' | sort -u)

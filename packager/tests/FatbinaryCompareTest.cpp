@@ -5,8 +5,8 @@
 // that the two agree byte for byte, uncompressed and with zstd (fatlink
 // links zstd >= 1.5.7, the compressor inside fatbinary). NVIDIA's
 // cuobjdump (installed by cuobjdump_test.sh) must list and extract what
-// fatlink writes, bare and inside a host object. Also prints the sizes
-// quoted in docs/packager.md.
+// fatlink writes, bare and inside a host object. (The sizes quoted in
+// docs/packager.md come from bench/fatbin_sizes.sh.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -248,27 +248,6 @@ TEST_F(FatbinaryCompare, CuobjdumpReadsOurFatbins) {
     EXPECT_EQ(GotCubin, Images[0].Data);
     // cuobjdump writes the stored text, without the NUL.
     EXPECT_EQ(GotPtx, minifyPtx(Images[1].Data));
-  }
-}
-
-TEST_F(FatbinaryCompare, PrintSizes) {
-  // Not a check: the figures quoted in docs/packager.md.
-  std::vector<FatbinImage> Images = describe(Cubin, Ptx);
-  outs() << "images: cubin " << Images[0].Data.size() << " B, ptx "
-         << Images[1].Data.size() << " B (minified "
-         << minifyPtx(Images[1].Data).size() << " B)\n";
-  for (const char *Mode : {"none", "default", "speed", "balance", "size"})
-    outs() << "fatbinary --compress-mode=" << Mode << ": "
-           << fatbinary(Dir, Cubin, Ptx, "80", Mode).size() << " B\n";
-  FatbinOptions Opts;
-  Opts.Compress = Compression::None;
-  outs() << "fatlink none: " << cantFail(writeFatbin(Images, Opts)).size()
-         << " B\n";
-  Opts.Compress = Compression::Zstd;
-  for (int Level : {1, 3, 9, 15, 19, 22}) {
-    Opts.ZstdLevel = Level;
-    outs() << "fatlink zstd -" << Level << ": "
-           << cantFail(writeFatbin(Images, Opts)).size() << " B\n";
   }
 }
 

@@ -173,7 +173,7 @@ check_cubin "named runtime: sm_120 cubin" "$WORK/named/sm_120.cubin"
   "$TESTDATA/cuda/softplus.cu" -o "$D/softplus.bc"
 if "$FATLINK" device-link -v --cuda-path="$FAKE" --arch=sm_80 "$D/softplus.bc" \
      -o "$WORK/plain.cubin" >"$WORK/plain.log" 2>&1 &&
-   ! grep -q nvlink "$WORK/plain.log" && grep -q 'ptxas -arch=sm_80 -O3 /' "$WORK/plain.log"; then
+   lacks nvlink "$WORK/plain.log" && grep -q 'ptxas -arch=sm_80 -O3 /' "$WORK/plain.log"; then
   pass "no dynamic parallelism: no device runtime, no nvlink"
 else
   fail "no dynamic parallelism: $(cat "$WORK/plain.log")"

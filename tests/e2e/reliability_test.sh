@@ -480,7 +480,7 @@ check "the same inputs twice (device-link): same fatbin as once" cmp "$O/nodup.f
   --fatlink-arch=sm_80 2>"$O/dupcc.err"
 check "-ldev -ldev (cc): links" test -x "$O/dupapp"
 check "-ldev -ldev (cc): no duplicate device symbol" \
-  bash -c "! grep -q 'duplicate device symbol' '$O/dupcc.err' && test -f '$O/dupcc.err'"
+  lacks 'duplicate device symbol' "$O/dupcc.err"
 
 # A cache entry is checked (a regular file, of the size its header states)
 # before it is read, and hashed through a small buffer before it is kept:

@@ -120,6 +120,17 @@ kernel_has_no_call() {
   [ -n "$body" ] && ! grep -q 'call' <<<"$body"
 }
 
+# FILE exists and no line of it matches PATTERN (grep's basic regular
+# expressions): lacks PATTERN FILE. A bare `! grep -q PATTERN FILE` also
+# passes when FILE is missing, which proves nothing.
+lacks() {
+  if [ ! -f "$2" ]; then
+    echo "lacks: $2 does not exist" >&2
+    return 1
+  fi
+  ! grep -q -- "$1" "$2"
+}
+
 # Runs fatlink expecting failure: expect_error NAME MESSAGE ARGS...
 # Checks the non-zero exit, the message on stderr, that no output ($OUT) was
 # left and that no temporary file is left in $TMPDIR.
