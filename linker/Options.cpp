@@ -125,6 +125,19 @@ parseCommandLine(Context &Ctx, const opt::OptTable &Table,
   return std::move(*List);
 }
 
+std::string nearestName(StringRef Name, ArrayRef<StringRef> Candidates) {
+  StringRef Best;
+  unsigned BestEdits = MaxSuggestEdits + 1;
+  for (StringRef C : Candidates) {
+    unsigned Edits = Name.edit_distance(C);
+    if (Edits < BestEdits) {
+      BestEdits = Edits;
+      Best = C;
+    }
+  }
+  return Best.str();
+}
+
 Expected<unsigned> parseUnsigned(StringRef Name, StringRef Value,
                                  unsigned Max) {
   unsigned N;

@@ -133,6 +133,11 @@ llvm::Expected<std::vector<FatbinEntry>> readFatbin(llvm::StringRef Data);
 
 enum class HostArch { X86_64, AArch64 };
 
+/// The host object format for \p Triple, a target triple or just its arch
+/// ("x86_64-unknown-linux-gnu", "aarch64"). Any arch but x86_64 and
+/// aarch64 is an error naming it and the two that are written.
+llvm::Expected<HostArch> parseHostArch(llvm::StringRef Triple);
+
 /// A kernel entry point, recorded in the module descriptor.
 struct KernelInfo {
   std::string Name;

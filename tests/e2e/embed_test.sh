@@ -129,7 +129,7 @@ expect_error "misspelled arch" "unknown GPU arch 'sm_8O' for --arch: did you mea
   embed --arch=sm_8O "$D/softplus.bc" -o "$OUT"
 expect_error "not an arch" "unknown GPU arch 'compute_80' for --arch" \
   embed --arch=compute_80 "$D/softplus.bc" -o "$OUT"
-expect_error "bad host arch" "unsupported host arch 'riscv64': pass --host-arch=x86_64" \
+expect_error "bad host arch" "unsupported host arch 'riscv64': fatlink writes host objects for x86_64 and aarch64 (--host-arch=x86_64 or --host-arch=aarch64)" \
   embed --host-arch=riscv64 "$D/softplus.bc" -o "$OUT"
 expect_error "unknown option" "unknown option '--ach=sm_80': did you mean '--arch=sm_80'?" \
   embed --ach=sm_80 "$D/softplus.bc" -o "$OUT"
