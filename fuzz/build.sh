@@ -3,10 +3,10 @@
 # (-fsanitize=fuzzer,address,undefined) into build/fuzz/ (or $1).
 #
 # Bazel's toolchain is gcc, which has no libFuzzer, so the targets are built
-# here, directly from the project's sources (lto/, packager/, codegen/,
-# linker/, hostlink/; not tools/): each .cpp becomes an instrumented object
-# in one static archive, and each fuzz/*_fuzzer.cpp links against it,
-# pulling in only what it uses.
+# here, directly from the project's sources (intake/, lto/, packager/,
+# codegen/, linker/, hostlink/; not tools/): each .cpp becomes an
+# instrumented object in one static archive, and each fuzz/*_fuzzer.cpp
+# links against it, pulling in only what it uses.
 # libLLVM itself is not instrumented. Objects are rebuilt only when their
 # source or a project header is newer, so a second run costs seconds.
 set -euo pipefail
@@ -33,8 +33,8 @@ for td in "$ROOT"/linker/*Options.td "$ROOT"/hostlink/*Options.td; do
 done
 
 # Newest project header or generated table: a change rebuilds everything.
-newest=$(ls -t "$ROOT"/{lto,packager,codegen,linker,hostlink}/*.h "$ROOT"/linker/*.inc "$OUT"/gen/{linker,hostlink}/*.inc | head -1)
-SRCS=$(ls "$ROOT"/{lto,packager,codegen,linker,hostlink}/*.cpp)
+newest=$(ls -t "$ROOT"/{intake,lto,packager,codegen,linker,hostlink}/*.h "$ROOT"/linker/*.inc "$OUT"/gen/{linker,hostlink}/*.inc | head -1)
+SRCS=$(ls "$ROOT"/{intake,lto,packager,codegen,linker,hostlink}/*.cpp)
 stale=()
 for src in $SRCS; do
   obj="$OUT/obj/$(basename "$(dirname "$src")")_$(basename "${src%.cpp}").o"

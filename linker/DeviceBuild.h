@@ -126,7 +126,7 @@ llvm::Expected<packager::FatbinOptions>
 parseCompression(llvm::StringRef Name, llvm::StringRef Value);
 
 /// The host object format for a host triple (x86_64 or aarch64).
-llvm::Expected<packager::HostArch> parseHostArch(llvm::StringRef Triple);
+using packager::parseHostArch;
 
 /// The host triple for an arch name ("aarch64"), or this machine's for "".
 std::string hostTriple(llvm::StringRef Arch);

@@ -94,18 +94,6 @@ Expected<packager::FatbinOptions> parseCompression(StringRef Name,
   return F;
 }
 
-Expected<packager::HostArch> parseHostArch(StringRef TripleStr) {
-  Triple Host(TripleStr);
-  if (Host.getArch() == Triple::x86_64)
-    return packager::HostArch::X86_64;
-  if (Host.getArch() == Triple::aarch64)
-    return packager::HostArch::AArch64;
-  return createStringError(inconvertibleErrorCode(),
-                           "unsupported host architecture '%s': fatlink "
-                           "writes host objects for x86_64 and aarch64",
-                           Host.getArchName().str().c_str());
-}
-
 std::string hostTriple(StringRef Arch) {
   if (Arch.empty())
     return sys::getDefaultTargetTriple();

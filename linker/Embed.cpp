@@ -94,39 +94,19 @@ static Error checkArch(StringRef Arch) {
   Expected<std::vector<lto::ArchInfo>> Known = lto::getLLVMArches();
   if (!Known)
     return Known.takeError();
-  std::string Nearest;
-  unsigned Best = ~0u;
+  SmallVector<StringRef, 32> Cpus;
   for (const lto::ArchInfo &A : *Known) {
     if (A.Cpu == Arch)
       return Error::success();
-    unsigned D = Arch.edit_distance(A.Cpu);
-    if (D < Best) {
-      Best = D;
-      Nearest = A.Cpu;
-    }
+    Cpus.push_back(A.Cpu);
   }
   std::string Msg = "unknown GPU arch '" + Arch.str() + "' for --arch";
-  if (Best <= 2)
+  std::string Nearest = nearestName(Arch, Cpus);
+  if (!Nearest.empty())
     Msg += ": did you mean '" + Nearest + "'?";
   else
     Msg += ": expected sm_XX[a|f], e.g. sm_80";
   return createStringError(inconvertibleErrorCode(), Msg);
-}
-
-static Expected<packager::HostArch> parseHostArch(StringRef Name,
-                                                  StringRef Where) {
-  Triple T(Name);
-  switch (T.getArch()) {
-  case Triple::x86_64:
-    return packager::HostArch::X86_64;
-  case Triple::aarch64:
-    return packager::HostArch::AArch64;
-  default:
-    return createStringError(inconvertibleErrorCode(),
-                             "unsupported host arch '%s'%s: pass "
-                             "--host-arch=x86_64 or --host-arch=aarch64",
-                             Name.str().c_str(), Where.str().c_str());
-  }
 }
 
 /// The configuration Args describe; every bad option is reported to Ctx.
@@ -147,11 +127,9 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
     if (Error E = checkArch(A->getValue()))
       Fail(std::move(E));
 
-  Expected<packager::HostArch> Host =
-      Args.hasArg(OPT_host_arch_EQ)
-          ? parseHostArch(Args.getLastArgValue(OPT_host_arch_EQ), "")
-          : parseHostArch(Triple(sys::getDefaultTargetTriple()).getArchName(),
-                          " (this machine's)");
+  Expected<packager::HostArch> Host = packager::parseHostArch(
+      Args.hasArg(OPT_host_arch_EQ) ? Args.getLastArgValue(OPT_host_arch_EQ)
+                                    : StringRef(sys::getDefaultTargetTriple()));
   if (Host)
     C.Host = *Host;
   else

@@ -144,6 +144,19 @@ int runCommand(ArrayRef<const char *> Args, raw_ostream &Out, raw_ostream &Err,
   return Ctx.exitCode();
 }
 
+std::string nearestName(StringRef Name, ArrayRef<StringRef> Candidates) {
+  StringRef Best;
+  unsigned BestEdits = MaxSuggestEdits + 1;
+  for (StringRef C : Candidates) {
+    unsigned Edits = Name.edit_distance(C);
+    if (Edits < BestEdits) {
+      BestEdits = Edits;
+      Best = C;
+    }
+  }
+  return Best.str();
+}
+
 Expected<unsigned> parseUnsigned(StringRef Name, StringRef Value,
                                  unsigned Max) {
   unsigned N;

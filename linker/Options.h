@@ -80,6 +80,20 @@ using RawCommandBody = llvm::function_ref<void(
 int runCommand(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
                llvm::raw_ostream &Err, RawCommandBody Body);
 
+/// The most edits a "did you mean" suggestion may be from what was typed:
+/// "sm_8O" -> "sm_80" (1), "sm90a" -> "sm_90a" (1), "ach" -> "arch" (1);
+/// three edits turn most short names into unrelated ones ("sm_80" into
+/// "sm_100").
+constexpr unsigned MaxSuggestEdits = 2;
+
+/// The candidate nearest to \p Name by edit distance, for "did you mean
+/// '...'?": the first of those with the fewest edits, or "" when that is
+/// more than MaxSuggestEdits. The one rule for suggesting fatlink's own
+/// names (GPU targets and arches, settings); options are suggested by
+/// OptTable::findNearest.
+std::string nearestName(llvm::StringRef Name,
+                        llvm::ArrayRef<llvm::StringRef> Candidates);
+
 /// Reads an unsigned option value; Name is used in the message.
 llvm::Expected<unsigned> parseUnsigned(llvm::StringRef Name,
                                        llvm::StringRef Value, unsigned Max);

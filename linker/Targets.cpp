@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "linker/Targets.h"
+#include "linker/Options.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -14,10 +15,6 @@
 using namespace llvm;
 
 namespace fatlink {
-
-static Error makeError(const Twine &Msg) {
-  return createStringError(inconvertibleErrorCode(), Msg);
-}
 
 std::optional<unsigned> parsePtxVersion(StringRef S) {
   unsigned Major, Minor;
@@ -60,16 +57,11 @@ static bool ptxasSupports(const ToolFacts &Facts, StringRef Name) {
 
 /// The closest known target name, for "did you mean".
 static std::string nearestTarget(const ToolFacts &Facts, StringRef Name) {
-  std::string Best;
-  unsigned BestDistance = ~0u;
-  for (const lto::Target &T : allTargets(Facts)) {
-    unsigned D = StringRef(T.Name).edit_distance(Name);
-    if (D < BestDistance) {
-      BestDistance = D;
-      Best = T.Name;
-    }
-  }
-  return BestDistance <= 3 ? Best : "";
+  std::vector<lto::Target> All = allTargets(Facts);
+  SmallVector<StringRef, 64> Names;
+  for (const lto::Target &T : All)
+    Names.push_back(T.Name);
+  return nearestName(Name, Names);
 }
 
 static std::string supportedRange(const ToolFacts &Facts) {
@@ -97,11 +89,11 @@ static Expected<lto::Target> makeTarget(const Spec &S, const ToolFacts &Facts,
       Msg += ": LLVM " + std::to_string(Facts.LLVMMajor) +
              " knows sm_XX targets from " + supportedRange(Facts) +
              " (fatlink --list-targets lists them)";
-    return makeError(Msg);
+    return createStringError(Msg);
   }
   std::string PtxasName = S.Name;
   if (!ptxasSupports(Facts, PtxasName))
-    return makeError(
+    return createStringError(
         "target " + S.Name + " is not supported by ptxas from CUDA " +
         Facts.PtxasRelease + " (it supports " + supportedRange(Facts) +
         "): use a CUDA toolkit that supports it (--cuda-path), or drop " +
@@ -114,17 +106,18 @@ static Expected<lto::Target> makeTarget(const Spec &S, const ToolFacts &Facts,
   T.IsPTX = S.IsPTX;
   unsigned Min = A->MinPtxVersion;
   if (Min > Facts.PtxasMaxPtx)
-    return makeError("target " + S.Name + " needs PTX ISA " + lto::ptxVersionString(Min) +
-                     ", but ptxas from CUDA " + Facts.PtxasRelease +
-                     " accepts at most " + lto::ptxVersionString(Facts.PtxasMaxPtx) +
-                     ": use a newer CUDA toolkit (--cuda-path) or drop " +
-                     S.Name);
+    return createStringError(
+        "target " + S.Name + " needs PTX ISA " + lto::ptxVersionString(Min) +
+        ", but ptxas from CUDA " + Facts.PtxasRelease + " accepts at most " +
+        lto::ptxVersionString(Facts.PtxasMaxPtx) +
+        ": use a newer CUDA toolkit (--cuda-path) or drop " + S.Name);
   T.PtxVersion = Min;
   if (PtxVersion) {
     if (*PtxVersion < Min)
-      return makeError("--ptx-version=" + lto::ptxVersionString(*PtxVersion) +
-                       " is too old for " + S.Name + ", which needs PTX ISA " +
-                       lto::ptxVersionString(Min) + " or newer");
+      return createStringError(
+          "--ptx-version=" + lto::ptxVersionString(*PtxVersion) +
+          " is too old for " + S.Name + ", which needs PTX ISA " +
+          lto::ptxVersionString(Min) + " or newer");
     T.PtxVersion = *PtxVersion;
   }
   return T;
@@ -175,13 +168,15 @@ Expected<std::vector<lto::Target>>
 planTargets(ArrayRef<std::string> Lists, const ToolFacts &Facts,
             std::optional<unsigned> PtxVersion) {
   if (PtxVersion && *PtxVersion > Facts.PtxasMaxPtx)
-    return makeError("--ptx-version=" + lto::ptxVersionString(*PtxVersion) +
-                     " is newer than ptxas from CUDA " + Facts.PtxasRelease +
-                     " accepts (" + lto::ptxVersionString(Facts.PtxasMaxPtx) + ")");
+    return createStringError(
+        "--ptx-version=" + lto::ptxVersionString(*PtxVersion) +
+        " is newer than ptxas from CUDA " + Facts.PtxasRelease + " accepts (" +
+        lto::ptxVersionString(Facts.PtxasMaxPtx) + ")");
   if (PtxVersion && *PtxVersion > Facts.LLVMMaxPtx)
-    return makeError("--ptx-version=" + lto::ptxVersionString(*PtxVersion) +
-                     " is newer than LLVM " + std::to_string(Facts.LLVMMajor) +
-                     " can emit (" + lto::ptxVersionString(Facts.LLVMMaxPtx) + ")");
+    return createStringError(
+        "--ptx-version=" + lto::ptxVersionString(*PtxVersion) +
+        " is newer than LLVM " + std::to_string(Facts.LLVMMajor) +
+        " can emit (" + lto::ptxVersionString(Facts.LLVMMaxPtx) + ")");
 
   std::vector<std::string> Names;
   for (const std::string &List : Lists) {
@@ -197,8 +192,9 @@ planTargets(ArrayRef<std::string> Lists, const ToolFacts &Facts,
     }
   }
   if (Names.empty())
-    return makeError("no targets: pass --arch, for example "
-                     "--arch=sm_80,sm_90,compute_90 or --arch=all-major");
+    return createStringError(
+        "no targets: pass --arch, for example "
+        "--arch=sm_80,sm_90,compute_90 or --arch=all-major");
 
   std::vector<lto::Target> Targets;
   StringSet<> Seen;
@@ -212,7 +208,7 @@ planTargets(ArrayRef<std::string> Lists, const ToolFacts &Facts,
       std::string Near = nearestTarget(Facts, Name);
       Msg += Near.empty() ? ": targets are sm_XX, compute_XX, all-major or all"
                           : ": did you mean '" + Near + "'?";
-      Errors = joinErrors(std::move(Errors), makeError(Msg));
+      Errors = joinErrors(std::move(Errors), createStringError(Msg));
       continue;
     }
     Expected<lto::Target> T = makeTarget(*S, Facts, PtxVersion);

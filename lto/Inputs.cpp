@@ -9,15 +9,16 @@
 //   - ar archives (rlibs, static libraries): bitcode members are device
 //     images, ELF members are searched for OffloadBinaries, and everything
 //     else (`lib.rmeta`, `lib.rmeta-link`) is skipped; thin archives
-//     (`ar rcT`) are followed as GNU ld and lld follow them (see
-//     readThinMember),
+//     (`ar rcT`) are followed as GNU ld and lld follow them,
 //   - ELF objects with a SHT_LLVM_OFFLOADING section (clang
 //     `--offload-new-driver -fgpu-rdc -foffload-lto`, `fatlink embed`),
 //   - CUDA's device runtime, libcudadevrt.a: nvcc relocatable cubins that
 //     are not read into the LTO part but handed to nvlink as they are
 //     (readDeviceLibrary). Other nvcc relocatable code is not linked yet.
 //
-// Each image is checked before LLVM's reader sees it: the bitcode's triple
+// Archives, object sections and OffloadBinaries are taken apart by intake/
+// (intake/Intake.h), with its bounds checks, as for `inspect`. Each image
+// is checked before LLVM's reader sees it: the bitcode's triple
 // must be nvptx64, and bitcode from a newer LLVM than ours is refused with
 // both versions named (LLVM reads only its own and older bitcode).
 //
@@ -28,6 +29,8 @@
 #include "lto/Target.h"
 #include "packager/Packager.h"
 
+#include "intake/Intake.h"
+
 #include "llvm/ADT/StringSet.h"
 #include "llvm/BinaryFormat/Magic.h"
 #include "llvm/Bitcode/BitcodeReader.h"
@@ -36,9 +39,8 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
-#include "llvm/Object/Archive.h"
-#include "llvm/Object/ObjectFile.h"
 #include "llvm/Object/ELFObjectFile.h"
+#include "llvm/Object/ObjectFile.h"
 #include "llvm/Object/OffloadBinary.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -72,7 +74,7 @@ Error checkBitcode(MemoryBufferRef MB, StringRef Origin) {
 
   std::optional<unsigned> Major = producerMajor(Producer);
   if (Major && *Major > LLVM_VERSION_MAJOR)
-    return makeError(
+    return createStringError(
         "%s: bitcode was produced by %s, this fatlink reads LLVM <= %d: "
         "rebuild fatlink against LLVM %u, or compile with a toolchain "
         "built on LLVM %d (for Rust, a rustc whose `rustc -vV` reports "
@@ -82,11 +84,11 @@ Error checkBitcode(MemoryBufferRef MB, StringRef Origin) {
 
   Expected<std::string> TripleOrErr = getBitcodeTargetTriple(MB);
   if (!TripleOrErr)
-    return makeError("%s: corrupt bitcode: %s", Origin.str().c_str(),
-                     toString(TripleOrErr.takeError()).c_str());
+    return createStringError("%s: corrupt bitcode: %s", Origin.str().c_str(),
+                             toString(TripleOrErr.takeError()).c_str());
   Triple T(*TripleOrErr);
   if (T.getArch() != Triple::nvptx64)
-    return makeError(
+    return createStringError(
         "%s: bitcode is for target '%s', not nvptx64-nvidia-cuda: device "
         "code must be compiled for the GPU (rustc --target "
         "nvptx64-nvidia-cuda, clang -x cuda --cuda-device-only or "
@@ -107,8 +109,8 @@ static Error readCubinSymbols(MemoryBufferRef MB,
   Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
       object::ObjectFile::createObjectFile(MB);
   if (!ObjOrErr)
-    return makeError("corrupt relocatable cubin: %s",
-                     toString(ObjOrErr.takeError()).c_str());
+    return createStringError("corrupt relocatable cubin: %s",
+                             toString(ObjOrErr.takeError()).c_str());
   for (const object::SymbolRef &Sym : (*ObjOrErr)->symbols()) {
     Expected<uint32_t> Flags = Sym.getFlags();
     Expected<StringRef> Name = Sym.getName();
@@ -117,7 +119,7 @@ static Error readCubinSymbols(MemoryBufferRef MB,
         consumeError(Flags.takeError());
       if (!Name)
         consumeError(Name.takeError());
-      return makeError("corrupt symbol table");
+      return createStringError("corrupt symbol table");
     }
     if (!(*Flags & object::SymbolRef::SF_Global) || Name->empty())
       continue;
@@ -132,8 +134,9 @@ static Expected<DeviceLibrary> readDeviceLibrary(MemoryBufferRef MB,
   Expected<std::vector<packager::EmbeddedImage>> ImagesOrErr =
       packager::scanFile(MB.getBuffer(), sys::path::filename(Path));
   if (!ImagesOrErr)
-    return makeError("%s: cannot read its device code: %s", Path.str().c_str(),
-                     toString(ImagesOrErr.takeError()).c_str());
+    return createStringError("%s: cannot read its device code: %s",
+                             Path.str().c_str(),
+                             toString(ImagesOrErr.takeError()).c_str());
   DeviceLibrary Lib;
   Lib.Path = Path.str();
   const packager::EmbeddedImage *First = nullptr;
@@ -146,11 +149,12 @@ static Expected<DeviceLibrary> readDeviceLibrary(MemoryBufferRef MB,
       Lib.Arches.push_back(I.Arch);
   }
   if (!First)
-    return makeError("%s: no relocatable cubins (no __nv_relfatbin section "
-                     "with cubins): the CUDA device runtime is nvcc "
-                     "relocatable device code; use the toolkit's "
-                     "lib64/libcudadevrt.a",
-                     Path.str().c_str());
+    return createStringError(
+        "%s: no relocatable cubins (no __nv_relfatbin section "
+        "with cubins): the CUDA device runtime is nvcc "
+        "relocatable device code; use the toolkit's "
+        "lib64/libcudadevrt.a",
+        Path.str().c_str());
   // Oldest first, for messages ("sm_100, sm_103, sm_110").
   auto SmOf = [](StringRef Arch) {
     unsigned Sm = 0;
@@ -164,8 +168,9 @@ static Expected<DeviceLibrary> readDeviceLibrary(MemoryBufferRef MB,
   std::vector<std::string> Undefined;
   if (Error E = readCubinSymbols(MemoryBufferRef(First->Data, First->Origin),
                                  Lib.Defined, Undefined))
-    return makeError("%s: its %s cubin: %s", Path.str().c_str(),
-                     First->Arch.c_str(), toString(std::move(E)).c_str());
+    return createStringError("%s: its %s cubin: %s", Path.str().c_str(),
+                             First->Arch.c_str(),
+                             toString(std::move(E)).c_str());
   llvm::sort(Lib.Defined);
   Lib.Defined.erase(std::unique(Lib.Defined.begin(), Lib.Defined.end()),
                     Lib.Defined.end());
@@ -177,45 +182,12 @@ Expected<DeviceLibrary> readDeviceLibrary(StringRef Path) {
       MemoryBuffer::getFile(Path, /*IsText=*/false,
                             /*RequiresNullTerminator=*/false);
   if (!MBOrErr)
-    return makeError("cannot open %s: %s", Path.str().c_str(),
-                     MBOrErr.getError().message().c_str());
+    return createStringError("cannot open %s: %s", Path.str().c_str(),
+                             MBOrErr.getError().message().c_str());
   return readDeviceLibrary((*MBOrErr)->getMemBufferRef(), Path);
 }
 
 namespace {
-
-/// Reads member \p Member of the thin archive \p Archive. A thin archive
-/// (`ar rcT`) holds paths instead of member bytes. As GNU ld and lld do (and
-/// as LLVM's Archive::Child::getFullName does), a relative path is taken
-/// from the archive's directory and an absolute one as it is, so fatlink
-/// finds the device code in exactly the files the host linker links. The
-/// file must be a regular one: a FIFO, a device (/dev/zero, /dev/stdin) or
-/// a directory named by a crafted archive would block, never end or fail
-/// obscurely. (A member that is an archive is skipped like any other member
-/// that is not device code, so an archive naming itself ends too.)
-Expected<std::unique_ptr<MemoryBuffer>> readThinMember(StringRef Archive,
-                                                       StringRef Member) {
-  SmallString<256> Full;
-  if (!sys::path::is_absolute(Member))
-    Full = sys::path::parent_path(Archive);
-  sys::path::append(Full, Member);
-  sys::fs::file_status Status;
-  if (std::error_code EC = sys::fs::status(Full, Status))
-    return makeError("%s: cannot open %s, a member of this thin archive: %s",
-                     Archive.str().c_str(), Full.c_str(), EC.message().c_str());
-  if (Status.type() != sys::fs::file_type::regular_file)
-    return makeError("%s: member %s of this thin archive is not a regular "
-                     "file",
-                     Archive.str().c_str(), Full.c_str());
-  ErrorOr<std::unique_ptr<MemoryBuffer>> MBOrErr =
-      MemoryBuffer::getFile(Full, /*IsText=*/false,
-                            /*RequiresNullTerminator=*/false);
-  if (!MBOrErr)
-    return makeError("%s: cannot read %s, a member of this thin archive: %s",
-                     Archive.str().c_str(), Full.c_str(),
-                     MBOrErr.getError().message().c_str());
-  return std::move(*MBOrErr);
-}
 
 /// Collects device images and the errors met on the way, so that one run
 /// reports every bad input.
@@ -273,8 +245,8 @@ void InputReader::addObject(MemoryBufferRef MB, std::string Origin,
                             std::string Arch, size_t &Found) {
   DeviceObject Obj;
   if (Error E = readCubinSymbols(MB, Obj.Defined, Obj.Undefined)) {
-    Errors.add(makeError("%s: %s", Origin.c_str(),
-                         toString(std::move(E)).c_str()));
+    Errors.add(createStringError("%s: %s", Origin.c_str(),
+                                 toString(std::move(E)).c_str()));
     return;
   }
   Obj.Origin = std::move(Origin);
@@ -282,56 +254,6 @@ void InputReader::addObject(MemoryBufferRef MB, std::string Origin,
   Obj.Arch = std::move(Arch);
   Set.Objects.push_back(std::move(Obj));
   ++Found;
-}
-
-/// LLVM's OffloadBinary reader trusts the string and image offsets inside
-/// each binary (see packager::checkOffloadBinary). Checks every binary of
-/// every SHT_LLVM_OFFLOADING section, walked as extractOffloadBinaries walks
-/// them, before that runs.
-static Error checkOffloadSections(MemoryBufferRef MB) {
-  Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
-      object::ObjectFile::createObjectFile(MB);
-  if (!ObjOrErr)
-    return ObjOrErr.takeError();
-  if (!isa<object::ELFObjectFileBase>(ObjOrErr->get()))
-    return Error::success();
-  for (const object::SectionRef &Sec : (*ObjOrErr)->sections()) {
-    if (object::ELFSectionRef(Sec).getType() != ELF::SHT_LLVM_OFFLOADING)
-      continue;
-    Expected<StringRef> Contents = Sec.getContents();
-    if (!Contents)
-      return Contents.takeError();
-    for (uint64_t Off = 0; Off < Contents->size();) {
-      Expected<uint64_t> Size =
-          packager::checkOffloadBinary(Contents->drop_front(Off));
-      if (!Size)
-        return makeError("offset %llu: %s", (unsigned long long)Off,
-                         toString(Size.takeError()).c_str());
-      Off += *Size;
-    }
-  }
-  return Error::success();
-}
-
-/// Whether an ELF object carries nvcc device code: a `__nv_relfatbin`
-/// (nvcc -dc) or `.nv_fatbin` (nvcc -c) section.
-static bool hasNvccDeviceCode(MemoryBufferRef MB) {
-  Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
-      object::ObjectFile::createObjectFile(MB);
-  if (!ObjOrErr) {
-    consumeError(ObjOrErr.takeError());
-    return false;
-  }
-  for (const object::SectionRef &Sec : (*ObjOrErr)->sections()) {
-    Expected<StringRef> Name = Sec.getName();
-    if (!Name) {
-      consumeError(Name.takeError());
-      continue;
-    }
-    if (*Name == "__nv_relfatbin" || *Name == ".nv_fatbin")
-      return true;
-  }
-  return false;
 }
 
 /// The source file a bitcode image was compiled from (its module's
@@ -425,17 +347,53 @@ static std::string sourceFileName(MemoryBufferRef MB) {
 /// compiled for their union (see docs/lto.md).
 void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
                                     size_t &Found) {
-  SmallVector<object::OffloadFile> Binaries;
-  Error E = checkOffloadSections(MB);
-  if (!E)
-    E = object::extractOffloadBinaries(MB, Binaries);
-  if (E) {
-    Errors.add(makeError("%s: cannot read its .llvm.offloading section: %s",
-                         Origin.str().c_str(),
-                         toString(std::move(E)).c_str()));
+  auto CannotRead = [&](Error E) {
+    Errors.add(createStringError(
+        "%s: cannot read its .llvm.offloading section: %s",
+        Origin.str().c_str(), toString(std::move(E)).c_str()));
+  };
+  Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
+      object::ObjectFile::createObjectFile(MB);
+  if (!ObjOrErr) {
+    CannotRead(ObjOrErr.takeError());
     return;
   }
-  if (Binaries.empty() && hasNvccDeviceCode(MB)) {
+  auto AtOffset = [](uint64_t Off, Error E) {
+    return createStringError("offset %llu: %s", (unsigned long long)Off,
+                             toString(std::move(E)).c_str());
+  };
+  // Calls Fn for every OffloadBinary of the object, in order, and notes
+  // nvcc's sections (-dc's __nv_relfatbin, -c's .nv_fatbin) on the way.
+  bool HasNvccCode = false;
+  auto ForEachBinary =
+      [&](function_ref<Error(const object::OffloadBinary &)> Fn) {
+        return intake::forEachDeviceSection(
+            **ObjOrErr, Origin,
+            [&](intake::SectionKind Kind, StringRef,
+                StringRef Contents) -> Error {
+              if (Kind == intake::SectionKind::Fatbin) {
+                HasNvccCode = true;
+                return Error::success();
+              }
+              return intake::forEachOffloadBinary(
+                  Contents,
+                  [&](uint64_t, const object::OffloadBinary &OB) {
+                    return Fn(OB);
+                  },
+                  AtOffset);
+            });
+      };
+  // Every binary is checked before any is read, so that a bad one is the
+  // only error its object reports.
+  size_t NumBinaries = 0;
+  if (Error E = ForEachBinary([&](const object::OffloadBinary &) {
+        ++NumBinaries;
+        return Error::success();
+      })) {
+    CannotRead(std::move(E));
+    return;
+  }
+  if (NumBinaries == 0 && HasNvccCode) {
     // Not read, but remembered: an undefined symbol it defines says so.
     Set.NvccObjects.push_back({Origin.str(), MB});
     Set.Skipped.push_back(Origin.str() + ": nvcc device code, not read");
@@ -447,27 +405,27 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
   // one unit define the same global symbols (its kernels and visible
   // functions), another unit's define others (or the link has duplicates).
   std::optional<std::vector<std::string>> UnitDefined;
-  for (auto [I, OF] : enumerate(Binaries)) {
-    const object::OffloadBinary &OB = *OF.getBinary();
+  size_t I = 0;
+  auto ReadBinary = [&](const object::OffloadBinary &OB) -> Error {
     std::string ImageOrigin =
-        (Origin + "(.llvm.offloading[" + Twine(I) + "])").str();
+        (Origin + "(.llvm.offloading[" + Twine(I++) + "])").str();
     Triple T(OB.getTriple());
     if (T.getArch() != Triple::nvptx64) {
       Set.Skipped.push_back(ImageOrigin + ": image for " + OB.getTriple().str() +
                             ", not an NVIDIA GPU");
-      continue;
+      return Error::success();
     }
     // An image for an arch fatlink cannot place (not sm_NN, sm_NNa or
     // sm_NNf) would never be chosen for any target: refuse it rather than
     // leave its code out without a word.
     StringRef Arch = OB.getArch();
     if (!Arch.empty() && !parseArchName(Arch)) {
-      Errors.add(makeError(
+      Errors.add(createStringError(
           "%s: image for unknown GPU arch '%s': fatlink links device code "
           "compiled for sm_NN, sm_NNa or sm_NNf; recompile it with "
           "--offload-arch=sm_NN",
           ImageOrigin.c_str(), Arch.str().c_str()));
-      continue;
+      return Error::success();
     }
     std::string File = OB.getImageKind() == object::IMG_Bitcode
                            ? sourceFileName(MemoryBufferRef(OB.getImage(), ""))
@@ -487,16 +445,16 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
     object::ImageKind Kind = OB.getImageKind();
     if (Kind != object::IMG_Bitcode && Kind != object::IMG_Object &&
         Kind != object::IMG_Cubin) {
-      Errors.add(makeError(
+      Errors.add(createStringError(
           "%s: the %s image is %s, which fatlink cannot link: it links LLVM "
           "bitcode (clang -foffload-lto, fatlink embed) and relocatable "
           "cubins (clang -fgpu-rdc)",
           ImageOrigin.c_str(), OB.getArch().str().c_str(),
           object::getImageKindName(Kind).str().c_str()));
-      continue;
+      return Error::success();
     }
-    // The OffloadFile owns its bytes; keep a copy that lives as long as the
-    // set does.
+    // The binary's bytes live only during the walk; keep a copy that lives
+    // as long as the set does.
     std::unique_ptr<MemoryBuffer> Copy =
         MemoryBuffer::getMemBufferCopy(OB.getImage(), ImageOrigin);
     MemoryBufferRef Ref = Copy->getMemBufferRef();
@@ -507,7 +465,7 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
       size_t Before = Set.Objects.size();
       addObject(Ref, ImageOrigin, OB.getArch().str(), Found);
       if (Set.Objects.size() == Before)
-        continue;
+        return Error::success();
       std::vector<std::string> Defined = Set.Objects.back().Defined;
       llvm::sort(Defined);
       if (UnitDefined && *UnitDefined != Defined) {
@@ -520,7 +478,11 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
         UnitDefined = std::move(Defined);
       Set.Objects.back().Source = NextSource;
     }
-  }
+    return Error::success();
+  };
+  // Checked above: this walk meets no error.
+  if (Error E = ForEachBinary(ReadBinary))
+    CannotRead(std::move(E));
   ++NextSource;
 }
 
@@ -542,63 +504,25 @@ void InputReader::readMember(MemoryBufferRef MB, const std::string &Origin,
 
 void InputReader::readArchive(MemoryBufferRef MB, StringRef Path,
                               size_t &Found) {
-  Expected<std::unique_ptr<object::Archive>> ArchiveOrErr =
-      object::Archive::create(MB);
-  if (!ArchiveOrErr) {
-    Errors.add(makeError("%s: corrupt archive: %s", Path.str().c_str(),
-                         toString(ArchiveOrErr.takeError()).c_str()));
-    return;
-  }
-  Error Err = Error::success();
+  // Thin archives are followed as ld and lld follow them, so fatlink reads
+  // the device code of exactly the files the host linker links; a member
+  // file that cannot be read is reported and the other members read.
   size_t Members = 0;
-  for (const object::Archive::Child &C : (*ArchiveOrErr)->children(Err)) {
-    ++Members;
-    Expected<StringRef> NameOrErr = C.getName();
-    if (!NameOrErr) {
-      Errors.add(makeError("%s: corrupt archive member %zu: %s",
-                           Path.str().c_str(), Members,
-                           toString(NameOrErr.takeError()).c_str()));
-      break;
-    }
-    std::string Origin = (Path + "(" + *NameOrErr + ")").str();
-    if ((*ArchiveOrErr)->isThin()) {
-      // Not C.getMemoryBufferRef(): LLVM would open any file the path names.
-      Expected<std::unique_ptr<MemoryBuffer>> ThinOrErr =
-          readThinMember(Path, *NameOrErr);
-      if (!ThinOrErr) {
-        Errors.add(ThinOrErr.takeError());
-        continue; // the other members may have more to report
-      }
-      MemoryBufferRef Ref = (*ThinOrErr)->getMemBufferRef();
-      Set.addBuffer(std::move(*ThinOrErr));
-      readMember(Ref, Origin, Found);
-      continue;
-    }
-    Expected<MemoryBufferRef> BufOrErr = C.getMemoryBufferRef();
-    if (!BufOrErr) {
-      Errors.add(makeError("%s(%s): corrupt archive member: %s",
-                           Path.str().c_str(), NameOrErr->str().c_str(),
-                           toString(BufOrErr.takeError()).c_str()));
-      break;
-    }
-    // LLVM checks a member's size against the archive only when it moves to
-    // the next member, after this one has been handed out.
-    StringRef Whole = MB.getBuffer(), Member = BufOrErr->getBuffer();
-    if (Member.data() < Whole.data() ||
-        Member.size() > size_t(Whole.end() - Member.data())) {
-      Errors.add(makeError("%s: corrupt archive: member %s of %zu bytes at "
-                           "offset %zu goes past the end of the archive "
-                           "(%zu bytes)",
-                           Path.str().c_str(), NameOrErr->str().c_str(),
-                           Member.size(), size_t(Member.data() - Whole.data()),
-                           Whole.size()));
-      break;
-    }
-    readMember(*BufOrErr, Origin, Found);
-  }
-  if (Err) {
-    Errors.add(makeError("%s: corrupt archive: %s", Path.str().c_str(),
-                         toString(std::move(Err)).c_str()));
+  Error E = intake::forEachMember(
+      MB, Path, intake::ThinArchive::Follow,
+      [&](intake::Member &M) -> Error {
+        ++Members;
+        if (M.Owned)
+          Set.addBuffer(std::move(M.Owned));
+        readMember(M.Data, (Path + "(" + M.Name + ")").str(), Found);
+        return Error::success();
+      },
+      [&](Error E) {
+        ++Members;
+        Errors.add(std::move(E));
+      });
+  if (E) {
+    Errors.add(std::move(E));
     return;
   }
   if (Members == 0)
@@ -616,10 +540,11 @@ void InputReader::readFile(const std::string &Path) {
                                    "linker)");
       return;
     }
-    Errors.add(makeError("%s: not a regular file (a FIFO, a device or a "
-                         "directory): pass the bitcode, archive or object "
-                         "file itself",
-                         Path.c_str()));
+    Errors.add(
+        createStringError("%s: not a regular file (a FIFO, a device or a "
+                          "directory): pass the bitcode, archive or object "
+                          "file itself",
+                          Path.c_str()));
     return;
   }
   if (Exists && !Seen.insert(Status.getUniqueID()).second) {
@@ -635,8 +560,8 @@ void InputReader::readFile(const std::string &Path) {
       Set.Skipped.push_back(Path + ": cannot open (left to the host linker)");
       return;
     }
-    Errors.add(makeError("cannot open %s: %s", Path.c_str(),
-                         MBOrErr.getError().message().c_str()));
+    Errors.add(createStringError("cannot open %s: %s", Path.c_str(),
+                                 MBOrErr.getError().message().c_str()));
     return;
   }
   MemoryBufferRef MB = (*MBOrErr)->getMemBufferRef();
@@ -676,7 +601,7 @@ void InputReader::readFile(const std::string &Path) {
       return;
     }
     if (Strict && Found == 0 && !FailedHere())
-      Errors.add(makeError(
+      Errors.add(createStringError(
           "%s: archive contains no device bitcode: build the crate or "
           "library for the GPU (rustc --target nvptx64-nvidia-cuda, or "
           "objects from clang --offload-new-driver -fgpu-rdc -foffload-lto)",
@@ -693,7 +618,7 @@ void InputReader::readFile(const std::string &Path) {
   case file_magic::elf_relocatable:
     readOffloadObject(MB, Path, Found);
     if (Strict && Found == 0 && !FailedHere())
-      Errors.add(makeError(
+      Errors.add(createStringError(
           "%s: object carries no device bitcode (no .llvm.offloading "
           "section with nvptx64 bitcode)",
           Path.c_str()));
@@ -703,9 +628,10 @@ void InputReader::readFile(const std::string &Path) {
       Set.Skipped.push_back(Path + ": not device code");
       return;
     }
-    Errors.add(makeError("%s: unknown file type: expected LLVM bitcode, an "
-                         "archive or an ELF object with device code",
-                         Path.c_str()));
+    Errors.add(
+        createStringError("%s: unknown file type: expected LLVM bitcode, an "
+                          "archive or an ELF object with device code",
+                          Path.c_str()));
     return;
   }
 }
@@ -714,7 +640,7 @@ Expected<InputSet> readInputs(ArrayRef<std::string> Paths, InputMode Mode,
                               unsigned ErrorLimit) {
   TimeTraceScope Scope("Read inputs");
   if (Paths.empty() && Mode == InputMode::Device)
-    return makeError("no input files");
+    return createStringError("no input files");
   InputReader R(Mode, ErrorLimit);
   for (const std::string &Path : Paths)
     R.readFile(Path);

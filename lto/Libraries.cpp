@@ -62,7 +62,7 @@ Error LibraryResolver::resolveObjects(LinkedProgram &Out) {
     for (const DeviceObject &O : Inputs.Objects)
       if (is_contained(O.Undefined, Name))
         Msg += "\n>>> referenced by " + O.Origin;
-    Errors.add(makeError(Msg + notesFor(Name)));
+    Errors.add(createStringError(Msg + notesFor(Name)));
   }
   if (Error E = Errors.take())
     return E;

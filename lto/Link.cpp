@@ -103,7 +103,7 @@ Error DiagnosticCollector::takeError(const Twine &Context) {
     return Error::success();
   std::string Msg = Context.str() + ": " + join(Errors, "; ");
   Errors.clear();
-  return makeError(Msg);
+  return createStringError(Msg);
 }
 
 //===----------------------------------------------------------------------===//
@@ -220,7 +220,7 @@ static Error checkDuplicates(const SymbolTable &Symtab, unsigned ErrorLimit) {
     std::string Msg = "duplicate device symbol: " + describeSymbol(Name);
     for (StringRef Origin : E.StrongDefs)
       Msg += "\n>>> defined in " + Origin.str();
-    Errors.add(makeError(Msg));
+    Errors.add(createStringError(Msg));
   }
   return Errors.take();
 }
@@ -247,7 +247,7 @@ static Error checkKinds(const SymbolTable &Symtab, unsigned ErrorLimit) {
         Msg += "\n>>> a kernel can only be launched (<<<>>>, cudaLaunchKernel, "
                "fatlink-rt); a call to one compiles to nothing: call a "
                "__device__ function instead";
-      Errors.add(makeError(Msg));
+      Errors.add(createStringError(Msg));
     }
   }
   return Errors.take();
@@ -285,7 +285,7 @@ static Error checkPTXNames(const Module &M, const SymbolTable &Symtab,
     auto It = Symtab.Symbols.find(GV.getName().str());
     if (It != Symtab.Symbols.end() && !It->second.DefOrigin.empty())
       Msg += "\n>>> defined in " + It->second.DefOrigin.str();
-    Errors.add(makeError(Msg));
+    Errors.add(createStringError(Msg));
   }
   return Errors.take();
 }
@@ -345,7 +345,7 @@ static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
     if (GV.getName().starts_with("__nv_"))
       Msg += "\n>>> (not in libdevice either: check the function name)";
     Msg += Libs.notesFor(GV.getName());
-    Errors.add(makeError(Msg));
+    Errors.add(createStringError(Msg));
   }
   return Errors.take();
 }
@@ -723,7 +723,7 @@ Expected<std::vector<LinkGroup>> DeviceLinker::planGroups() {
           Arches.push_back(Inputs.Images[I].Arch);
         std::string Origin = First.Origin;
         Origin = Origin.substr(0, Origin.rfind("(.llvm.offloading"));
-        Errors.add(makeError(
+        Errors.add(createStringError(
             "%s: device code was compiled for %s only, which cannot run on "
             "target %s: recompile it with --offload-arch=%s as well, or drop "
             "%s from the targets",
@@ -769,13 +769,14 @@ Expected<std::unique_ptr<Module>> DeviceLinker::parse(LLVMContext &Ctx,
             return Error::success();
           },
           "reading it"))
-    return makeError("%s: corrupt bitcode: %s", Image.Origin.c_str(),
-                     toString(std::move(E)).c_str());
+    return createStringError("%s: corrupt bitcode: %s", Image.Origin.c_str(),
+                             toString(std::move(E)).c_str());
   if (Error E = Diags.takeError(Image.Origin))
     return std::move(E);
   if (!Valid)
-    return makeError("%s: invalid LLVM module (the verifier rejects it)",
-                     Image.Origin.c_str());
+    return createStringError(
+        "%s: invalid LLVM module (the verifier rejects it)",
+        Image.Origin.c_str());
   return std::move(M);
 }
 
@@ -865,7 +866,7 @@ Error DeviceLinker::checkCompiledFor(const Module &M, const DeviceImage &Image,
   std::string MaxCpu = Arch ? Arch->Cpu : "";
   for (size_t TI : G.Targets)
     if (MaxSm > Targets[TI].Sm)
-      return makeError(
+      return createStringError(
           "%s: compiled for %s, which is newer than target %s: compile it "
           "for the oldest target (rustc -C target-cpu=%s, clang "
           "--offload-arch=%s) or drop %s from the targets",
@@ -893,12 +894,13 @@ Error DeviceLinker::choosePtxVersions(ArrayRef<std::unique_ptr<Module>> Modules,
   if (Opts.KeepPtxVersion || Required == 0)
     return Error::success();
   if (Opts.MaxPtxVersion && Required > Opts.MaxPtxVersion)
-    return makeError(
+    return createStringError(
         "%s: compiled for PTX ISA %s (+ptx%u), but %s accepts at most %s: "
         "use a newer CUDA toolkit (--cuda-path), compile it for an older PTX "
         "ISA, or choose one with --ptx-version",
-        Inputs.Images[G.Images[By]].Origin.c_str(), ptxVersionString(Required).c_str(),
-        Required, Opts.MaxPtxVersionBy.c_str(),
+        Inputs.Images[G.Images[By]].Origin.c_str(),
+        ptxVersionString(Required).c_str(), Required,
+        Opts.MaxPtxVersionBy.c_str(),
         ptxVersionString(Opts.MaxPtxVersion).c_str());
   for (size_t TI : G.Targets) {
     Targets[TI].PtxVersion = std::max(Targets[TI].PtxVersion, Required);
@@ -917,21 +919,23 @@ Error DeviceLinker::linkLibdevice(Module &M, Linker &L, LinkedProgram &Out) {
 
   TimeTraceScope Scope("Link libdevice");
   if (Opts.LibdevicePath.empty())
-    return makeError("the program calls %s, a libdevice function, but no "
-                     "libdevice was given: pass --cuda-path or set CUDA_PATH",
-                     Wanted.front().c_str());
+    return createStringError(
+        "the program calls %s, a libdevice function, but no "
+        "libdevice was given: pass --cuda-path or set CUDA_PATH",
+        Wanted.front().c_str());
   ErrorOr<std::unique_ptr<MemoryBuffer>> MBOrErr =
       MemoryBuffer::getFile(Opts.LibdevicePath);
   if (!MBOrErr)
-    return makeError("cannot open libdevice %s: %s: pass --cuda-path or set "
-                     "CUDA_PATH to a CUDA toolkit",
-                     Opts.LibdevicePath.c_str(),
-                     MBOrErr.getError().message().c_str());
+    return createStringError(
+        "cannot open libdevice %s: %s: pass --cuda-path or set "
+        "CUDA_PATH to a CUDA toolkit",
+        Opts.LibdevicePath.c_str(), MBOrErr.getError().message().c_str());
   Expected<std::unique_ptr<Module>> LDOrErr =
       parseBitcodeFile((*MBOrErr)->getMemBufferRef(), M.getContext());
   if (!LDOrErr)
-    return makeError("%s: corrupt libdevice: %s", Opts.LibdevicePath.c_str(),
-                     toString(LDOrErr.takeError()).c_str());
+    return createStringError("%s: corrupt libdevice: %s",
+                             Opts.LibdevicePath.c_str(),
+                             toString(LDOrErr.takeError()).c_str());
   // libdevice says nvptx64-nvidia-gpulibs; make it agree with the program.
   (*LDOrErr)->setTargetTriple(M.getTargetTriple());
   (*LDOrErr)->setDataLayout(M.getDataLayout());
@@ -988,7 +992,8 @@ Error DeviceLinker::saveTemp(const Module &M, StringRef Stage) {
   std::error_code EC;
   raw_fd_ostream OS(Path, EC, sys::fs::OF_None);
   if (EC)
-    return makeError("cannot write %s: %s", Path.c_str(), EC.message().c_str());
+    return createStringError("cannot write %s: %s", Path.c_str(),
+                             EC.message().c_str());
   WriteBitcodeToFile(M, OS);
   return Error::success();
 }
@@ -1226,7 +1231,7 @@ Expected<bool> DeviceLinker::optimizePartitions(Module &M, const Target &Rep,
   }
   for (const std::string &E : Errors)
     if (!E.empty())
-      return makeError("%s", E.c_str());
+      return createStringError("%s", E.c_str());
 
   if (Opts.NeedWholeModule) {
     TimeTraceScope Scope("Join partitions");
@@ -1264,9 +1269,9 @@ Expected<std::vector<KernelInfo>> readKernels(MemoryBufferRef Bitcode) {
   Diags.install(Ctx);
   Expected<std::unique_ptr<Module>> MOrErr = parseBitcodeFile(Bitcode, Ctx);
   if (!MOrErr)
-    return makeError("%s: corrupt bitcode: %s",
-                     Bitcode.getBufferIdentifier().str().c_str(),
-                     toString(MOrErr.takeError()).c_str());
+    return createStringError("%s: corrupt bitcode: %s",
+                             Bitcode.getBufferIdentifier().str().c_str(),
+                             toString(MOrErr.takeError()).c_str());
   LinkedProgram P;
   collectInterface(**MOrErr, P);
   llvm::sort(P.Kernels, [](const KernelInfo &A, const KernelInfo &B) {
@@ -1300,9 +1305,9 @@ static Expected<LinkedProgram> linkAndOptimizeImpl(const InputSet &Inputs,
                                                    const LinkOptions &Opts) {
   TimeTraceScope Scope("Link and optimize");
   if (Inputs.Images.empty() && Inputs.Objects.empty())
-    return makeError("no device code in the inputs");
+    return createStringError("no device code in the inputs");
   if (Targets.empty())
-    return makeError("no targets: pass --arch");
+    return createStringError("no targets: pass --arch");
 
   DeviceLinker DL(Inputs, Targets, Opts);
   Expected<std::vector<LinkGroup>> GroupsOrErr = DL.planGroups();

@@ -68,11 +68,11 @@ Error runRecoverably(function_ref<Error()> Fn, const Twine &What) {
     return Result;
   consumeError(std::move(Result)); // unset, or half-made by a crashed Fn
   if (!Reason.empty())
-    return makeError("LLVM failed " + What + ": " + Reason);
+    return createStringError("LLVM failed " + What + ": " + Reason);
   std::string Signal = "exit code " + std::to_string(CRC.RetCode);
   if (CRC.RetCode > 128)
     Signal = strsignal(CRC.RetCode - 128);
-  return makeError("LLVM crashed " + What + " (" + Signal + ")");
+  return createStringError("LLVM crashed " + What + " (" + Signal + ")");
 }
 
 } // namespace fatlink::lto

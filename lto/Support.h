@@ -17,13 +17,12 @@
 
 namespace fatlink::lto {
 
+/// Errors are made with llvm::createStringError (a printf format or a
+/// Twine). This alias is kept only for lto/Codegen.cpp, which moves to
+/// codegen/ (issue #15) and drops it there.
 template <typename... Ts>
 llvm::Error makeError(const char *Fmt, const Ts &...Vals) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), Fmt, Vals...);
-}
-
-inline llvm::Error makeError(const llvm::Twine &Msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), Msg);
+  return llvm::createStringError(Fmt, Vals...);
 }
 
 /// Errors of one phase, at most Limit of them (0: no limit).
@@ -49,9 +48,9 @@ public:
     if (Count > Limit && Limit != 0)
       All = llvm::joinErrors(
           std::move(All),
-          makeError("too many errors (%u), the first %u shown: "
-                    "--error-limit=0 shows all",
-                    Count, Limit));
+          llvm::createStringError("too many errors (%u), the first %u shown: "
+                                  "--error-limit=0 shows all",
+                                  Count, Limit));
     Count = 0;
     return std::move(All);
   }

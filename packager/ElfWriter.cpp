@@ -32,12 +32,8 @@ using namespace fatlink::packager;
 
 namespace {
 
-Error makeError(const Twine &Msg) {
-  return createStringError(inconvertibleErrorCode(), Msg);
-}
-
 Error libelfError(const Twine &What) {
-  return makeError(What + ": " + elf_errmsg(-1));
+  return createStringError(What + ": " + elf_errmsg(-1));
 }
 
 /// The host-architecture traits the writer needs.
@@ -98,8 +94,8 @@ fatlink::packager::writeRelocatableElf(ArrayRef<ElfSection> Sections,
 
   int Fd = memfd_create("fatlink-object", MFD_CLOEXEC);
   if (Fd < 0)
-    return makeError(Twine("cannot create an in-memory file: ") +
-                     std::strerror(errno));
+    return createStringError(Twine("cannot create an in-memory file: ") +
+                             std::strerror(errno));
   scope_exit CloseFd([&] { close(Fd); });
   Elf *E = elf_begin(Fd, ELF_C_WRITE, nullptr);
   if (!E)
@@ -208,14 +204,15 @@ fatlink::packager::writeRelocatableElf(ArrayRef<ElfSection> Sections,
 
   struct stat St;
   if (fstat(Fd, &St) != 0)
-    return makeError(Twine("cannot stat the in-memory object: ") +
-                     std::strerror(errno));
+    return createStringError(Twine("cannot stat the in-memory object: ") +
+                             std::strerror(errno));
   std::string Out(St.st_size, '\0');
   for (size_t Done = 0; Done < Out.size();) {
     ssize_t N = pread(Fd, Out.data() + Done, Out.size() - Done, Done);
     if (N <= 0)
-      return makeError(Twine("cannot read back the in-memory object: ") +
-                       std::strerror(N < 0 ? errno : EIO));
+      return createStringError(
+          Twine("cannot read back the in-memory object: ") +
+          std::strerror(N < 0 ? errno : EIO));
     Done += N;
   }
   return Out;

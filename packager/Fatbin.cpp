@@ -69,10 +69,6 @@ constexpr uint64_t MaxUncompressedSize = uint64_t(1) << 32;
 
 std::string hex(uint64_t V) { return "0x" + utohexstr(V, /*LowerCase=*/true); }
 
-Error makeError(const Twine &Msg) {
-  return createStringError(inconvertibleErrorCode(), Msg);
-}
-
 //===----------------------------------------------------------------------===//
 // Writer
 //===----------------------------------------------------------------------===//
@@ -86,13 +82,13 @@ Expected<ParsedArch> parseArch(StringRef Arch) {
   StringRef Rest = Arch;
   ParsedArch P;
   if (!Rest.consume_front("sm_"))
-    return makeError("arch '" + Arch + "' does not start with sm_");
+    return createStringError("arch '" + Arch + "' does not start with sm_");
   if (Rest.consume_back("a"))
     P.Flags = FlagArchSpecific;
   else if (Rest.consume_back("f"))
     P.Flags = FlagFamilySpecific;
   if (Rest.getAsInteger(10, P.SM) || P.SM == 0)
-    return makeError("arch '" + Arch + "' has no SM number");
+    return createStringError("arch '" + Arch + "' has no SM number");
   return P;
 }
 
@@ -117,8 +113,8 @@ Expected<std::string> zstdCompress(StringRef In, int Level) {
   std::string Out(ZSTD_compressBound(In.size()), '\0');
   size_t N = ZSTD_compress(Out.data(), Out.size(), In.data(), In.size(), Level);
   if (ZSTD_isError(N))
-    return makeError(Twine("zstd compression failed: ") +
-                     ZSTD_getErrorName(N));
+    return createStringError(Twine("zstd compression failed: ") +
+                             ZSTD_getErrorName(N));
   Out.resize(N);
   return Out;
 }
@@ -132,15 +128,15 @@ struct PendingEntry {
 Error checkOptions(const FatbinOptions &Opts) {
   if (Opts.Compress == Compression::Zstd &&
       (Opts.ZstdLevel < 1 || Opts.ZstdLevel > ZSTD_maxCLevel()))
-    return makeError("zstd level " + Twine(Opts.ZstdLevel) +
-                     " is out of range 1.." + Twine(ZSTD_maxCLevel()));
+    return createStringError("zstd level " + Twine(Opts.ZstdLevel) +
+                             " is out of range 1.." + Twine(ZSTD_maxCLevel()));
   return Error::success();
 }
 
 Expected<ParsedArch> checkImage(const FatbinImage &Img) {
   if (Img.Kind == ImageKind::NvvmIR)
-    return makeError("cannot write NVVM IR entries (" + Img.Arch +
-                     "): only cubin and PTX are supported");
+    return createStringError("cannot write NVVM IR entries (" + Img.Arch +
+                             "): only cubin and PTX are supported");
   return parseArch(Img.Arch);
 }
 
@@ -170,8 +166,8 @@ Error encodeEntry(std::string &Out, const FatbinImage &Img,
   if (!(Flags & FlagZstd))
     Stored = std::move(Raw);
   if (Stored.size() > UINT32_MAX)
-    return makeError(Img.Arch + " image of " + Twine(Stored.size()) +
-                     " bytes does not fit a fatbin entry");
+    return createStringError(Img.Arch + " image of " + Twine(Stored.size()) +
+                             " bytes does not fit a fatbin entry");
 
   // The header's extension at offset 64: a (u32 offset, u32 size) pair
   // naming a blob after it. PTX entries carry their (empty) ptxas options
@@ -223,8 +219,9 @@ Error encodeEntry(std::string &Out, const FatbinImage &Img,
 Expected<std::string> lz4Decompress(StringRef In, uint64_t OutSize,
                                     uint64_t EntryOff) {
   auto Bad = [&](const Twine &What) {
-    return makeError("malformed LZ4 payload in fatbin entry at offset " +
-                     hex(EntryOff) + ": " + What);
+    return createStringError(
+        "malformed LZ4 payload in fatbin entry at offset " + hex(EntryOff) +
+        ": " + What);
   };
   std::string Out;
   // A header may declare any size up to the limit; an LZ4 input byte yields
@@ -282,18 +279,19 @@ Expected<std::string> zstdDecompress(StringRef In, uint64_t OutSize,
                                      uint64_t EntryOff) {
   unsigned long long Declared = ZSTD_getFrameContentSize(In.data(), In.size());
   if (Declared == ZSTD_CONTENTSIZE_ERROR)
-    return makeError("fatbin entry at offset " + hex(EntryOff) +
-                     " is marked zstd but its payload is not a zstd frame");
+    return createStringError(
+        "fatbin entry at offset " + hex(EntryOff) +
+        " is marked zstd but its payload is not a zstd frame");
   if (Declared != ZSTD_CONTENTSIZE_UNKNOWN && Declared != OutSize)
-    return makeError("zstd frame in fatbin entry at offset " + hex(EntryOff) +
-                     " holds " + Twine(Declared) + " bytes, header says " +
-                     Twine(OutSize));
+    return createStringError("zstd frame in fatbin entry at offset " +
+                             hex(EntryOff) + " holds " + Twine(Declared) +
+                             " bytes, header says " + Twine(OutSize));
   // The output grows only as the frame really produces it: a header (and
   // the frame's own size field) may declare up to 4 GiB over a few bytes.
   ZSTD_DCtx *DCtx = ZSTD_createDCtx();
   if (!DCtx)
-    return makeError("cannot decompress fatbin entry at offset " +
-                     hex(EntryOff) + ": out of memory");
+    return createStringError("cannot decompress fatbin entry at offset " +
+                             hex(EntryOff) + ": out of memory");
   scope_exit FreeDCtx([&] { ZSTD_freeDCtx(DCtx); });
   std::string Out;
   std::vector<char> Chunk(1 << 16);
@@ -302,24 +300,24 @@ Expected<std::string> zstdDecompress(StringRef In, uint64_t OutSize,
     ZSTD_outBuffer Dst{Chunk.data(), Chunk.size(), 0};
     size_t Ret = ZSTD_decompressStream(DCtx, &Dst, &Src);
     if (ZSTD_isError(Ret))
-      return makeError("cannot decompress fatbin entry at offset " +
-                       hex(EntryOff) + ": " + ZSTD_getErrorName(Ret));
+      return createStringError("cannot decompress fatbin entry at offset " +
+                               hex(EntryOff) + ": " + ZSTD_getErrorName(Ret));
     if (Dst.pos > OutSize - Out.size())
-      return makeError("zstd frame in fatbin entry at offset " +
-                       hex(EntryOff) + " holds more than the " +
-                       Twine(OutSize) + " bytes its header says");
+      return createStringError("zstd frame in fatbin entry at offset " +
+                               hex(EntryOff) + " holds more than the " +
+                               Twine(OutSize) + " bytes its header says");
     Out.append(Chunk.data(), Dst.pos);
     if (Ret == 0 && Src.pos == Src.size)
       break;
     if (Src.pos == Src.size && Dst.pos < Dst.size)
-      return makeError("cannot decompress fatbin entry at offset " +
-                       hex(EntryOff) + ": truncated zstd frame");
+      return createStringError("cannot decompress fatbin entry at offset " +
+                               hex(EntryOff) + ": truncated zstd frame");
   }
   size_t N = Out.size();
   if (N != OutSize)
-    return makeError("zstd frame in fatbin entry at offset " + hex(EntryOff) +
-                     " holds " + Twine(N) + " bytes, header says " +
-                     Twine(OutSize));
+    return createStringError("zstd frame in fatbin entry at offset " +
+                             hex(EntryOff) + " holds " + Twine(N) +
+                             " bytes, header says " + Twine(OutSize));
   return Out;
 }
 
@@ -328,19 +326,21 @@ Expected<std::string> zstdDecompress(StringRef In, uint64_t OutSize,
 Expected<std::string> readHeaderString(StringRef Header, uint64_t PairOff,
                                        uint64_t EntryOff, const char *What) {
   if (PairOff > Header.size() || 8 > Header.size() - PairOff)
-    return makeError(Twine(What) + " pair at header offset " + Twine(PairOff) +
-                     " lies outside the " + Twine(Header.size()) +
-                     "-byte header of the fatbin entry at offset " +
-                     hex(EntryOff));
+    return createStringError(
+        Twine(What) + " pair at header offset " + Twine(PairOff) +
+        " lies outside the " + Twine(Header.size()) +
+        "-byte header of the fatbin entry at offset " + hex(EntryOff));
   uint32_t Off = support::endian::read32le(Header.data() + PairOff);
   uint32_t Len = support::endian::read32le(Header.data() + PairOff + 4);
   if (Off == 0 && Len == 0)
     return std::string();
   if (Off < EntryHeaderSize || Off > Header.size() ||
       Len > Header.size() - Off)
-    return makeError(Twine(What) + " string (" + Twine(Off) + ", " +
-                     Twine(Len) + ") overlaps the fixed fields or the payload "
-                     "of the fatbin entry at offset " + hex(EntryOff));
+    return createStringError(Twine(What) + " string (" + Twine(Off) + ", " +
+                             Twine(Len) +
+                             ") overlaps the fixed fields or the payload "
+                             "of the fatbin entry at offset " +
+                             hex(EntryOff));
   return Header.substr(Off, Len).str();
 }
 
@@ -359,9 +359,9 @@ Expected<uint64_t> readEntry(StringRef Data, uint64_t Off, uint64_t End,
                              std::vector<FatbinEntry> &Entries) {
   using namespace support::endian;
   if (EntryHeaderSize > End - Off)
-    return makeError("truncated fatbin entry header at offset " + hex(Off) +
-                     ": need 64 bytes, " + Twine(End - Off) +
-                     " left in the container");
+    return createStringError("truncated fatbin entry header at offset " +
+                             hex(Off) + ": need 64 bytes, " + Twine(End - Off) +
+                             " left in the container");
   const char *P = Data.data() + Off;
   FatbinEntry E;
   E.Offset = Off;
@@ -379,27 +379,27 @@ Expected<uint64_t> readEntry(StringRef Data, uint64_t Off, uint64_t End,
 
   if (Kind != uint16_t(ImageKind::PTX) && Kind != uint16_t(ImageKind::Cubin) &&
       Kind != uint16_t(ImageKind::NvvmIR))
-    return makeError("unknown fatbin entry kind " + Twine(Kind) +
-                     " at offset " + hex(Off));
+    return createStringError("unknown fatbin entry kind " + Twine(Kind) +
+                             " at offset " + hex(Off));
   E.Kind = ImageKind(Kind);
   if (Layout != EntryLayout)
-    return makeError("unknown fatbin entry layout " + hex(Layout) +
-                     " at offset " + hex(Off) + " (expected 0x101)");
+    return createStringError("unknown fatbin entry layout " + hex(Layout) +
+                             " at offset " + hex(Off) + " (expected 0x101)");
   if (E.HeaderSize < EntryHeaderSize)
-    return makeError("fatbin entry at offset " + hex(Off) +
-                     " declares a header of " + Twine(E.HeaderSize) +
-                     " bytes, less than the 64 its fields take");
+    return createStringError("fatbin entry at offset " + hex(Off) +
+                             " declares a header of " + Twine(E.HeaderSize) +
+                             " bytes, less than the 64 its fields take");
   if (E.HeaderSize > End - Off)
-    return makeError("fatbin entry at offset " + hex(Off) +
-                     " declares a header of " + Twine(E.HeaderSize) +
-                     " bytes but only " + Twine(End - Off) +
-                     " are left in the container");
+    return createStringError("fatbin entry at offset " + hex(Off) +
+                             " declares a header of " + Twine(E.HeaderSize) +
+                             " bytes but only " + Twine(End - Off) +
+                             " are left in the container");
   uint64_t PayloadOff = Off + E.HeaderSize;
   if (E.StoredSize > End - PayloadOff)
-    return makeError("fatbin entry at offset " + hex(Off) +
-                     " declares a payload of " + Twine(E.StoredSize) +
-                     " bytes but only " + Twine(End - PayloadOff) +
-                     " are left in the container");
+    return createStringError("fatbin entry at offset " + hex(Off) +
+                             " declares a payload of " + Twine(E.StoredSize) +
+                             " bytes but only " + Twine(End - PayloadOff) +
+                             " are left in the container");
 
   StringRef Header = Data.substr(Off, E.HeaderSize);
   Expected<std::string> Ident = readHeaderString(Header, 32, Off, "identifier");
@@ -418,20 +418,21 @@ Expected<uint64_t> readEntry(StringRef Data, uint64_t Off, uint64_t End,
   StringRef Payload = Data.substr(PayloadOff, E.StoredSize);
   bool Zstd = E.Flags & FlagZstd, LZ4 = E.Flags & FlagLZ4;
   if (Zstd && LZ4)
-    return makeError("fatbin entry at offset " + hex(Off) +
-                     " is marked both zstd and LZ4 (flags " + hex(E.Flags) +
-                     ")");
+    return createStringError("fatbin entry at offset " + hex(Off) +
+                             " is marked both zstd and LZ4 (flags " +
+                             hex(E.Flags) + ")");
   if (Zstd || LZ4) {
     if (CompressedSize > E.StoredSize)
-      return makeError("fatbin entry at offset " + hex(Off) +
-                       " declares " + Twine(CompressedSize) +
-                       " compressed bytes in a payload of " +
-                       Twine(E.StoredSize));
+      return createStringError("fatbin entry at offset " + hex(Off) +
+                               " declares " + Twine(CompressedSize) +
+                               " compressed bytes in a payload of " +
+                               Twine(E.StoredSize));
     if (E.UncompressedSize > MaxUncompressedSize)
-      return makeError("fatbin entry at offset " + hex(Off) +
-                       " declares an uncompressed size of " +
-                       Twine(E.UncompressedSize) + " bytes, over the 4 GiB "
-                       "limit");
+      return createStringError("fatbin entry at offset " + hex(Off) +
+                               " declares an uncompressed size of " +
+                               Twine(E.UncompressedSize) +
+                               " bytes, over the 4 GiB "
+                               "limit");
     Payload = Payload.take_front(CompressedSize);
     Expected<std::string> Out =
         Zstd ? zstdDecompress(Payload, E.UncompressedSize, Off)
@@ -453,27 +454,29 @@ Expected<uint64_t> readContainer(StringRef Data, uint64_t Off,
   using namespace support::endian;
   uint64_t Size = Data.size();
   if (ContainerHeaderSize > Size - Off)
-    return makeError("truncated fatbin header at offset " + hex(Off) +
-                     ": need 16 bytes, have " + Twine(Size - Off));
+    return createStringError("truncated fatbin header at offset " + hex(Off) +
+                             ": need 16 bytes, have " + Twine(Size - Off));
   const char *P = Data.data() + Off;
   uint32_t Magic = read32le(P);
   uint16_t Version = read16le(P + 4);
   uint16_t HeaderSize = read16le(P + 6);
   uint64_t EntriesSize = read64le(P + 8);
   if (Magic != FATLINK_FATBIN_MAGIC)
-    return makeError("bad fatbin magic " + hex(Magic) + " at offset " +
-                     hex(Off) + " (expected 0xba55ed50)");
+    return createStringError("bad fatbin magic " + hex(Magic) + " at offset " +
+                             hex(Off) + " (expected 0xba55ed50)");
   if (Version != 1)
-    return makeError("unsupported fatbin version " + Twine(Version) +
-                     " at offset " + hex(Off) + " (expected 1)");
+    return createStringError("unsupported fatbin version " + Twine(Version) +
+                             " at offset " + hex(Off) + " (expected 1)");
   if (HeaderSize < ContainerHeaderSize || HeaderSize > Size - Off)
-    return makeError("fatbin at offset " + hex(Off) + " declares a header of " +
-                     Twine(HeaderSize) + " bytes (expected 16)");
+    return createStringError("fatbin at offset " + hex(Off) +
+                             " declares a header of " + Twine(HeaderSize) +
+                             " bytes (expected 16)");
   uint64_t Begin = Off + HeaderSize;
   if (EntriesSize > Size - Begin)
-    return makeError("fatbin at offset " + hex(Off) + " declares " +
-                     Twine(EntriesSize) + " bytes of entries but only " +
-                     Twine(Size - Begin) + " follow its header");
+    return createStringError("fatbin at offset " + hex(Off) + " declares " +
+                             Twine(EntriesSize) +
+                             " bytes of entries but only " +
+                             Twine(Size - Begin) + " follow its header");
   uint64_t End = Begin + EntriesSize;
   for (uint64_t Cur = Begin; Cur != End;) {
     Expected<uint64_t> Next = readEntry(Data, Cur, End, Entries);
@@ -490,7 +493,7 @@ Expected<std::string>
 fatlink::packager::writeFatbin(ArrayRef<FatbinImage> Images,
                                const FatbinOptions &Opts) {
   if (Images.empty())
-    return makeError("no images to put in the fatbin");
+    return createStringError("no images to put in the fatbin");
   if (Error E = checkOptions(Opts))
     return std::move(E);
 
@@ -512,10 +515,10 @@ fatlink::packager::writeFatbin(ArrayRef<FatbinImage> Images,
   });
   for (size_t I = 1; I < Pending.size(); ++I)
     if (Key(Pending[I - 1]) == Key(Pending[I]))
-      return makeError(Twine("two ") +
-                       (Pending[I].Image->Kind == ImageKind::PTX ? "PTX"
-                                                                 : "cubin") +
-                       " images for " + Pending[I].Image->Arch);
+      return createStringError(
+          Twine("two ") +
+          (Pending[I].Image->Kind == ImageKind::PTX ? "PTX" : "cubin") +
+          " images for " + Pending[I].Image->Arch);
 
   std::string Out;
   appendU32(Out, FATLINK_FATBIN_MAGIC);

@@ -33,6 +33,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/MathExtras.h"
+#include "llvm/TargetParser/Triple.h"
 
 #include <cstddef>
 
@@ -43,10 +44,6 @@ using namespace fatlink::packager;
 namespace {
 
 constexpr uint64_t SHFAlloc = 0x2, SHFWrite = 0x1, SHFGnuRetain = 0x200000;
-
-Error makeError(const Twine &Msg) {
-  return createStringError(inconvertibleErrorCode(), Msg);
-}
 
 // Section indices in the list given to writeRelocatableElf.
 enum : unsigned { FatbinSec, WrapperSec, KernelsSec, ModulesSec };
@@ -102,14 +99,16 @@ fatlink::packager::writeHostObject(StringRef Fatbin,
                                    HostArch Arch) {
   if (Fatbin.size() < 16 ||
       support::endian::read32le(Fatbin.data()) != FATLINK_FATBIN_MAGIC)
-    return makeError("data to embed is not a fatbin (no magic 0xba55ed50)");
+    return createStringError(
+        "data to embed is not a fatbin (no magic 0xba55ed50)");
 
   // Sorted by name so that the table is the same whatever order the kernels
   // were found in, and a runtime may binary-search it.
   std::vector<const KernelInfo *> Sorted;
   for (const KernelInfo &K : Kernels) {
     if (K.Name.empty() || K.Name.find('\0') != std::string::npos)
-      return makeError("kernel name '" + K.Name + "' is empty or holds a NUL");
+      return createStringError("kernel name '" + K.Name +
+                               "' is empty or holds a NUL");
     Sorted.push_back(&K);
   }
   llvm::sort(Sorted, [](const KernelInfo *L, const KernelInfo *R) {
@@ -117,9 +116,10 @@ fatlink::packager::writeHostObject(StringRef Fatbin,
   });
   for (size_t I = 1; I < Sorted.size(); ++I)
     if (Sorted[I - 1]->Name == Sorted[I]->Name)
-      return makeError("kernel '" + Sorted[I]->Name + "' is listed twice");
+      return createStringError("kernel '" + Sorted[I]->Name +
+                               "' is listed twice");
   if (Sorted.size() > UINT32_MAX)
-    return makeError("too many kernels for one module");
+    return createStringError("too many kernels for one module");
 
   std::vector<ElfSection> Sections(4);
   ElfSection &FatbinS = Sections[FatbinSec];
@@ -162,4 +162,19 @@ fatlink::packager::writeHostObject(StringRef Fatbin,
     Module.Relocs.push_back({offsetof(fatlink_module, kernels), KernelsSec, 0});
 
   return writeRelocatableElf(Sections, Arch);
+}
+
+Expected<HostArch> fatlink::packager::parseHostArch(StringRef TripleStr) {
+  Triple T(TripleStr);
+  switch (T.getArch()) {
+  case Triple::x86_64:
+    return HostArch::X86_64;
+  case Triple::aarch64:
+    return HostArch::AArch64;
+  default:
+    return createStringError("unsupported host arch '%s': fatlink writes "
+                             "host objects for x86_64 and aarch64 "
+                             "(--host-arch=x86_64 or --host-arch=aarch64)",
+                             T.getArchName().str().c_str());
+  }
 }

@@ -12,7 +12,8 @@
 // (format, attribute, value) records in .nv.info style, and attribute 9
 // is 1 for arch-specific ("a") code; the family suffix "f" is recorded
 // only in ptxas's command line ("-arch sm_100f") in the .note.nv.tkinfo
-// note. Every offset is checked before use.
+// note. The ELF is read with LLVM's object::ELFFile<ELF64LE>, which checks
+// every offset before use.
 //
 // PTX names its target in `.target sm_NN[a|f][, option...]` and its ISA in
 // `.version X.Y`; both must appear before the first other directive.
@@ -22,6 +23,8 @@
 #include "packager/Packager.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/BinaryFormat/ELF.h"
+#include "llvm/Object/ELF.h"
 #include "llvm/Support/Endian.h"
 
 using namespace llvm;
@@ -30,77 +33,36 @@ using namespace fatlink::packager;
 
 namespace {
 
-constexpr uint16_t EMCuda = 190;
 constexpr uint8_t CudaAbiV2 = 8;
 
-Error makeError(const Twine &Msg) {
-  return createStringError(inconvertibleErrorCode(), Msg);
+using Cubin = object::ELFFile<object::ELF64LE>;
+
+/// "cubin: " and LLVM's message, which names the section, its index and the
+/// offending field and offset ("section [index 3] has a sh_offset (0x...) +
+/// sh_size (0x...) that is greater than the file size (0x...)").
+Error cubinError(Error E) {
+  return createStringError("cubin: " + toString(std::move(E)));
 }
 
-/// A bounds-checked view of a cubin's section headers.
-struct CubinSections {
-  StringRef File;
-  uint64_t ShOff = 0, ShEntSize = 0, ShNum = 0, ShStrNdx = 0;
-
-  /// Returns the contents of section \p I, or an error naming the field.
-  Expected<StringRef> contents(uint64_t I) const {
-    using namespace support::endian;
-    const char *H = File.data() + ShOff + I * ShEntSize;
-    uint64_t Off = read64le(H + 24), Size = read64le(H + 32);
-    uint32_t Type = read32le(H + 4);
-    if (Type == 8 /*SHT_NOBITS*/)
+/// The contents of the section named \p Name; an empty StringRef when there
+/// is none (or it is SHT_NOBITS).
+Expected<StringRef> findSection(const Cubin &File,
+                                ArrayRef<Cubin::Elf_Shdr> Sections,
+                                StringRef Name) {
+  for (const Cubin::Elf_Shdr &Sec : Sections.drop_front()) {
+    Expected<StringRef> SecName = File.getSectionName(Sec);
+    if (!SecName)
+      return cubinError(SecName.takeError());
+    if (*SecName != Name)
+      continue;
+    if (Sec.sh_type == ELF::SHT_NOBITS)
       return StringRef();
-    if (Off > File.size() || Size > File.size() - Off)
-      return makeError("cubin section " + Twine(I) + " at offset " +
-                       Twine(Off) + " with size " + Twine(Size) +
-                       " lies outside the " + Twine(File.size()) +
-                       "-byte file");
-    return File.substr(Off, Size);
+    Expected<ArrayRef<uint8_t>> Contents = File.getSectionContents(Sec);
+    if (!Contents)
+      return cubinError(Contents.takeError());
+    return toStringRef(*Contents);
   }
-
-  /// Finds the section named \p Name; an empty StringRef when absent.
-  Expected<StringRef> find(StringRef Name) const {
-    Expected<StringRef> Names = contents(ShStrNdx);
-    if (!Names)
-      return Names.takeError();
-    for (uint64_t I = 1; I < ShNum; ++I) {
-      uint32_t NameOff = support::endian::read32le(File.data() + ShOff +
-                                                   I * ShEntSize);
-      if (NameOff >= Names->size())
-        return makeError("cubin section " + Twine(I) + " has name offset " +
-                         Twine(NameOff) + " past .shstrtab");
-      if (Names->drop_front(NameOff).take_until([](char C) {
-            return C == '\0';
-          }) == Name)
-        return contents(I);
-    }
-    return StringRef();
-  }
-};
-
-Expected<CubinSections> readSectionTable(StringRef File) {
-  using namespace support::endian;
-  const char *P = File.data();
-  CubinSections S;
-  S.File = File;
-  S.ShOff = read64le(P + 40);
-  S.ShEntSize = read16le(P + 58);
-  S.ShNum = read16le(P + 60);
-  S.ShStrNdx = read16le(P + 62);
-  if (S.ShNum == 0)
-    return S;
-  if (S.ShEntSize < 64)
-    return makeError("cubin section header size " + Twine(S.ShEntSize) +
-                     " is less than 64");
-  if (S.ShOff > File.size() ||
-      S.ShNum > (File.size() - S.ShOff) / S.ShEntSize)
-    return makeError("cubin section table at offset " + Twine(S.ShOff) +
-                     " with " + Twine(S.ShNum) + " entries lies outside the " +
-                     Twine(File.size()) + "-byte file");
-  if (S.ShStrNdx >= S.ShNum)
-    return makeError("cubin .shstrtab index " + Twine(S.ShStrNdx) +
-                     " is out of range");
-  return S;
+  return StringRef();
 }
 
 /// Returns true when .nv.compat says the code is arch-specific ("a").
@@ -131,22 +93,27 @@ bool compatSaysArchSpecific(StringRef Compat) {
 }
 
 Expected<FatbinImage> describeCubin(StringRef Data) {
-  using namespace support::endian;
-  if (Data.size() < 64)
-    return makeError("cubin is " + Twine(Data.size()) +
-                     " bytes, shorter than an ELF64 header");
-  if (Data[4] != 2 /*ELFCLASS64*/ || Data[5] != 1 /*ELFDATA2LSB*/)
-    return makeError("cubin is not a little-endian ELF64 file");
-  uint16_t Machine = read16le(Data.data() + 18);
-  if (Machine != EMCuda)
-    return makeError("ELF file has e_machine " + Twine(Machine) +
-                     ", not EM_CUDA (190): not a cubin");
-  uint8_t Abi = Data[8];
-  uint32_t Flags = read32le(Data.data() + 48);
+  if (Data.size() < sizeof(Cubin::Elf_Ehdr))
+    return createStringError("cubin is " + Twine(Data.size()) +
+                             " bytes, shorter than an ELF64 header");
+  if (Data[ELF::EI_CLASS] != ELF::ELFCLASS64 ||
+      Data[ELF::EI_DATA] != ELF::ELFDATA2LSB)
+    return createStringError("cubin is not a little-endian ELF64 file");
+  Expected<Cubin> FileOrErr = Cubin::create(Data);
+  if (!FileOrErr)
+    return cubinError(FileOrErr.takeError());
+  const Cubin &File = *FileOrErr;
+  const Cubin::Elf_Ehdr &Header = File.getHeader();
+  if (Header.e_machine != ELF::EM_CUDA)
+    return createStringError("ELF file has e_machine " +
+                             Twine(Header.e_machine) +
+                             ", not EM_CUDA (190): not a cubin");
+  uint8_t Abi = Header.e_ident[ELF::EI_ABIVERSION];
+  uint32_t Flags = Header.e_flags;
   unsigned SM = Abi >= CudaAbiV2 ? (Flags >> 8) & 0xff : Flags & 0xff;
   if (SM == 0)
-    return makeError("cubin e_flags 0x" + utohexstr(Flags, true) +
-                     " name no SM");
+    return createStringError("cubin e_flags 0x" + utohexstr(Flags, true) +
+                             " name no SM");
 
   FatbinImage Img;
   Img.Kind = ImageKind::Cubin;
@@ -155,12 +122,12 @@ Expected<FatbinImage> describeCubin(StringRef Data) {
   Img.Arch = "sm_" + std::to_string(SM);
   Img.Data = Data.str();
 
-  Expected<CubinSections> Sections = readSectionTable(Data);
-  if (!Sections)
-    return Sections.takeError();
-  if (Sections->ShNum == 0)
+  if (Header.e_shnum == 0) // no sections: no suffix to find
     return Img;
-  Expected<StringRef> Compat = Sections->find(".nv.compat");
+  Expected<Cubin::Elf_Shdr_Range> Sections = File.sections();
+  if (!Sections)
+    return cubinError(Sections.takeError());
+  Expected<StringRef> Compat = findSection(File, *Sections, ".nv.compat");
   if (!Compat)
     return Compat.takeError();
   Img.Compat = Compat->str();
@@ -168,7 +135,7 @@ Expected<FatbinImage> describeCubin(StringRef Data) {
     Img.Arch += 'a';
     return Img;
   }
-  Expected<StringRef> TkInfo = Sections->find(".note.nv.tkinfo");
+  Expected<StringRef> TkInfo = findSection(File, *Sections, ".note.nv.tkinfo");
   if (!TkInfo)
     return TkInfo.takeError();
   // The note's strings include ptxas's options, e.g. "-arch sm_100f ".
@@ -200,8 +167,8 @@ Expected<FatbinImage> describePtx(StringRef Data) {
       std::tie(Major, Minor) = Line.trim().split('.');
       if (Major.getAsInteger(10, Img.Major) ||
           Minor.getAsInteger(10, Img.Minor))
-        return makeError("PTX .version '" + Line.trim() +
-                         "' is not of the form X.Y");
+        return createStringError("PTX .version '" + Line.trim() +
+                                 "' is not of the form X.Y");
       HaveVersion = true;
       continue;
     }
@@ -209,22 +176,23 @@ Expected<FatbinImage> describePtx(StringRef Data) {
       StringRef Target = Line.split(',').first.trim();
       StringRef Num = Target;
       if (!Num.consume_front("sm_"))
-        return makeError("PTX .target '" + Target +
-                         "' is not an sm_NN target");
+        return createStringError("PTX .target '" + Target +
+                                 "' is not an sm_NN target");
       Num.consume_back("a") || Num.consume_back("f");
       unsigned SM;
       if (Num.getAsInteger(10, SM))
-        return makeError("PTX .target '" + Target + "' has no SM number");
+        return createStringError("PTX .target '" + Target +
+                                 "' has no SM number");
       Img.Arch = Target.str();
       continue;
     }
-    return makeError("PTX has '" + Line.take_front(40) +
-                     "' before its .target directive");
+    return createStringError("PTX has '" + Line.take_front(40) +
+                             "' before its .target directive");
   }
   if (!HaveVersion)
-    return makeError("PTX has no .version directive before .target");
+    return createStringError("PTX has no .version directive before .target");
   if (Img.Arch.empty())
-    return makeError("PTX has no .target directive");
+    return createStringError("PTX has no .target directive");
   Img.Data = Data.str();
   return Img;
 }
@@ -236,7 +204,7 @@ Expected<FatbinImage> fatlink::packager::describeImage(StringRef Data) {
     return describeCubin(Data);
   // PTX is text; anything with a NUL before its end is not.
   if (Data.drop_back(Data.ends_with(StringRef("\0", 1))).contains('\0'))
-    return makeError("image is neither a cubin (ELF) nor PTX text");
+    return createStringError("image is neither a cubin (ELF) nor PTX text");
   return describePtx(Data);
 }
 

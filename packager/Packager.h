@@ -133,6 +133,11 @@ llvm::Expected<std::vector<FatbinEntry>> readFatbin(llvm::StringRef Data);
 
 enum class HostArch { X86_64, AArch64 };
 
+/// The host object format for \p Triple, a target triple or just its arch
+/// ("x86_64-unknown-linux-gnu", "aarch64"). Any arch but x86_64 and
+/// aarch64 is an error naming it and the two that are written.
+llvm::Expected<HostArch> parseHostArch(llvm::StringRef Triple);
+
 /// A kernel entry point, recorded in the module descriptor.
 struct KernelInfo {
   std::string Name;
@@ -153,20 +158,6 @@ struct OffloadImage {
   std::string Triple = "nvptx64-nvidia-cuda";
   std::string Bitcode;
 };
-
-/// One bitcode module found in an input file, with where it came from.
-struct BitcodeMember {
-  std::string Origin; ///< "libfoo.rlib(foo.rcgu.o)" or the file name
-  std::string Bitcode;
-};
-
-/// Collects the device bitcode in a file: the file itself when it is bitcode
-/// (.bc, rustc's .rcgu.o), or each bitcode member of an ar archive (rlib),
-/// skipping lib.rmeta and every other member that is not bitcode. \p Name is
-/// used for origins. An archive with no bitcode member is an error, and so
-/// is a thin archive (its members are paths, and nothing here opens files).
-llvm::Expected<std::vector<BitcodeMember>>
-collectBitcode(llvm::StringRef Data, llvm::StringRef Name);
 
 /// Returns a relocatable ELF object for \p Arch whose .llvm.offloading
 /// section (SHT_LLVM_OFFLOADING, SHF_EXCLUDE) holds one OffloadBinary
@@ -199,18 +190,12 @@ struct EmbeddedImage {
 /// bare fatbin) and every OffloadBinary (.llvm.offloading sections, or a bare
 /// one) in \p Data, which may be a fatbin, an OffloadBinary, an ELF object,
 /// executable or shared library, or an ar archive of those (not a thin
-/// one: see collectBitcode). \p Name names the file in origins. The result
-/// is in file order.
+/// one: its members are paths, and nothing here opens files). \p Name
+/// names the file in origins. The result is in file order. Archives,
+/// sections and OffloadBinaries are read by intake/ (intake/Intake.h),
+/// with its checks.
 llvm::Expected<std::vector<EmbeddedImage>> scanFile(llvm::StringRef Data,
                                                     llvm::StringRef Name);
-
-/// Checks the LLVM OffloadBinary at the start of \p Data and returns its
-/// declared size. LLVM's OffloadBinary::create checks the header but trusts
-/// the string table (each key and value is read up to a NUL) and the image
-/// size, so every reader here calls this first: the entry, the string
-/// table, every string with its NUL, and the image must lie within the
-/// binary's declared size, and that size within \p Data.
-llvm::Expected<uint64_t> checkOffloadBinary(llvm::StringRef Data);
 
 } // namespace packager
 } // namespace fatlink

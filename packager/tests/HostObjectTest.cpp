@@ -5,11 +5,13 @@
 // is read back with llvm-readelf. The offload object is read by
 // llvm-objdump --offloading and linked by clang's new offload driver
 // (clang-linker-wrapper). scanFile finds everything again, also inside an
-// archive.
+// archive, whose walk (intake::forEachMember) is tested here too.
 //
 //===----------------------------------------------------------------------===//
 
 #include "packager/tests/TestUtil.h"
+
+#include "intake/Intake.h"
 
 using namespace llvm;
 using namespace fatlink::packager;
@@ -202,21 +204,50 @@ TEST(OffloadObject, ReadByObjdumpAndLinkedByClang) {
   EXPECT_EQ((*ScanOrErr)[0].Data, Bitcode);
 }
 
-TEST(OffloadObject, CollectsBitcodeFromArchives) {
+/// The members intake::forEachMember hands out: (name, bytes, owned).
+struct Walked {
+  std::string Name, Bytes;
+  bool Owned;
+};
+
+static Expected<std::vector<Walked>> walk(StringRef Archive, StringRef Path,
+                                          fatlink::intake::ThinArchive Thin) {
+  std::vector<Walked> Out;
+  Error E = fatlink::intake::forEachMember(
+      MemoryBufferRef(Archive, Path), Path, Thin,
+      [&](fatlink::intake::Member &M) {
+        Out.push_back({M.Name.str(), M.Data.getBuffer().str(), bool(M.Owned)});
+        return Error::success();
+      });
+  if (E)
+    return std::move(E);
+  return Out;
+}
+
+// The archive walk the link commands (lto::readInputs) and scanFile share:
+// every member with its name and bytes, rlib metadata included (what is
+// device code is the caller's to decide).
+TEST(OffloadObject, WalksArchives) {
+  using fatlink::intake::ThinArchive;
   std::string Dir = tempDir("collect");
   std::string Bitcode = cudaBitcode(Dir);
   writeFile(Dir + "/k.rcgu.o", Bitcode);
   writeFile(Dir + "/lib.rmeta", "rust metadata, not bitcode");
   runOk({llvmTool("llvm-ar"), "rc", Dir + "/libk.rlib", Dir + "/lib.rmeta",
          Dir + "/k.rcgu.o"});
-  auto MembersOrErr = collectBitcode(readFile(Dir + "/libk.rlib"), "libk.rlib");
+  auto MembersOrErr =
+      walk(readFile(Dir + "/libk.rlib"), "libk.rlib", ThinArchive::Refuse);
   ASSERT_OK(MembersOrErr);
-  ASSERT_EQ(MembersOrErr->size(), 1u);
-  EXPECT_EQ((*MembersOrErr)[0].Origin, "libk.rlib(k.rcgu.o)");
-  EXPECT_EQ((*MembersOrErr)[0].Bitcode, Bitcode);
+  ASSERT_EQ(MembersOrErr->size(), 2u);
+  EXPECT_EQ((*MembersOrErr)[0].Name, "lib.rmeta");
+  EXPECT_EQ((*MembersOrErr)[0].Bytes, "rust metadata, not bitcode");
+  EXPECT_EQ((*MembersOrErr)[1].Name, "k.rcgu.o");
+  EXPECT_EQ((*MembersOrErr)[1].Bytes, Bitcode);
+  EXPECT_FALSE((*MembersOrErr)[1].Owned);
 
-  // A thin archive names its members' files: nothing here opens them (the
-  // member file exists, so a reader that followed it would succeed).
+  // A thin archive names its members' files: scanFile (inspect) opens none
+  // of them (the member file exists, so a reader that followed it would
+  // succeed).
   runOk({llvmTool("llvm-ar"), "rcT", Dir + "/libthin.a", Dir + "/k.rcgu.o",
          Dir + "/lib.rmeta"});
   std::string ThinPath = Dir + "/libthin.a", Thin = readFile(ThinPath);
@@ -226,18 +257,19 @@ TEST(OffloadObject, CollectsBitcodeFromArchives) {
                           Dir + "/k.rcgu.o, " + Dir +
                           "/lib.rmeta), which are not followed here: pass "
                           "those files instead";
-  EXPECT_EQ(errorOf(collectBitcode(Thin, ThinPath)), ThinError);
+  EXPECT_EQ(errorOf(walk(Thin, ThinPath, ThinArchive::Refuse)), ThinError);
   EXPECT_EQ(errorOf(scanFile(Thin, ThinPath)), ThinError);
+  // The link commands follow it, as ld does, and get the files' bytes.
+  auto FollowedOrErr = walk(Thin, ThinPath, ThinArchive::Follow);
+  ASSERT_OK(FollowedOrErr);
+  ASSERT_EQ(FollowedOrErr->size(), 2u);
+  EXPECT_EQ((*FollowedOrErr)[0].Bytes, Bitcode);
+  EXPECT_TRUE((*FollowedOrErr)[0].Owned);
 
-  auto BareOrErr = collectBitcode(Bitcode, "k.bc");
-  ASSERT_OK(BareOrErr);
-  EXPECT_EQ((*BareOrErr)[0].Origin, "k.bc");
-
-  runOk({llvmTool("llvm-ar"), "rc", Dir + "/libnone.a", Dir + "/lib.rmeta"});
-  EXPECT_EQ(errorOf(collectBitcode(readFile(Dir + "/libnone.a"), "libnone.a")),
-            "libnone.a: archive has no LLVM bitcode member");
-  EXPECT_EQ(errorOf(collectBitcode("text", "x.o")),
-            "x.o: neither LLVM bitcode nor an archive");
+  // Not an archive at all.
+  EXPECT_EQ(StringRef(errorOf(walk("text", "x.o", ThinArchive::Refuse)))
+                .take_front(22),
+            "x.o: corrupt archive: ");
   OffloadImage NoArch;
   NoArch.Bitcode = Bitcode;
   EXPECT_EQ(errorOf(writeOffloadObject({NoArch}, HostArch::X86_64)),
