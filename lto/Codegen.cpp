@@ -8,7 +8,9 @@
 //
 // Code generation is thread-safe: each call parses the optimized bitcode
 // into a private LLVMContext, so targets are compiled in parallel and the
-// result does not depend on the order they finish in.
+// result does not depend on the order they finish in. Nor on the process:
+// the NVPTX printer's one order that followed heap addresses (see
+// orderGlobalsForPrinting) is fixed by the module before it runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,8 +18,12 @@
 #include "lto/Support.h"
 #include "lto/Target.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -199,6 +205,92 @@ Expected<std::string> generatePTX(const LinkedProgram &Program,
   return generatePTX(OM->Bitcode, T, OptLevel);
 }
 
+/// The global variables GV's initializer refers to, in operand order,
+/// looking through constant expressions and aggregates.
+static std::vector<GlobalVariable *> referencedVariables(GlobalVariable &GV) {
+  std::vector<GlobalVariable *> Out;
+  if (!GV.hasInitializer())
+    return Out;
+  SmallPtrSet<const Constant *, 16> Seen;
+  std::vector<const Constant *> Work{GV.getInitializer()};
+  while (!Work.empty()) {
+    const Constant *C = Work.back();
+    Work.pop_back();
+    if (!Seen.insert(C).second)
+      continue;
+    if (const auto *Var = dyn_cast<GlobalVariable>(C)) {
+      Out.push_back(const_cast<GlobalVariable *>(Var)); // once: Seen
+      continue;
+    }
+    // Through aliases and functions too, as the printer looks (their
+    // operands are aliasees, personalities). Pushed in reverse, so that
+    // operands are visited in order.
+    for (const Use &Op : reverse(C->operands()))
+      if (const auto *OpC = dyn_cast<Constant>(Op.get()))
+        Work.push_back(OpC);
+  }
+  return Out;
+}
+
+/// Puts M's global variables in an order where each comes after the global
+/// variables its initializer refers to, and otherwise in module order;
+/// those in `llvm.metadata` (llvm.used, llvm.compiler.used), which are not
+/// printed, last.
+///
+/// PTX has no forward references, so the NVPTX printer emits a global only
+/// after those its initializer refers to; LLVM 22's printer
+/// (VisitGlobalVariableForEmission) visits them in the iteration order of a
+/// DenseSet of pointers, that is by heap address. Where a global referred
+/// to two or more not yet emitted, their order in the PTX changed from run
+/// to run, even at -j1 (clang's `@llvm.compiler.used` comes first and
+/// refers to every host-visible device global: a program with two of them
+/// was enough). In the order made here, every global's references are
+/// already emitted when the printer reaches it, so the PTX follows the
+/// module order, which the inputs define.
+static void orderGlobalsForPrinting(Module &M) {
+  enum class State { Visiting, Placed };
+  DenseMap<GlobalVariable *, State> States;
+  std::vector<GlobalVariable *> Order;
+  struct Frame {
+    GlobalVariable *GV;
+    std::vector<GlobalVariable *> Deps;
+    size_t Next = 0;
+  };
+  auto Place = [&](GlobalVariable &Root) {
+    // Depth first, dependencies in operand order; a cycle (which the
+    // printer refuses) is cut where it closes.
+    if (!States.try_emplace(&Root, State::Visiting).second)
+      return;
+    std::vector<Frame> Stack;
+    Stack.push_back({&Root, referencedVariables(Root)});
+    while (!Stack.empty()) {
+      Frame &F = Stack.back();
+      if (F.Next == F.Deps.size()) {
+        States[F.GV] = State::Placed;
+        Order.push_back(F.GV);
+        Stack.pop_back();
+        continue;
+      }
+      GlobalVariable *Dep = F.Deps[F.Next++];
+      if (States.try_emplace(Dep, State::Visiting).second)
+        Stack.push_back({Dep, referencedVariables(*Dep)}); // F is stale now
+    }
+  };
+  auto IsMetadata = [](const GlobalVariable &GV) {
+    return GV.getSection() == "llvm.metadata";
+  };
+  for (GlobalVariable &GV : M.globals())
+    if (!IsMetadata(GV))
+      Place(GV);
+  for (GlobalVariable &GV : M.globals())
+    if (IsMetadata(GV))
+      Place(GV);
+  for (GlobalVariable *GV : Order) {
+    M.removeGlobalVariable(GV);
+    M.insertGlobalVariable(GV);
+  }
+}
+
 Expected<std::string> generatePTX(StringRef Bitcode, const Target &T,
                                   unsigned OptLevel) {
   TimeTraceScope Scope("Codegen", T.Name);
@@ -211,6 +303,7 @@ Expected<std::string> generatePTX(StringRef Bitcode, const Target &T,
     return MOrErr.takeError();
   Module &M = **MOrErr;
   setTargetAttributes(M, T);
+  orderGlobalsForPrinting(M);
 
   Expected<std::unique_ptr<TargetMachine>> TMOrErr =
       createTargetMachine(T, OptLevel);
