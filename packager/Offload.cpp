@@ -278,6 +278,12 @@ fatlink::packager::writeOffloadObject(ArrayRef<OffloadImage> Images,
   for (const OffloadImage &Img : Images) {
     if (Img.Arch.empty())
       return makeError("device bitcode for " + Img.Triple + " has no arch");
+    // OffloadBinary strings end at their first NUL: one inside would be
+    // read back cut short (found by fuzz/embed_roundtrip).
+    if (Img.Arch.find('\0') != std::string::npos ||
+        Img.Triple.find('\0') != std::string::npos)
+      return makeError("arch '" + Img.Arch + "' or triple '" + Img.Triple +
+                       "' of device bitcode holds a NUL byte");
     if (identify_magic(Img.Bitcode) != file_magic::bitcode)
       return makeError("image for " + Img.Arch + " is not LLVM bitcode");
     OffloadBinary::OffloadingImage OI;
