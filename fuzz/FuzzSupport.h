@@ -7,7 +7,8 @@
 // once under $TMPDIR and removed at exit, and writes its input there.
 //
 // A target must not leak an llvm::Error (that aborts): every result goes
-// through consume().
+// through consume(). The round-trip targets take structured values from
+// their input with ByteReader (fuzz/RoundTrip.h builds fatbin images).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +22,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -66,6 +69,34 @@ template <typename T> void consume(llvm::Expected<T> V) {
     llvm::consumeError(V.takeError());
 }
 inline void consume(llvm::Error E) { llvm::consumeError(std::move(E)); }
+
+/// Takes structured values from the front of a fuzz input, as zstd's
+/// round-trip targets do (and LLVM's FuzzedDataProvider, which the gcc
+/// build of //fuzz:corpus_test lacks). An exhausted input gives zeros and
+/// empty strings, so every input decodes to something.
+class ByteReader {
+public:
+  explicit ByteReader(llvm::StringRef Data) : Rest(Data) {}
+  uint8_t byte() {
+    if (Rest.empty())
+      return 0;
+    uint8_t B = Rest.front();
+    Rest = Rest.drop_front();
+    return B;
+  }
+  uint16_t u16() { return byte() | uint16_t(byte()) << 8; }
+  /// Up to \p Max bytes, the count taken from the input first.
+  std::string bytes(size_t Max) {
+    size_t N = std::min<size_t>(u16() % (Max + 1), Rest.size());
+    std::string S = Rest.take_front(N).str();
+    Rest = Rest.drop_front(N);
+    return S;
+  }
+  bool empty() const { return Rest.empty(); }
+
+private:
+  llvm::StringRef Rest;
+};
 
 /// Splits Data at Sep.
 inline llvm::SmallVector<llvm::StringRef, 16> split(llvm::StringRef Data,

@@ -3,14 +3,19 @@
 // Every crash a fuzz target found becomes a case here: the smallest input
 // that shows the bug, built byte by byte with a comment on what is wrong
 // with it, and the error message fatlink now gives instead of reading out
-// of bounds or allocating gigabytes. Run under `--config=asan` these also
-// catch the memory errors themselves.
+// of bounds or allocating gigabytes; for the round-trip and differential
+// targets, the input on which a writer and reader (or the two fatbin
+// readers) disagreed, and the answer both now give. Run under
+// `--config=asan` these also catch the memory errors themselves. The
+// checked-in corpora (fuzz/corpus/) are replayed by //fuzz:corpus_test.
 //
 //===----------------------------------------------------------------------===//
 
 #include "intake/Intake.h"
 #include "lto/LTO.h"
 #include "packager/Packager.h"
+
+#include "fatlink/runtime.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Endian.h"
@@ -150,6 +155,23 @@ Expected<size_t> walkArchive(StringRef Ar, StringRef Name) {
   return Bytes;
 }
 
+/// Both fatbin readers' verdicts on \p F: "<success> N" or the message,
+/// packager's then runtime's.
+std::pair<std::string, std::string> bothReaders(const std::string &F) {
+  Expected<std::vector<packager::FatbinEntry>> Entries =
+      packager::readFatbin(F);
+  std::string Packager = Entries
+                             ? "<success> " + std::to_string(Entries->size())
+                             : toString(Entries.takeError());
+  size_t N = 0;
+  std::string Runtime =
+      fatlink_rt_parse_fatbin(F.data(), F.size(), nullptr, 0, &N) ==
+              FATLINK_RT_SUCCESS
+          ? "<success> " + std::to_string(N)
+          : std::string(fatlink_rt_last_error());
+  return {Packager, Runtime};
+}
+
 } // namespace
 
 // archive_fuzzer, scan_fuzzer: the last member of an archive declares more
@@ -251,4 +273,97 @@ TEST(FuzzRegression, ZstdFrameDeclaresGigabytes) {
   EXPECT_EQ(errorOf(packager::readFatbin(F)),
             "cannot decompress fatbin entry at offset 0x10: Frame requires "
             "too much memory for decoding");
+}
+
+// fatbin_diff: the runtime's reader accepted entries the packager's rejects
+// for what their headers say (it checked sizes and offsets only): both
+// zstd and LZ4 flags, a compressed size larger than the payload, an
+// uncompressed size over 4 GiB, an identifier string outside the header.
+// The runtime now checks every header field the packager does.
+TEST(FuzzRegression, ReadersAgreeOnEntryHeaders) {
+  std::string Payload(8, 'x');
+  auto [P1, R1] = bothReaders(fatbin(0xa011, 8, 8, Payload)); // zstd + LZ4
+  EXPECT_EQ(P1, "fatbin entry at offset 0x10 is marked both zstd and LZ4 "
+                "(flags 0xa011)");
+  EXPECT_EQ(R1, "fatbin: entry at offset 16 is malformed: it is marked both "
+                "zstd and LZ4");
+  auto [P2, R2] = bothReaders(fatbin(0x8011, 9, 8, Payload));
+  EXPECT_EQ(P2, "fatbin entry at offset 0x10 declares 9 compressed bytes in "
+                "a payload of 8");
+  EXPECT_EQ(R2, "fatbin: entry at offset 16 is malformed: its compressed "
+                "size is larger than its payload");
+  auto [P3, R3] = bothReaders(fatbin(0x2011, 8, uint64_t(5) << 30, Payload));
+  EXPECT_NE(P3.find("over the 4 GiB limit"), std::string::npos) << P3;
+  EXPECT_EQ(R3, "fatbin: entry at offset 16 is malformed: its uncompressed "
+                "size is over 4 GiB");
+  std::string F = fatbin(0x11, 0, 0, Payload);
+  put64(F, 16 + 32, uint64_t(8) << 32 | 60); // identifier (60, 8): fixed fields
+  auto [P4, R4] = bothReaders(F);
+  EXPECT_EQ(P4, "identifier string (60, 8) overlaps the fixed fields or the "
+                "payload of the fatbin entry at offset 0x10");
+  EXPECT_EQ(R4, "fatbin: entry at offset 16 is malformed: its identifier "
+                "string lies outside its header");
+}
+
+// fatbin_diff: what may follow a container. The packager's reader took
+// zero bytes up to the next 8-byte boundary only, the runtime's any number
+// of zero words, and they disagreed on a zero tail. Both now follow
+// cuobjdump 13.2 (checked on fatbinary output: it lists both containers
+// across 8, 16 or 24 zero bytes, rejects 4 or 12 zero bytes before a
+// container and a tail of 16 or more zero bytes, and ignores any tail
+// shorter than a container header).
+TEST(FuzzRegression, ReadersAgreeOnPaddingAsCuobjdump) {
+  std::string One = fatbin(0x11, 0, 0, std::string(8, 'x')); // 88 bytes
+  auto Both = [&](const std::string &F) {
+    auto [P, R] = bothReaders(F);
+    EXPECT_EQ(P.rfind("<success>", 0) == 0, R.rfind("<success>", 0) == 0)
+        << P << " / " << R;
+    return P;
+  };
+  EXPECT_EQ(Both(One + std::string(8, '\0') + One), "<success> 2");
+  EXPECT_EQ(Both(One + std::string(24, '\0') + One), "<success> 2");
+  EXPECT_EQ(Both(One + std::string(4, '\0') + One),
+            "bad fatbin magic 0x0 at offset 0x58 (expected 0xba55ed50)");
+  EXPECT_EQ(Both(One + std::string(8, '\0')), "<success> 1");
+  EXPECT_EQ(Both(One + std::string(3, '\0')), "<success> 1");
+  EXPECT_EQ(Both(One + "garbage"), "<success> 1"); // 7 bytes: ignored
+  EXPECT_EQ(Both(One + std::string(16, '\0')),
+            "zero padding at offset 0x58 is followed by no fatbin container "
+            "(0 bytes left)");
+  EXPECT_EQ(bothReaders(One + std::string(16, '\0')).second,
+            "fatbin: zero padding at offset 88 is followed by no container "
+            "(0 bytes left)");
+}
+
+// fatbin_diff: a compressed entry whose header says 0 uncompressed bytes.
+// The runtime reported the stored size as the image size, the packager
+// (which decodes the frame to exactly the declared size) 0. A zstd frame
+// of 0 bytes: both now say 0.
+TEST(FuzzRegression, ReadersAgreeOnEmptyCompressedImage) {
+  std::string Frame("\x28\xb5\x2f\xfd\x20\x00\x01\x00\x00", 9); // empty frame
+  uint32_t Stored = Frame.size();
+  Frame.resize(16, '\0');
+  std::string F = fatbin(0x8011, Stored, 0, Frame);
+  Expected<std::vector<packager::FatbinEntry>> E = packager::readFatbin(F);
+  ASSERT_TRUE(bool(E)) << toString(E.takeError());
+  ASSERT_EQ(E->size(), 1u);
+  EXPECT_EQ((*E)[0].Payload.size(), 0u);
+  fatlink_rt_image Img;
+  size_t N = 0;
+  ASSERT_EQ(fatlink_rt_parse_fatbin(F.data(), F.size(), &Img, 1, &N),
+            FATLINK_RT_SUCCESS)
+      << fatlink_rt_last_error();
+  EXPECT_EQ(Img.size, 0u);
+}
+
+// embed_roundtrip: an arch holding a NUL was written into the OffloadBinary
+// string table and read back cut at the NUL ("\0:" came back as "").
+TEST(FuzzRegression, OffloadArchWithNul) {
+  std::string Bitcode = std::string("BC\xc0\xde", 4) + "x";
+  EXPECT_EQ(errorOf(packager::writeOffloadObject(
+                {{std::string("\0:", 2), "nvptx64-nvidia-cuda", Bitcode}},
+                packager::HostArch::X86_64)),
+            std::string("arch '") + '\0' +
+                ":' or triple 'nvptx64-nvidia-cuda' of device bitcode holds a "
+                "NUL byte");
 }

@@ -4,9 +4,10 @@
 #
 # Bazel's toolchain is gcc, which has no libFuzzer, so the targets are built
 # here, directly from the project's sources (intake/, lto/, packager/,
-# codegen/, linker/, hostlink/; not tools/): each .cpp becomes an
-# instrumented object in one static archive, and each fuzz/*_fuzzer.cpp
-# links against it, pulling in only what it uses.
+# codegen/, linker/, hostlink/, and the runtime's C fatbin reader for
+# fatbin_diff; not tools/): each source becomes an instrumented object in one
+# static archive, and each fuzz/*_fuzzer.cpp links against it, pulling in
+# only what it uses.
 # libLLVM itself is not instrumented. Objects are rebuilt only when their
 # source or a project header is newer, so a second run costs seconds.
 set -euo pipefail
@@ -21,8 +22,11 @@ SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 # vptr needs RTTI, which libLLVM (and so its headers' users) lacks.
 SAN="$SAN -fno-sanitize=vptr"
 CXXFLAGS="-std=c++17 -O1 -g -fno-omit-frame-pointer -fno-rtti $SAN \
-  -I$ROOT -I$OUT/gen -I$LLVM/include -D_GNU_SOURCE -D__STDC_CONSTANT_MACROS \
-  -D__STDC_LIMIT_MACROS -w"
+  -I$ROOT -I$ROOT/runtime/include -I$OUT/gen -I$LLVM/include -D_GNU_SOURCE \
+  -D__STDC_CONSTANT_MACROS -D__STDC_LIMIT_MACROS -w"
+# The runtime's C sources (plain C11, as //runtime builds them).
+CFLAGS="-std=c11 -O1 -g -fno-omit-frame-pointer $SAN -I$ROOT \
+  -I$ROOT/runtime/include -D_GNU_SOURCE -w"
 
 # Option tables, as //linker:*_options and //hostlink:*_options generate them.
 for td in "$ROOT"/linker/*Options.td "$ROOT"/hostlink/*Options.td; do
@@ -33,11 +37,14 @@ for td in "$ROOT"/linker/*Options.td "$ROOT"/hostlink/*Options.td; do
 done
 
 # Newest project header or generated table: a change rebuilds everything.
-newest=$(ls -t "$ROOT"/{intake,lto,packager,codegen,linker,hostlink}/*.h "$ROOT"/linker/*.inc "$OUT"/gen/{linker,hostlink}/*.inc | head -1)
-SRCS=$(ls "$ROOT"/{intake,lto,packager,codegen,linker,hostlink}/*.cpp)
+newest=$(ls -t "$ROOT"/{intake,lto,packager,codegen,linker,hostlink,runtime/lib}/*.h \
+  "$ROOT"/runtime/include/fatlink/runtime.h "$ROOT"/linker/*.inc \
+  "$OUT"/gen/{linker,hostlink}/*.inc | head -1)
+SRCS=$(ls "$ROOT"/{intake,lto,packager,codegen,linker,hostlink}/*.cpp \
+  "$ROOT"/runtime/lib/Fatbin.c "$ROOT"/runtime/lib/Error.c)
 stale=()
 for src in $SRCS; do
-  obj="$OUT/obj/$(basename "$(dirname "$src")")_$(basename "${src%.cpp}").o"
+  obj="$OUT/obj/$(basename "$(dirname "$src")")_$(basename "${src%.*}").o"
   if [ ! -e "$obj" ] || [ "$src" -nt "$obj" ] || [ "$newest" -nt "$obj" ]; then
     stale+=("$src")
   fi
@@ -46,8 +53,11 @@ if [ "${#stale[@]}" -gt 0 ]; then
   echo "fuzz/build.sh: compiling ${#stale[@]} sources" >&2
   printf '%s\n' "${stale[@]}" | xargs -P "$(nproc)" -I{} sh -c '
     src="$1"; shift
-    obj="'"$OUT"'/obj/$(basename "$(dirname "$src")")_$(basename "${src%.cpp}").o"
-    exec '"$CXX"' '"$CXXFLAGS"' -c "$src" -o "$obj"' _ {}
+    obj="'"$OUT"'/obj/$(basename "$(dirname "$src")")_$(basename "${src%.*}").o"
+    case "$src" in
+      *.c) exec '"$CXX"' -x c '"$CFLAGS"' -c "$src" -o "$obj" ;;
+      *) exec '"$CXX"' '"$CXXFLAGS"' -c "$src" -o "$obj" ;;
+    esac' _ {}
   rm -f "$OUT/libfatlink_fuzz.a"
 fi
 [ -e "$OUT/libfatlink_fuzz.a" ] || ar rcs "$OUT/libfatlink_fuzz.a" "$OUT"/obj/*.o
@@ -55,7 +65,8 @@ fi
 for f in "$ROOT"/fuzz/*_fuzzer.cpp; do
   bin="$OUT/$(basename "${f%.cpp}")"
   if [ ! -e "$bin" ] || [ "$f" -nt "$bin" ] || [ "$OUT/libfatlink_fuzz.a" -nt "$bin" ] ||
-     [ "$ROOT/fuzz/FuzzSupport.h" -nt "$bin" ] || [ "$newest" -nt "$bin" ]; then
+     [ "$ROOT/fuzz/FuzzSupport.h" -nt "$bin" ] || [ "$ROOT/fuzz/RoundTrip.h" -nt "$bin" ] ||
+     [ "$newest" -nt "$bin" ]; then
     echo "fuzz/build.sh: linking $(basename "$bin")" >&2
     $CXX $CXXFLAGS -fsanitize=fuzzer "$f" "$OUT/libfatlink_fuzz.a" \
       -L"$LLVM/lib" -Wl,-rpath,"$LLVM/lib" -lLLVM -lelf -lzstd -lpthread -o "$bin"

@@ -2,9 +2,12 @@
 # run.sh [SECONDS]: builds the fuzz targets (fuzz/build.sh), makes their
 # seed corpora from real outputs (fuzz/seeds.sh), then fuzzes every target
 # for SECONDS (default 20) and prints each target's executions and time.
-# Fails on any crash, leak, timeout or out-of-memory, leaving the input in
+# Fails on any crash, leak, timeout or out-of-memory (and, for the
+# round-trip and differential targets, any mismatch), leaving the input in
 # build/fuzz/crashes/. Every crash found so far is a case of
-# fuzz/RegressionTest.cpp (bazel test //fuzz:regression_test).
+# fuzz/RegressionTest.cpp (bazel test //fuzz:regression_test); the
+# checked-in corpora in fuzz/corpus/<target>/ seed their targets here and
+# are replayed by //fuzz:corpus_test.
 #
 #   fuzz/run.sh         # CI: about 20 s per target
 #   fuzz/run.sh 600     # a longer hunt; the corpus in build/fuzz/corpus/ grows
@@ -15,7 +18,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SECONDS_PER_TARGET="${1:-20}"
 B="$ROOT/build/fuzz"
-TARGETS="${FUZZ_TARGETS:-fatbin image scan archive bitcode link options settings}"
+TARGETS="${FUZZ_TARGETS:-fatbin image scan archive bitcode link options settings
+  fatbin_roundtrip hostobj_roundtrip embed_roundtrip fatbin_diff}"
 JOBS="${FUZZ_JOBS:-$(nproc)}"
 export PATH="$HOME/.cargo/bin:$PATH"
 start=$(date +%s)
@@ -53,16 +57,17 @@ fuzz_one() {
   ASAN_OPTIONS="$asan" \
   "$B/${t}_fuzzer" "${FLAGS[@]}" "${extra[@]}" -max_total_time="$SECONDS_PER_TARGET" \
     -print_final_stats=1 -artifact_prefix="$B/crashes/$t-" \
-    "$B/corpus/$t" "$B/seeds/$t" >"$B/logs/$t.log" 2>&1
+    "$B/corpus/$t" "$B/seeds/$t" $(ls -d "$ROOT/fuzz/corpus/$t" 2>/dev/null) \
+    >"$B/logs/$t.log" 2>&1
 }
 export -f fuzz_one
-export B SECONDS_PER_TARGET
+export B ROOT SECONDS_PER_TARGET
 export FLAGS_STR="${FLAGS[*]}"
 # shellcheck disable=SC2016
 printf '%s\n' $TARGETS | xargs -P "$JOBS" -I{} bash -c '
   FLAGS=($FLAGS_STR); fuzz_one "$1" || true' _ {}
 
-printf '%-10s %12s %8s %10s %8s  %s\n' target executions time exec/s corpus result
+printf '%-18s %12s %8s %10s %8s  %s\n' target executions time exec/s corpus result
 for t in $TARGETS; do
   log="$B/logs/$t.log"
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
@@ -75,7 +80,7 @@ for t in $TARGETS; do
   else
     result=ok
   fi
-  printf '%-10s %12s %8s %10s %8s  %s\n' "$t" "${execs:-?}" "${secs:-?}s" \
+  printf '%-18s %12s %8s %10s %8s  %s\n' "$t" "${execs:-?}" "${secs:-?}s" \
     "$(( ${execs:-0} / (${secs:-1} > 0 ? ${secs:-1} : 1) ))" "$corpus" "$result"
 done
 echo "fuzz/run.sh: $(( $(date +%s) - start )) s in all"

@@ -3,8 +3,10 @@
 # at run time from real outputs: rustc rlibs and their bitcode members,
 # clang CUDA bitcode and --offload-new-driver objects, CUDA's fatbinary (all
 # compression modes, including LZ4), ptxas cubins, and fatlink's own
-# fatbins, host objects and embed objects. Nothing opaque is checked in;
-# the command-line and settings seeds are written from text below.
+# fatbins, host objects and embed objects. The command-line and settings
+# seeds are written from text below, and the round-trip targets' seeds
+# encode real images in their structured input format. The small corpora
+# checked in under fuzz/corpus/ were merged (-merge=1) from these.
 # Needs FATLINK (default: bazel-bin/tools/fatlink/fatlink), rustc, clang-22
 # and the CUDA toolkit, as the end-to-end tests do.
 set -euo pipefail
@@ -15,7 +17,8 @@ CUDA="${CUDA_PATH:-/usr/local/cuda}"
 T="$ROOT/testdata"
 W="$OUT/.work"
 rm -rf "$OUT"
-mkdir -p "$W" "$OUT"/{fatbin,image,scan,archive,bitcode,link,options,settings}
+mkdir -p "$W" "$OUT"/{fatbin,image,scan,archive,bitcode,link,options,settings} \
+  "$OUT"/{fatbin_roundtrip,hostobj_roundtrip,embed_roundtrip,fatbin_diff}
 cd "$W"
 
 rust() {
@@ -42,10 +45,18 @@ for mode in none default speed size; do
   "$CUDA/bin/fatbinary" -64 --create "nv-$mode.fatbin" --compress-mode=$mode \
     --image3=kind=elf,sm=75,file=dir/sm_75.cubin --image3=kind=ptx,sm=80,file=dir/compute_80.ptx
 done
+# Small fatbins (under 4 KiB, for fuzz/corpus/fatbin_diff): one image each.
+"$CUDA/bin/fatbinary" -64 --create ptx-zstd.fatbin --compress-mode=size \
+  --image3=kind=ptx,sm=80,file=dir/compute_80.ptx
+"$CUDA/bin/fatbinary" -64 --create ptx-lz4.fatbin --compress-mode=speed \
+  --image3=kind=ptx,sm=80,file=dir/compute_80.ptx
+"$CUDA/bin/fatbinary" -64 --create cubin-zstd.fatbin --compress-mode=size \
+  --image3=kind=elf,sm=75,file=dir/sm_75.cubin
 ar rc mix.a k.o softplus.o emb.o
 cc -c -x c /dev/null -o plain.o
 
 cp k.fatbin plain.fatbin nv-*.fatbin "$OUT/fatbin/"
+cp k.fatbin plain.fatbin nv-*.fatbin ptx-*.fatbin cubin-zstd.fatbin "$OUT/fatbin_diff/"
 cp dir/*.cubin dir/*.ptx "$OUT/image/"
 cp k.fatbin nv-size.fatbin nv-speed.fatbin k.o emb.o softplus.o mix.a plain.o "$OUT/scan/"
 cp libsaxpy.rlib libminicore.rlib libhost_only.rlib mix.a "$OUT/archive/"
@@ -83,5 +94,41 @@ seeds = {
 }
 for name, data in seeds.items():
     open(f"{out}/{name}", "wb").write(data)
+
+# The round-trip targets read structured input (fuzz/RoundTrip.h and each
+# target's ByteReader calls); these seeds encode real images: the start of
+# ptxas's sm_75 cubin and of llc's compute_80 PTX, and of clang's bitcode.
+def u16(v): return bytes([v & 255, v >> 8])
+def blob(b, most): b = b[:most]; return u16(len(b)) + b
+cubin = open("dir/sm_75.cubin", "rb").read()
+ptx = open("dir/compute_80.ptx", "rb").read()
+bc = open("softplus.bc", "rb").read()
+def image(kind_bits, sm, major, minor, data, compat=None):
+    k = kind_bits | (8 if compat is not None else 0)
+    return (bytes([k]) + u16(sm - 1) + bytes([major, minor]) +
+            (blob(compat, 24) if compat is not None else b"") + blob(data, 600))
+# options byte: bit 0 zstd, bits 1-2 level-1, bit 3 minify PTX
+fatbins = {
+  "cubin-ptx-zstd": bytes([1 | 8, 1]) + image(0, 75, 1, 8, cubin) +
+                    image(1, 80, 7, 0, ptx),
+  "cubin-ptx-none": bytes([0, 1]) + image(0, 75, 1, 8, cubin) +
+                    image(1, 80, 7, 0, ptx),
+  "sm100a-compat": bytes([1, 0]) + image(2, 100, 1, 8, cubin, b"\x02\x01\x04\x00"),
+}
+for name, data in fatbins.items():
+    open(f"{out}/fatbin_roundtrip/{name}", "wb").write(data)
+    # kernels: count, then (name, parameter count, sizes); then host arch
+    kernels = bytes([2]) + blob(b"saxpy", 20) + bytes([2]) + u16(4) + u16(8) + \
+              blob(b"_Z8softplusPfi", 20) + bytes([0])
+    open(f"{out}/hostobj_roundtrip/{name}", "wb").write(data + kernels + bytes([1]))
+# embed: count-1, then per image (bits: 1 any arch, 2 any triple, 4 no
+# bitcode magic) arch, bitcode after its magic; then host arch
+assert bc[:4] == b"BC\xc0\xde"
+open(f"{out}/embed_roundtrip/one", "wb").write(
+    bytes([0, 0]) + u16(80) + blob(bc[4:], 300) + bytes([0]))
+open(f"{out}/embed_roundtrip/two", "wb").write(
+    bytes([1, 0]) + u16(75) + blob(bc[4:], 300) +
+    bytes([3]) + blob(b"sm_90a", 12) + blob(b"nvptx64-nvidia-cuda", 24) +
+    blob(bc[4:], 100) + bytes([1]))
 PY
 rm -rf "$W"

@@ -50,6 +50,7 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
+#include <system_error>
 #include <tuple>
 #include <zstd.h>
 
@@ -437,8 +438,10 @@ Expected<uint64_t> readEntry(StringRef Data, uint64_t Off, uint64_t End,
     Expected<std::string> Out =
         Zstd ? zstdDecompress(Payload, E.UncompressedSize, Off)
              : lz4Decompress(Payload, E.UncompressedSize, Off);
-    if (!Out)
-      return Out.takeError();
+    if (!Out) // a payload error: see readFatbin in Packager.h
+      return createStringError(
+          std::make_error_code(std::errc::illegal_byte_sequence),
+          toString(Out.takeError()));
     E.Payload = std::move(*Out);
   } else {
     E.Payload = Payload.str();
@@ -553,14 +556,25 @@ Expected<std::vector<FatbinEntry>>
 fatlink::packager::readFatbin(StringRef Data) {
   std::vector<FatbinEntry> Entries;
   uint64_t Off = 0;
+  // cuobjdump's rule for what follows a container (docs/packager.md,
+  // "Several containers"): while a container header still fits, 8-byte
+  // words of zeros are padding and a container follows them; a tail
+  // shorter than a header is ignored.
   do {
     Expected<uint64_t> End = readContainer(Data, Off, Entries);
     if (!End)
       return End.takeError();
     Off = *End;
-    // A linked section pads each container to 8 bytes with zeros.
-    while (Off < Data.size() && Off % 8 != 0 && Data[Off] == '\0')
-      ++Off;
-  } while (Off < Data.size());
+    if (Data.size() - Off < ContainerHeaderSize)
+      break;
+    uint64_t Padding = Off;
+    while (Data.size() - Off >= 8 &&
+           support::endian::read64le(Data.data() + Off) == 0)
+      Off += 8;
+    if (Off != Padding && Data.size() - Off < ContainerHeaderSize)
+      return createStringError("zero padding at offset " + hex(Padding) +
+                               " is followed by no fatbin container (" +
+                               Twine(Data.size() - Off) + " bytes left)");
+  } while (true);
   return Entries;
 }

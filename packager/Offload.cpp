@@ -164,6 +164,13 @@ fatlink::packager::writeOffloadObject(ArrayRef<OffloadImage> Images,
     if (Img.Arch.empty())
       return createStringError("device bitcode for " + Img.Triple +
                                " has no arch");
+    // OffloadBinary strings end at their first NUL: one inside would be
+    // read back cut short (found by fuzz/embed_roundtrip).
+    if (Img.Arch.find('\0') != std::string::npos ||
+        Img.Triple.find('\0') != std::string::npos)
+      return createStringError("arch '" + Img.Arch + "' or triple '" +
+                               Img.Triple +
+                               "' of device bitcode holds a NUL byte");
     if (identify_magic(Img.Bitcode) != file_magic::bitcode)
       return createStringError("image for " + Img.Arch +
                                " is not LLVM bitcode");

@@ -122,9 +122,14 @@ struct FatbinEntry {
 };
 
 /// Reads every entry of the fatbin container(s) in \p Data. Several
-/// containers may follow each other at 8-byte alignment, as in a linked
-/// .nv_fatbin section. Every size and offset is checked before use;
-/// compressed payloads (zstd, LZ4) are decompressed.
+/// containers may follow each other, as in a linked .nv_fatbin section,
+/// with 8-byte words of zeros between them (cuobjdump's rule: see
+/// docs/packager.md). Every size and offset is checked before use;
+/// compressed payloads (zstd, LZ4) are decompressed. An error in a
+/// compressed payload itself (it does not decode to the bytes its header
+/// declares) carries std::errc::illegal_byte_sequence; every other error is
+/// in the container or an entry header, which the runtime's reader
+/// (fatlink_rt_parse_fatbin) checks as well.
 llvm::Expected<std::vector<FatbinEntry>> readFatbin(llvm::StringRef Data);
 
 //===----------------------------------------------------------------------===//
