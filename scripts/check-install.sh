@@ -37,7 +37,7 @@ PROGRAMS=(
   "opt-22                bench/ (the floor)"
   "llc-22                bench/ (the floor)"
   "llvm-dis-22           tests"
-  "llvm-as-22            tests (cuda_idioms_test)"
+  "llvm-as-22            lit tests (device-link/cuda-inline-ptx-isa)"
   "llvm-ar-22            packager tests (archives, thin archives)"
   "llvm-config-22        bazel/system.bzl"
   "llvm-tblgen-22        bazel/tblgen.bzl (option tables)"
