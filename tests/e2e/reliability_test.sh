@@ -165,7 +165,7 @@ expect_error "LZ4 entry declaring 2 GiB" \
 #===------------------------------------------------------------------===#
 mkdir -p "$WORK/ref"
 "$FATLINK" device-link --arch=$ARCHS "${INPUTS[@]}" -o "$WORK/ref/k.fatbin"
-# Device code in a host static library, as in host_link_test.sh (the clang
+# Device code in a host static library, as in test/cc/link-forwarding.test (the clang
 # object's host stubs need the CUDA runtime when linked directly).
 "$FATLINK" embed $RLIBS -o "$D/rust_dev.o"
 rm -f "$D/libdev.a" && ar rcs "$D/libdev.a" "$D/rust_dev.o" "$D/softplus.o"
