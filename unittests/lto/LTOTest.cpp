@@ -1,4 +1,4 @@
-//===- tests/unit/LTOTest.cpp - The device LTO engine, through LTO.h -----===//
+//===- unittests/lto/LTOTest.cpp - The device LTO engine, through LTO.h ---===//
 //
 // lto/LTO.h's stages on small inputs built here: the arch table of the
 // linked LLVM, input intake (bitcode, archives, and malformed files built
@@ -13,7 +13,7 @@
 
 #include "lto/LTO.h"
 #include "codegen/Codegen.h"
-#include "tests/unit/TestSupport.h"
+#include "unittests/TestSupport.h"
 
 #include "llvm/AsmParser/Parser.h"
 #include "llvm/Bitcode/BitcodeReader.h"
