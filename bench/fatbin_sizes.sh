@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # fatbin_sizes.sh [FATLINK]: prints the figures of docs/packager.md's
 # "Compression choices": the sizes of one sm_80 cubin and its PTX, built
-# from packager/tests/testdata/scale.ll by llc-22 and ptxas, and of the
+# from unittests/packager/testdata/scale.ll by llc-22 and ptxas, and of the
 # fatbins CUDA's fatbinary (each --compress-mode) and `fatlink package`
 # (uncompressed, zstd at levels 1 to 22) make of them. A measurement, not a
 # test: it checks nothing (the byte-for-byte comparisons with fatbinary are
-# in //packager/tests:fatbinary_compare_test).
+# in //unittests/packager:fatbinary_compare_test).
 #   bazel build //tools/fatlink && bench/fatbin_sizes.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +15,7 @@ CUDA="${CUDA_PATH:-/usr/local/cuda}"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
-llc-22 -march=nvptx64 -mcpu=sm_80 packager/tests/testdata/scale.ll -o "$dir/scale.ptx"
+llc-22 -march=nvptx64 -mcpu=sm_80 unittests/packager/testdata/scale.ll -o "$dir/scale.ptx"
 "$CUDA/bin/ptxas" -arch=sm_80 "$dir/scale.ptx" -o "$dir/scale.cubin"
 size() { wc -c <"$1" | tr -d ' '; }
 

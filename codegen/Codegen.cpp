@@ -291,7 +291,7 @@ private:
 
   Expected<std::string> generate(const lto::CodegenPartition &Part, size_t I) {
     ++Generated;
-    return lto::generatePTX(Part.Bitcode, Targets[I], Opts.OptLevel);
+    return generatePTX(Part.Bitcode, Targets[I], Opts.OptLevel);
   }
 
   /// Partition P of group GI.
@@ -343,7 +343,7 @@ private:
       if (LoText && HiText) {
         TimeTraceScope CompareScope("Compare PTX");
         std::optional<std::string> HiAsLo =
-            lto::retargetPTX(*HiText, Targets[Hi], Targets[Lo]);
+            retargetPTX(*HiText, Targets[Hi], Targets[Lo]);
         Shared = HiAsLo && *HiAsLo == *LoText;
       }
     }
@@ -357,7 +357,7 @@ private:
       } else if (I == Hi) {
         Text = std::move(*HiText);
       } else if (Shared && !PTXSource[I].empty()) {
-        Text = lto::retargetPTX(*LoText, Targets[Lo], Targets[I]);
+        Text = retargetPTX(*LoText, Targets[Lo], Targets[I]);
         if (Text)
           ++Reused;
       }
@@ -411,8 +411,7 @@ compileTarget(Context &Ctx, const CodegenOptions &Opts,
   TargetOutput Out;
   bool HasBitcode = !Program.Modules.empty();
   if (HasBitcode) {
-    Expected<std::string> PTX =
-        lto::generatePTX(Program, Targets, I, Opts.OptLevel);
+    Expected<std::string> PTX = generatePTX(Program, Targets, I, Opts.OptLevel);
     if (!PTX)
       return PTX.takeError();
     Out.PTX = std::move(*PTX);

@@ -3,7 +3,7 @@
 // The code generation stage of a device link. It takes what lto/ gives
 // (the linked program: one optimized module per group of targets, or its
 // partitions) and the targets, and gives each target's code: PTX from the
-// NVPTX backend (lto::generatePTX), a cubin from ptxas, linked by nvlink
+// NVPTX backend (generatePTX), a cubin from ptxas, linked by nvlink
 // with relocatable inputs and device libraries where there are any, and,
 // for packaged outputs, the target's fatbin entry. Targets (and partitions
 // of targets) are compiled in parallel, each into its own slot, so the
@@ -86,6 +86,31 @@ llvm::Expected<std::string> runProgram(Context &Ctx, llvm::StringRef Program,
                                        llvm::ArrayRef<llvm::StringRef> Args,
                                        unsigned TimeoutSeconds,
                                        llvm::StringRef What);
+
+//===----------------------------------------------------------------------===//
+// PTX (the NVPTX backend; value to value)
+//===----------------------------------------------------------------------===//
+
+/// Generates PTX for Targets[Index] from its optimized module, at the PTX
+/// ISA version the link chose for it (LinkedProgram::PtxVersions).
+/// Thread-safe: each call works in its own LLVMContext.
+llvm::Expected<std::string> generatePTX(const lto::LinkedProgram &Program,
+                                        llvm::ArrayRef<lto::Target> Targets,
+                                        size_t Index, unsigned OptLevel);
+
+/// Generates PTX for \p T from the bitcode of an optimized module or of a
+/// partition of one. Thread-safe.
+llvm::Expected<std::string>
+generatePTX(llvm::StringRef Bitcode, const lto::Target &T, unsigned OptLevel);
+
+/// The PTX that generatePTX wrote for \p From, rewritten as if for \p To:
+/// its `.version` and `.target` directives become To's, nothing else
+/// changes. None when the header is not the one generatePTX writes for From.
+/// compileTargets uses it where generatePTX gave the same code for the
+/// oldest and the newest arch of a set (docs/lto.md, "Shared PTX").
+std::optional<std::string> retargetPTX(llvm::StringRef PTX,
+                                       const lto::Target &From,
+                                       const lto::Target &To);
 
 //===----------------------------------------------------------------------===//
 // Code generation

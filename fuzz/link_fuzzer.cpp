@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/Codegen.h"
 #include "fuzz/FuzzSupport.h"
 #include "lto/LTO.h"
 
@@ -50,6 +51,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
     return 0;
   }
   if (!P->Modules.empty())
-    fuzz::consume(lto::generatePTX(*P, {T}, 0, Opts.OptLevel));
+    fuzz::consume(codegen::generatePTX(*P, {T}, 0, Opts.OptLevel));
   return 0;
 }

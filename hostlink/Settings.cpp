@@ -49,17 +49,11 @@ std::string envName(StringRef Key) {
 }
 
 Error unknownKey(StringRef Key, StringRef Where) {
-  std::string Best;
-  unsigned BestDistance = 3;
-  for (const KeyInfo &K : Keys) {
-    unsigned D = Key.edit_distance(K.Key);
-    if (D < BestDistance) {
-      BestDistance = D;
-      Best = K.Key;
-    }
-  }
-  return createStringError(inconvertibleErrorCode(),
-                           "%s: unknown fatlink setting '%s'%s",
+  SmallVector<StringRef, 32> Names;
+  for (const KeyInfo &K : Keys)
+    Names.push_back(K.Key);
+  std::string Best = nearestName(Key, Names);
+  return createStringError("%s: unknown fatlink setting '%s'%s",
                            Where.str().c_str(), Key.str().c_str(),
                            Best.empty() ? ""
                                         : (": did you mean '" + Best + "'?")

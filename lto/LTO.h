@@ -4,8 +4,8 @@
 // (rustc's nvptx objects and rlibs, clang's CUDA bitcode, bitcode carried in
 // host objects as LLVM OffloadBinaries), links it into one module, keeps
 // only what the outside world can reach (kernels, exported symbols,
-// host-visible device globals), optimizes it as a whole and generates PTX for
-// each NVIDIA target.
+// host-visible device globals) and optimizes it as a whole: inputs in,
+// optimized modules out. Code generation from those modules is codegen/'s.
 //
 // The stages, each a function from one plain value to the next:
 //
@@ -13,11 +13,13 @@
 //   planTargets      arch names + tool limits -> Targets (done by the driver)
 //   linkAndOptimize  InputSet + Targets -> LinkedProgram (one optimized
 //                    module per group of targets that can share it)
-//   generatePTX      LinkedProgram + one Target -> PTX text (thread-safe)
-//   retargetPTX      PTX for one arch -> the same code for another
 //
-// Nothing here prints, exits or runs external programs: assembling PTX with
-// ptxas, writing files and packaging are the driver's business (linker/).
+// The NVPTX backend's pieces that code generation shares (the target
+// machine, target attributes, the diagnostic collector, crash recovery) are
+// declared at the end, for codegen/.
+//
+// Nothing here prints, exits or runs external programs: PTX, ptxas and
+// nvlink are codegen/'s; writing files and packaging the driver's (linker/).
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +37,14 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace llvm {
+class DiagnosticInfo;
+class LLVMContext;
+class Module;
+class TargetMachine;
+class Twine;
+} // namespace llvm
 
 namespace fatlink::lto {
 
@@ -332,26 +342,6 @@ llvm::Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
 /// name, for packaging its code separately.
 llvm::Expected<std::vector<KernelInfo>> readKernels(llvm::MemoryBufferRef Bitcode);
 
-/// Generates PTX for Targets[Index] from its optimized module, at the PTX
-/// ISA version the link chose for it (LinkedProgram::PtxVersions).
-/// Thread-safe: each call works in its own LLVMContext.
-llvm::Expected<std::string> generatePTX(const LinkedProgram &Program,
-                                        llvm::ArrayRef<Target> Targets,
-                                        size_t Index, unsigned OptLevel);
-
-/// Generates PTX for \p T from the bitcode of an optimized module or of a
-/// partition of one. Thread-safe.
-llvm::Expected<std::string> generatePTX(llvm::StringRef Bitcode,
-                                        const Target &T, unsigned OptLevel);
-
-/// The PTX that generatePTX wrote for \p From, rewritten as if for \p To:
-/// its `.version` and `.target` directives become To's, nothing else
-/// changes. None when the header is not the one generatePTX writes for From.
-/// The driver uses it where generatePTX gave the same code for the oldest
-/// and the newest arch of a set (docs/lto.md, "Shared PTX").
-std::optional<std::string> retargetPTX(llvm::StringRef PTX, const Target &From,
-                                       const Target &To);
-
 /// The partition count for a program of \p Kernels kernels: one per 8, at
 /// most 32 (one, no split, below 16 kernels).
 unsigned defaultPartitions(size_t Kernels);
@@ -364,6 +354,37 @@ unsigned defaultPartitions(size_t Kernels);
 /// input's.
 llvm::Expected<std::vector<CodegenPartition>>
 splitForCodegen(llvm::StringRef Bitcode, unsigned MaxPartitions);
+
+//===----------------------------------------------------------------------===//
+// The NVPTX backend, shared with code generation (codegen/)
+//===----------------------------------------------------------------------===//
+
+/// An NVPTX TargetMachine for T (processor T.Cpu, PTX ISA T.PtxVersion).
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const Target &T, unsigned OptLevel);
+
+/// Sets every defined function's target-cpu and target-features to T's.
+void setTargetAttributes(llvm::Module &M, const Target &T);
+
+/// Records LLVM's error diagnostics for one LLVMContext, instead of letting
+/// LLVM print them.
+class DiagnosticCollector {
+public:
+  void install(llvm::LLVMContext &Ctx);
+  /// The collected errors, prefixed with Context; success if none.
+  llvm::Error takeError(const llvm::Twine &Context);
+
+private:
+  void handle(const llvm::DiagnosticInfo &DI);
+  std::vector<std::string> Errors;
+};
+
+/// Runs Fn under LLVM's crash recovery (when enableCrashRecovery armed it):
+/// a crash or a fatal LLVM error inside becomes an Error, "LLVM crashed
+/// <What> (Segmentation fault)" or "LLVM failed <What>: <reason>"; What is
+/// a phrase such as "reading it" or "optimizing for sm_80".
+llvm::Error runRecoverably(llvm::function_ref<llvm::Error()> Fn,
+                           const llvm::Twine &What);
 
 } // namespace fatlink::lto
 

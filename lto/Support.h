@@ -17,14 +17,6 @@
 
 namespace fatlink::lto {
 
-/// Errors are made with llvm::createStringError (a printf format or a
-/// Twine). This alias is kept only for lto/Codegen.cpp, which moves to
-/// codegen/ (issue #15) and drops it there.
-template <typename... Ts>
-llvm::Error makeError(const char *Fmt, const Ts &...Vals) {
-  return llvm::createStringError(Fmt, Vals...);
-}
-
 /// Errors of one phase, at most Limit of them (0: no limit).
 class ErrorList {
 public:
@@ -60,13 +52,6 @@ private:
   llvm::Error All = llvm::Error::success();
   unsigned Count = 0;
 };
-
-/// Runs Fn under LLVM's crash recovery (when enableCrashRecovery armed it):
-/// a crash or a fatal LLVM error inside becomes an Error, "LLVM crashed
-/// <What> (Segmentation fault)" or "LLVM failed <What>: <reason>"; What is
-/// a phrase such as "reading it" or "optimizing for sm_80".
-llvm::Error runRecoverably(llvm::function_ref<llvm::Error()> Fn,
-                           const llvm::Twine &What);
 
 /// Checks that a buffer is bitcode fatlink can read: nvptx64 and produced by
 /// an LLVM no newer than this one.

@@ -3,7 +3,7 @@
 // The fatbin container is the format CUDA's `fatbinary` writes and the
 // driver's cuModuleLoadData / __cudaRegisterFatBinary read. NVIDIA does not
 // publish it; the layout below is what CUDA 13.0's fatbinary writes, checked
-// field by field against its output (packager/tests/FatbinaryCompareTest).
+// field by field against its output (unittests/packager/FatbinaryCompareTest).
 // All fields are little-endian.
 //
 //   Container header, 16 bytes:

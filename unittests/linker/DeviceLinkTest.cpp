@@ -1,4 +1,4 @@
-//===- tests/unit/DeviceLinkTest.cpp - `fatlink device-link` in-process --===//
+//===- unittests/linker/DeviceLinkTest.cpp - `fatlink device-link` in-process ===//
 //
 // deviceLinkMain's option handling, run in-process with its output and
 // errors captured: help, version, and the errors for bad options, which
@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "linker/Linker.h"
-#include "tests/unit/TestSupport.h"
+#include "unittests/TestSupport.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/raw_ostream.h"

@@ -1,4 +1,4 @@
-//===- packager/tests/FatbinTest.cpp - Fatbin format unit tests -----------===//
+//===- unittests/packager/FatbinTest.cpp - Fatbin format unit tests -------===//
 //
 // Round trips through writeFatbin/readFatbin for every entry kind and
 // compression, the deterministic entry order, PTX description and
@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "packager/tests/TestUtil.h"
+#include "unittests/packager/TestUtil.h"
 
 #include "llvm/Support/Endian.h"
 

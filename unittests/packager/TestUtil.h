@@ -1,4 +1,4 @@
-//===- packager/tests/TestUtil.h - Helpers for the packager tests -*- C++ -*-===//
+//===- unittests/packager/TestUtil.h - Helpers for the packager tests -*- C++ -*-===//
 //
 // Runs the real tools (llc, ptxas, fatbinary, cc, llvm-readelf, ...) for the
 // end-to-end tests and reads and writes files in the test's TEST_TMPDIR.
@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FATLINK_PACKAGER_TESTS_TESTUTIL_H
-#define FATLINK_PACKAGER_TESTS_TESTUTIL_H
+#ifndef FATLINK_UNITTESTS_PACKAGER_TESTUTIL_H
+#define FATLINK_UNITTESTS_PACKAGER_TESTUTIL_H
 
 #include "packager/Packager.h"
 
@@ -122,7 +122,7 @@ inline std::pair<std::string, std::string> buildDeviceCode(
   std::string Ptx = Dir + "/scale." + Arch + ".ptx";
   std::string Cubin = Dir + "/scale." + Arch + ".cubin";
   runOk({llvmTool("llc"), "-march=nvptx64", "-mcpu=" + Arch,
-         "packager/tests/testdata/scale.ll", "-o", Ptx});
+         "unittests/packager/testdata/scale.ll", "-o", Ptx});
   runOk({cudaTool("ptxas"), "-arch=" + Arch, Ptx, "-o", Cubin});
   return {Ptx, Cubin};
 }
@@ -131,4 +131,4 @@ inline std::pair<std::string, std::string> buildDeviceCode(
 } // namespace packager
 } // namespace fatlink
 
-#endif // FATLINK_PACKAGER_TESTS_TESTUTIL_H
+#endif // FATLINK_UNITTESTS_PACKAGER_TESTUTIL_H

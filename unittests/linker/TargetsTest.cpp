@@ -1,4 +1,4 @@
-//===- tests/unit/TargetsTest.cpp - Target planning and ptxas probing ----===//
+//===- unittests/linker/TargetsTest.cpp - Target planning and ptxas probing ===//
 //
 // The rules of linker/Targets.h (presets, lists, PTX versions, refusals with
 // their reasons) on hand-built ToolFacts, and codegen/Codegen.h's reading of
@@ -9,7 +9,7 @@
 
 #include "linker/Targets.h"
 #include "codegen/Codegen.h"
-#include "tests/unit/TestSupport.h"
+#include "unittests/TestSupport.h"
 
 using namespace llvm;
 using namespace fatlink;

@@ -1,4 +1,4 @@
-//===- packager/tests/FatbinaryCompareTest.cpp - Against NVIDIA's tools ---===//
+//===- unittests/packager/FatbinaryCompareTest.cpp - Against NVIDIA's tools ===//
 //
 // Builds PTX (llc) and cubins (ptxas) from testdata/scale.ll at test time,
 // packs them with fatlink's writer and with CUDA's `fatbinary`, and checks
@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "packager/tests/TestUtil.h"
+#include "unittests/packager/TestUtil.h"
 
 #include "llvm/ADT/StringExtras.h"
 

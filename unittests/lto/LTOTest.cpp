@@ -1,17 +1,19 @@
-//===- tests/unit/LTOTest.cpp - The device LTO engine, through LTO.h -----===//
+//===- unittests/lto/LTOTest.cpp - The device LTO engine, through LTO.h ---===//
 //
 // lto/LTO.h's stages on small inputs built here: the arch table of the
 // linked LLVM, input intake (bitcode, archives, and malformed files built
 // byte by byte), symbol resolution, internalization, `__nvvm_reflect`
-// folding, lazy libdevice and PTX generation. Device code is written as
-// nvptx64 LLVM IR text, so each test shows the program it links.
+// folding, lazy libdevice, and PTX generation from what they give
+// (codegen/Codegen.h's generatePTX and retargetPTX). Device code is written
+// as nvptx64 LLVM IR text, so each test shows the program it links.
 //
 // libdevice comes from $CUDA_PATH, else /usr/local/cuda.
 //
 //===----------------------------------------------------------------------===//
 
 #include "lto/LTO.h"
-#include "tests/unit/TestSupport.h"
+#include "codegen/Codegen.h"
+#include "unittests/TestSupport.h"
 
 #include "llvm/AsmParser/Parser.h"
 #include "llvm/Bitcode/BitcodeReader.h"
@@ -531,7 +533,7 @@ TEST_F(LTOTest, WeakReferenceMayStayUndefined) {
     Opts.OptLevel = OptLevel;
     Expected<lto::LinkedProgram> P = link({A}, Sm80, Opts);
     ASSERT_THAT_EXPECTED(P, Succeeded());
-    Expected<std::string> PTX = lto::generatePTX(*P, Sm80, 0, OptLevel);
+    Expected<std::string> PTX = codegen::generatePTX(*P, Sm80, 0, OptLevel);
     ASSERT_THAT_EXPECTED(PTX, Succeeded());
     // They resolve to null, as in an ELF linker: PTX has no weak undefined
     // symbols, and ptxas rejects an unresolved .extern .func.
@@ -580,7 +582,7 @@ TEST_F(LTOTest, DynamicSharedMemoryIsNotUndefined) {
        {std::vector<std::string>{A, B}, std::vector<std::string>{B, A}}) {
     Expected<lto::LinkedProgram> P = link(Order, Sm80, options());
     ASSERT_THAT_EXPECTED(P, Succeeded());
-    Expected<std::string> PTX = lto::generatePTX(*P, Sm80, 0, 3);
+    Expected<std::string> PTX = codegen::generatePTX(*P, Sm80, 0, 3);
     ASSERT_THAT_EXPECTED(PTX, Succeeded());
     EXPECT_THAT(*PTX, HasSubstr(".extern .shared .align 16 .b8 smem[];"));
   }
@@ -614,7 +616,7 @@ TEST_F(LTOTest, PtxVersionRaisedToWhatInputsNeed) {
   Expected<lto::LinkedProgram> P = link({A}, Targets, options());
   ASSERT_THAT_EXPECTED(P, Succeeded());
   EXPECT_THAT(P->PtxVersions, ElementsAre(76u, 78u));
-  Expected<std::string> PTX = lto::generatePTX(*P, Targets, 0, 3);
+  Expected<std::string> PTX = codegen::generatePTX(*P, Targets, 0, 3);
   ASSERT_THAT_EXPECTED(PTX, Succeeded());
   EXPECT_THAT(*PTX, HasSubstr(".version 7.6\n"));
 
@@ -818,7 +820,7 @@ TEST_F(LTOTest, InternalizesAllButTheInterface) {
   ASSERT_THAT_EXPECTED(P, Succeeded());
   EXPECT_THAT(P->Globals, ElementsAre("dev_var"));
 
-  Expected<std::string> PTX = lto::generatePTX(*P, Sm80, 0, 3);
+  Expected<std::string> PTX = codegen::generatePTX(*P, Sm80, 0, 3);
   ASSERT_THAT_EXPECTED(PTX, Succeeded());
   EXPECT_THAT(*PTX, HasSubstr(".entry k("));
   EXPECT_THAT(*PTX, HasSubstr("exported_fn"));
@@ -914,7 +916,7 @@ TEST_F(LTOTest, CudaArchSharesModulesBetweenTargetsWithSameAnswers) {
   EXPECT_EQ(storedConstant(P->Modules[1], "k"), 1);
 
   // The shared module is still compiled for each of its targets.
-  Expected<std::string> PTX = lto::generatePTX(*P, Targets, 2, 3);
+  Expected<std::string> PTX = codegen::generatePTX(*P, Targets, 2, 3);
   ASSERT_THAT_EXPECTED(PTX, Succeeded());
   EXPECT_THAT(*PTX, HasSubstr(".version 7.8"));
   EXPECT_THAT(*PTX, HasSubstr(".target sm_90"));
@@ -983,7 +985,7 @@ TEST_F(LTOTest, LibdeviceLinkedLazily) {
   Expected<lto::LinkedProgram> P = link({A}, Sm80, options());
   ASSERT_THAT_EXPECTED(P, Succeeded());
   EXPECT_THAT(P->LibdeviceFunctions, ElementsAre("__nv_sqrtf"));
-  Expected<std::string> PTX = lto::generatePTX(*P, Sm80, 0, 3);
+  Expected<std::string> PTX = codegen::generatePTX(*P, Sm80, 0, 3);
   ASSERT_THAT_EXPECTED(PTX, Succeeded());
   EXPECT_THAT(*PTX, Not(HasSubstr("__nv_")));
   EXPECT_THAT(*PTX, HasSubstr("sqrt.rn.f32"));
@@ -995,7 +997,7 @@ TEST_F(LTOTest, LibdeviceSeesPrecisionOptions) {
   Opts.PreciseSqrt = false;
   Expected<lto::LinkedProgram> P = link({A}, Sm80, Opts);
   ASSERT_THAT_EXPECTED(P, Succeeded());
-  Expected<std::string> PTX = lto::generatePTX(*P, Sm80, 0, 3);
+  Expected<std::string> PTX = codegen::generatePTX(*P, Sm80, 0, 3);
   ASSERT_THAT_EXPECTED(PTX, Succeeded());
   EXPECT_THAT(*PTX, HasSubstr("sqrt.approx"));
   EXPECT_THAT(*PTX, Not(HasSubstr("sqrt.rn.f32")));
@@ -1111,7 +1113,7 @@ TEST_F(LTOTest, GeneratePTX) {
     Opts.OptLevel = OptLevel;
     Expected<lto::LinkedProgram> P = link({A}, Sm80, Opts);
     ASSERT_THAT_EXPECTED(P, Succeeded());
-    Expected<std::string> PTX = lto::generatePTX(*P, Sm80, 0, OptLevel);
+    Expected<std::string> PTX = codegen::generatePTX(*P, Sm80, 0, OptLevel);
     ASSERT_THAT_EXPECTED(PTX, Succeeded());
     EXPECT_THAT(*PTX, HasSubstr(".version 7.0\n"));
     EXPECT_THAT(*PTX, HasSubstr(".target sm_80\n"));
@@ -1131,8 +1133,8 @@ TEST_F(LTOTest, SameInputsSameBytes) {
   ASSERT_EQ(P1->Modules.size(), P2->Modules.size());
   for (size_t I = 0; I < P1->Modules.size(); ++I) {
     EXPECT_EQ(P1->Modules[I].Bitcode, P2->Modules[I].Bitcode);
-    Expected<std::string> X = lto::generatePTX(*P1, Targets, I, 3);
-    Expected<std::string> Y = lto::generatePTX(*P2, Targets, I, 3);
+    Expected<std::string> X = codegen::generatePTX(*P1, Targets, I, 3);
+    Expected<std::string> Y = codegen::generatePTX(*P2, Targets, I, 3);
     ASSERT_THAT_EXPECTED(X, Succeeded());
     ASSERT_THAT_EXPECTED(Y, Succeeded());
     EXPECT_EQ(*X, *Y);
@@ -1225,7 +1227,7 @@ TEST(SplitForCodegen, EachPartitionCompilesAlone) {
     for (const lto::CodegenPartition &P : *Parts) {
       Kernels += P.Kernels.size();
       Expected<std::string> PTX =
-          lto::generatePTX(P.Bitcode, smTarget(80, 70), 3);
+          codegen::generatePTX(P.Bitcode, smTarget(80, 70), 3);
       ASSERT_THAT_EXPECTED(PTX, Succeeded());
       for (const std::string &K : P.Kernels)
         EXPECT_THAT(*PTX, HasSubstr(".entry " + K + "("));
@@ -1302,7 +1304,7 @@ TEST_F(LTOTest, OptimizesInPartitionsAndMemoizesThem) {
     }
     append_range(Kernels, Part.Kernels);
     Globals.push_back(is_contained(Defs, "g") ? "g" : "");
-    Expected<std::string> PTX = lto::generatePTX(Part.Bitcode, Sm80[0], 3);
+    Expected<std::string> PTX = codegen::generatePTX(Part.Bitcode, Sm80[0], 3);
     ASSERT_THAT_EXPECTED(PTX, Succeeded());
   }
   llvm::sort(Kernels);
@@ -1336,30 +1338,31 @@ TEST_F(LTOTest, RetargetPTXRewritesOnlyTheHeader) {
   lto::Target Sm75 = smTarget(75, 63), Sm90 = smTarget(90, 78);
   lto::Target Sm100 = smTarget(100, 86);
   StringRef Bitcode = P->Modules[0].Bitcode;
-  Expected<std::string> Lo = lto::generatePTX(Bitcode, Sm75, 3);
-  Expected<std::string> Mid = lto::generatePTX(Bitcode, Sm90, 3);
-  Expected<std::string> Hi = lto::generatePTX(Bitcode, Sm100, 3);
+  Expected<std::string> Lo = codegen::generatePTX(Bitcode, Sm75, 3);
+  Expected<std::string> Mid = codegen::generatePTX(Bitcode, Sm90, 3);
+  Expected<std::string> Hi = codegen::generatePTX(Bitcode, Sm100, 3);
   ASSERT_THAT_EXPECTED(Lo, Succeeded());
   ASSERT_THAT_EXPECTED(Mid, Succeeded());
   ASSERT_THAT_EXPECTED(Hi, Succeeded());
   // This code does not depend on the arch: each arch's PTX is the other's
   // with its own .version and .target, byte for byte.
-  EXPECT_EQ(lto::retargetPTX(*Hi, Sm100, Sm75), *Lo);
-  EXPECT_EQ(lto::retargetPTX(*Lo, Sm75, Sm90), *Mid);
+  EXPECT_EQ(codegen::retargetPTX(*Hi, Sm100, Sm75), *Lo);
+  EXPECT_EQ(codegen::retargetPTX(*Lo, Sm75, Sm90), *Mid);
   EXPECT_THAT(*Mid, HasSubstr("\n.version 7.8\n.target sm_90\n"));
 
   // The header must be the one generatePTX writes for From.
-  EXPECT_EQ(lto::retargetPTX(*Lo, Sm90, Sm100), std::nullopt);
-  EXPECT_EQ(lto::retargetPTX(".version 6.3\n.target sm_75\n", Sm75, Sm90),
+  EXPECT_EQ(codegen::retargetPTX(*Lo, Sm90, Sm100), std::nullopt);
+  EXPECT_EQ(codegen::retargetPTX(".version 6.3\n.target sm_75\n", Sm75, Sm90),
             std::optional<std::string>(".version 7.8\n.target sm_90\n"));
-  EXPECT_EQ(lto::retargetPTX(".version 6.3\n.target sm_75, debug\nx\n", Sm75,
-                             Sm90),
-            std::optional<std::string>(".version 7.8\n.target sm_90, debug\nx\n"));
+  EXPECT_EQ(
+      codegen::retargetPTX(".version 6.3\n.target sm_75, debug\nx\n", Sm75,
+                           Sm90),
+      std::optional<std::string>(".version 7.8\n.target sm_90, debug\nx\n"));
   // Code before the header, or a .target naming another processor: refused.
-  EXPECT_EQ(lto::retargetPTX(".entry k()\n.version 6.3\n.target sm_75\n", Sm75,
-                             Sm90),
+  EXPECT_EQ(codegen::retargetPTX(".entry k()\n.version 6.3\n.target sm_75\n",
+                                 Sm75, Sm90),
             std::nullopt);
-  EXPECT_EQ(lto::retargetPTX(".version 6.3\n.target sm_750\n", Sm75, Sm90),
+  EXPECT_EQ(codegen::retargetPTX(".version 6.3\n.target sm_750\n", Sm75, Sm90),
             std::nullopt);
-  EXPECT_EQ(lto::retargetPTX("", Sm75, Sm90), std::nullopt);
+  EXPECT_EQ(codegen::retargetPTX("", Sm75, Sm90), std::nullopt);
 }

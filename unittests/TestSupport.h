@@ -1,4 +1,4 @@
-//===- tests/unit/TestSupport.h - Helpers shared by the unit tests -------===//
+//===- unittests/TestSupport.h - Helpers shared by the unit tests ---------===//
 //
 // LLVM's Error matchers (ASSERT_THAT_EXPECTED(X, Succeeded()),
 // FailedWithMessage(...)) and a temporary directory under $TEST_TMPDIR that
@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FATLINK_TESTS_UNIT_TESTSUPPORT_H
-#define FATLINK_TESTS_UNIT_TESTSUPPORT_H
+#ifndef FATLINK_UNITTESTS_TESTSUPPORT_H
+#define FATLINK_UNITTESTS_TESTSUPPORT_H
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Testing/Support/Error.h"
@@ -42,4 +42,4 @@ private:
 
 } // namespace fatlink::test
 
-#endif // FATLINK_TESTS_UNIT_TESTSUPPORT_H
+#endif // FATLINK_UNITTESTS_TESTSUPPORT_H

@@ -1,4 +1,4 @@
-//===- packager/tests/HostObjectTest.cpp - Host and offload objects -------===//
+//===- unittests/packager/HostObjectTest.cpp - Host and offload objects ---===//
 //
 // The host object for x86-64 is linked with `cc` into a C program that walks
 // the module descriptors (testdata/walk_modules.c) and run; the AArch64 one
@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "packager/tests/TestUtil.h"
+#include "unittests/packager/TestUtil.h"
 
 #include "intake/Intake.h"
 
@@ -47,7 +47,7 @@ TEST(HostObject, LinksAndRunsOnX86_64) {
   writeFile(Dir + "/mod1.o", *ObjOrErr);
   writeFile(Dir + "/mod2.o", *Obj2OrErr);
   runOk({envOr("CC", "cc"), "-I.", "-Wall", "-Werror",
-         "packager/tests/testdata/walk_modules.c", Dir + "/mod1.o",
+         "unittests/packager/testdata/walk_modules.c", Dir + "/mod1.o",
          Dir + "/mod2.o", "-Wl,--gc-sections", "-o", Dir + "/walk"});
   std::string Out = runOk({Dir + "/walk"});
   std::string Size = std::to_string(Fatbin.size());

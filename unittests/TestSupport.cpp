@@ -1,10 +1,10 @@
-//===- tests/unit/TestSupport.cpp - Helpers shared by the unit tests -----===//
+//===- unittests/TestSupport.cpp - Helpers shared by the unit tests -------===//
 //
 // See TestSupport.h.
 //
 //===----------------------------------------------------------------------===//
 
-#include "tests/unit/TestSupport.h"
+#include "unittests/TestSupport.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
