@@ -49,6 +49,10 @@ Error cubinError(Error E) {
 Expected<StringRef> findSection(const Cubin &File,
                                 ArrayRef<Cubin::Elf_Shdr> Sections,
                                 StringRef Name) {
+  // LLVM gives no sections for an e_shoff of 0, whatever e_shnum says
+  // (found by fuzz/image_fuzzer): there is no null section to skip then.
+  if (Sections.empty())
+    return StringRef();
   for (const Cubin::Elf_Shdr &Sec : Sections.drop_front()) {
     Expected<StringRef> SecName = File.getSectionName(Sec);
     if (!SecName)
