@@ -56,6 +56,8 @@ linkCubins(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
            ArrayRef<lto::DeviceLibrary> Libs) {
   TimeTraceScope Scope("nvlink", T.Name);
   for (auto [N, O] : enumerate(Objs)) {
+    if (O->IsLTOIR)
+      continue; // nvJitLink's, below
     std::string Name = T.Name + "-object" + std::to_string(N);
     Expected<std::string> Path = Ctx.Temps.write(
         Name + (O->IsPTX ? ".ptx" : ".cubin"), O->Data.getBuffer());
@@ -77,6 +79,23 @@ linkCubins(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
       Path = std::move(CubinPath);
     }
     Cubins.push_back(*Path);
+  }
+  // nvcc LTO-IR: nvJitLink links everything, optimizing across the
+  // LTO-IR inputs, instead of nvlink.
+  if (any_of(Objs, [](const lto::DeviceObject *O) { return O->IsLTOIR; })) {
+    std::vector<NvJitLinkInput> In;
+    for (const std::string &Path : Cubins)
+      In.push_back({NvJitLinkInput::Cubin, Path, {}, Path});
+    for (const lto::DeviceObject *O : Objs)
+      if (O->IsLTOIR)
+        In.push_back({NvJitLinkInput::Object, O->Container,
+                      O->Data.getBuffer(), {}});
+    for (const lto::DeviceLibrary &L : Libs)
+      In.push_back({NvJitLinkInput::Library, L.Path, {}, L.Path});
+    Ctx.verbose("nvJitLink -arch=" + T.Cpu + " -lto: " + Twine(In.size()) +
+                " inputs");
+    return runNvJitLink(Opts.Paths.CudaPath, T.Cpu, /*EmitPtx=*/false, In,
+                        "nvJitLink for " + T.Name);
   }
   Expected<std::string> Linked = Ctx.Temps.create(T.Name + ".linked.cubin");
   if (!Linked)

@@ -106,10 +106,12 @@ llvm::Expected<DeviceBuild> buildDevice(Context &Ctx,
 using ProbeFn = llvm::function_ref<llvm::Expected<ToolFacts>()>;
 
 /// buildDevice behind the cache (when C.CacheDir is set): on a hit nothing
-/// runs, not even the tool probe; on a miss the result is stored.
+/// runs, not even the tool probe; on a miss the result is stored. A miss
+/// completes Inputs: nvcc LTO-IR objects get their symbols (from
+/// nvJitLink), which only a build needs.
 llvm::Expected<DeviceBuild> buildDeviceCached(Context &Ctx,
                                               const DeviceLinkConfig &C,
-                                              const lto::InputSet &Inputs,
+                                              lto::InputSet &Inputs,
                                               ProbeFn Probe);
 
 /// The whole device link: reads C.Inputs, builds (through the cache), and

@@ -328,6 +328,14 @@ static void resolveWeakReferences(Module &M,
   }
 }
 
+/// Whether the inputs hold nvcc LTO-IR, whose definitions fatlink cannot
+/// list in full (DeviceObject::IsLTOIR): then nvJitLink, which links it,
+/// reports what is undefined.
+static bool hasLtoIr(const InputSet &Inputs) {
+  return any_of(Inputs.Objects,
+                [](const DeviceObject &O) { return O.IsLTOIR; });
+}
+
 static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
                             const StringSet<> &ProvidedByObjects,
                             LibraryResolver &Libs, unsigned ErrorLimit) {
@@ -1122,10 +1130,11 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   if (Error E = Libraries.resolve(*Composite, ProvidedByObjects,
                                   isProvidedByPTX, Out))
     return E;
-  if (Error E = checkUndefined(*Composite, Symtab, ProvidedByObjects,
-                                Libraries, Opts.ErrorLimit))
-    return E;
-  if (First)
+  if (!hasLtoIr(Inputs))
+    if (Error E = checkUndefined(*Composite, Symtab, ProvidedByObjects,
+                                  Libraries, Opts.ErrorLimit))
+      return E;
+  if (First && !hasLtoIr(Inputs))
     if (Error E = checkObjectsUndefined(Composite.get(), Inputs,
                                         ProvidedByObjects,
                                         Libraries, Opts.ErrorLimit))
@@ -1385,9 +1394,10 @@ static Expected<LinkedProgram> linkAndOptimizeImpl(const InputSet &Inputs,
     StringSet<> Provided;
     for (const DeviceObject &O : Inputs.Objects)
       Provided.insert_range(O.Defined);
-    if (Error E = checkObjectsUndefined(nullptr, Inputs, Provided,
-                                        DL.libraries(), Opts.ErrorLimit))
-      return std::move(E);
+    if (!hasLtoIr(Inputs))
+      if (Error E = checkObjectsUndefined(nullptr, Inputs, Provided,
+                                          DL.libraries(), Opts.ErrorLimit))
+        return std::move(E);
     SortKernels();
     return std::move(Out); // relocatable code only: nvlink does the link
   }
