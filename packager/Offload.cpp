@@ -17,8 +17,11 @@
 //   archives of those, with every image's origin ("libfoo.a(bar.o)"). The
 //   archive walk, the section scan and the checked OffloadBinary walk are
 //   intake/'s, shared with the link commands' lto::readInputs; what is
-//   added here is reading the fatbins. Thin archives are refused: this
-//   works on bytes in memory and opens no file.
+//   added here is reading the fatbins, and telling nvcc's kinds of device
+//   code apart: relocatable cubins (ET_REL), the module id of an nvcc -dc
+//   object (section __nv_module_id) for its __nv_relfatbin entries, and
+//   the whole-program .nv_fatbin of a relocatable object. Thin archives
+//   are refused: this works on bytes in memory and opens no file.
 //
 //===----------------------------------------------------------------------===//
 
