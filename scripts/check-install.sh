@@ -62,7 +62,7 @@ PROGRAMS=(
   "nvlink                the device link (CUDA toolkit)"
   "fatbinary             packager tests (CUDA toolkit)"
   "nvcc                  bench/, tests (CUDA toolkit)"
-  "cuobjdump             corpus_test (scripts/setup.sh: the nvidia-cuda-cuobjdump wheel)"
+  "cuobjdump             corpus_test, test/inspect/nvcc-* (scripts/setup.sh: the nvidia-cuda-cuobjdump wheel)"
   "rustc                 tests (rustup)"
   "cargo                 the cargo example (rustup)"
 )

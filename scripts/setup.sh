@@ -86,7 +86,8 @@ fi
 
 # NVIDIA's cuobjdump, which the CUDA 13.0 image lacks: corpus_test.sh lists
 # the kernels of fatlink's outputs with it, a reader independent of
-# fatlink's own. It comes from the nvidia-cuda-cuobjdump wheel, fetched with
+# fatlink's own, and test/inspect/nvcc-*.test (%cuobjdump) compare
+# `fatlink inspect` on nvcc's objects with it. It comes from the nvidia-cuda-cuobjdump wheel, fetched with
 # `pip download` (no pip install), checked against a pinned SHA-256 and
 # unpacked to $DEPS/cuobjdump/bin.
 if [ ! -x "$DEPS/cuobjdump/bin/cuobjdump" ]; then

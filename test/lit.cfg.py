@@ -73,6 +73,12 @@ ptxas = need(os.path.join(cuda, "bin", "ptxas"), "ptxas (CUDA toolkit; set CUDA_
 nvcc = need(os.path.join(cuda, "bin", "nvcc"), "nvcc (CUDA toolkit; set CUDA_PATH)")
 fatbinary = need(os.path.join(cuda, "bin", "fatbinary"), "fatbinary (CUDA toolkit; set CUDA_PATH)")
 python = which("python3", "python3")
+# NVIDIA's cuobjdump, the reference for `fatlink inspect` on nvcc's output:
+# not in the CUDA 13.0 image; scripts/setup.sh unpacks it from its wheel.
+cuobjdump = shutil.which("cuobjdump", path=config.environment["PATH"]) or need(
+    os.path.join(os.environ.get("FATLINK_DEPS_DIR") or os.path.join(home, ".cache", "fatlink", "deps"),
+                 "cuobjdump", "bin", "cuobjdump"),
+    "cuobjdump (scripts/setup.sh: the nvidia-cuda-cuobjdump wheel)")
 
 # As root every directory is writable: tests of unwritable outputs need
 # another user (LLVM's own lit config has the same feature).
@@ -121,4 +127,5 @@ config.substitutions += [
     ("%host_elf_machine", elf_machine),
     # Helper scripts for what lit's shell cannot say (test/Inputs).
     ("%inputs", os.path.join(config.test_source_root, "Inputs")),
+    ("%cuobjdump", cuobjdump),
 ]
