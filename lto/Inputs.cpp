@@ -447,7 +447,7 @@ void InputReader::readNvccFatbin(MemoryBufferRef Object, StringRef Contents,
     std::string EntryOrigin =
         (Origin + "(__nv_relfatbin[" + Twine(I) + "])").str();
     bool IsPTX = E.Kind == packager::ImageKind::PTX;
-    bool IsLTOIR = E.Kind == packager::ImageKind::NvvmIR;
+    bool IsLTOIR = E.Kind == packager::ImageKind::LtoIR;
     std::string Arch = IsPTX     ? "compute_" + std::to_string(E.SM)
                        : IsLTOIR ? "lto_" + std::to_string(E.SM)
                                  : E.Arch;

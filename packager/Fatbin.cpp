@@ -433,11 +433,6 @@ Expected<uint64_t> readEntry(StringRef Data, uint64_t Off, uint64_t End,
 
   StringRef Payload = Data.substr(PayloadOff, E.StoredSize);
   bool Zstd = E.Flags & FlagZstd, LZ4 = E.Flags & FlagLZ4;
-  // nvcc's LTO-IR (flags 0x18011): obfuscated, which only nvJitLink
-  // undoes; its compression flag describes what lies under that. Kept as
-  // stored.
-  if (E.Kind == ImageKind::NvvmIR && (E.Flags & 0x10000))
-    Zstd = LZ4 = false;
   if (Zstd && LZ4)
     return createStringError("fatbin entry at offset " + hex(Off) +
                              " is marked both zstd and LZ4 (flags " +
