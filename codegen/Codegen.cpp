@@ -70,10 +70,10 @@ linkCubins(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
         return CubinPath.takeError();
       std::string Arch = "-arch=" + T.Cpu;
       std::string What = "ptxas for " + T.Name + " (" + O->Origin + ")";
-      if (Expected<std::string> R = runProgram(
-              Ctx, Opts.Paths.Ptxas,
-              {"ptxas", Arch, "-c", *Path, "-o", *CubinPath},
-              Opts.PtxasTimeout, What);
+      if (Expected<std::string> R =
+              runProgram(Ctx, Opts.Paths.Ptxas,
+                         {"ptxas", Arch, "-c", *Path, "-o", *CubinPath},
+                         Opts.PtxasTimeout, What);
           !R)
         return R.takeError();
       Path = std::move(CubinPath);
@@ -88,8 +88,8 @@ linkCubins(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
       In.push_back({NvJitLinkInput::Cubin, Path, {}, Path});
     for (const lto::DeviceObject *O : Objs)
       if (O->IsLTOIR)
-        In.push_back({NvJitLinkInput::Object, O->Container,
-                      O->Data.getBuffer(), {}});
+        In.push_back(
+            {NvJitLinkInput::Object, O->Container, O->Data.getBuffer(), {}});
     for (const lto::DeviceLibrary &L : Libs)
       In.push_back({NvJitLinkInput::Library, L.Path, {}, L.Path});
     Ctx.verbose("nvJitLink -arch=" + T.Cpu + " -lto: " + Twine(In.size()) +
@@ -444,7 +444,8 @@ compileTarget(Context &Ctx, const CodegenOptions &Opts,
     return Out;
 
   TimeTraceScope Scope("ptxas", T.Name);
-  std::vector<const lto::DeviceObject *> Objs = lto::objectsForTarget(Inputs, T);
+  std::vector<const lto::DeviceObject *> Objs =
+      lto::objectsForTarget(Inputs, T);
   // Relocatable code to link with nvlink: objects or device libraries.
   bool Relocatable = !Objs.empty() || !Program.Libraries.empty();
   std::string OptFlag = "-O" + std::to_string(Opts.OptLevel);
@@ -588,9 +589,9 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
       Paths.push_back(*Path);
     }
     PartCubins[I].clear();
-    Expected<std::string> Linked =
-        linkCubins(Ctx, Opts, Targets[I], Paths, lto::objectsForTarget(Inputs, Targets[I]),
-                   Program.Libraries);
+    Expected<std::string> Linked = linkCubins(
+        Ctx, Opts, Targets[I], Paths, lto::objectsForTarget(Inputs, Targets[I]),
+        Program.Libraries);
     if (!Linked)
       return Fail(I, Linked.takeError());
     Outputs[I].Cubin = std::move(*Linked);

@@ -34,8 +34,12 @@ namespace {
 // nvJitLink.h, CUDA 13.0: the handful of declarations fatlink calls.
 using Handle = void *;
 using Result = int; // nvJitLinkResult; 0 is NVJITLINK_SUCCESS
-enum InputType : int { InputCubin = 1, InputPtx = 2, InputObject = 5,
-                       InputLibrary = 6 };
+enum InputType : int {
+  InputCubin = 1,
+  InputPtx = 2,
+  InputObject = 5,
+  InputLibrary = 6
+};
 
 struct Api {
   Result (*Create)(Handle *, uint32_t, const char **);
@@ -56,13 +60,22 @@ struct Api {
 
 /// What NVJITLINK_ERROR_* values mean (nvJitLink.h), for messages.
 const char *resultName(Result R) {
-  static const char *const Names[] = {
-      "success",          "unrecognized option",  "missing arch",
-      "invalid input",    "ptx compilation error", "nvvm compilation error",
-      "internal error",   "threadpool error",     "unrecognized input",
-      "finalize error",   "null input",           "incompatible options",
-      "incorrect input type", "arch mismatch",    "outdated library",
-      "missing fatbin"};
+  static const char *const Names[] = {"success",
+                                      "unrecognized option",
+                                      "missing arch",
+                                      "invalid input",
+                                      "ptx compilation error",
+                                      "nvvm compilation error",
+                                      "internal error",
+                                      "threadpool error",
+                                      "unrecognized input",
+                                      "finalize error",
+                                      "null input",
+                                      "incompatible options",
+                                      "incorrect input type",
+                                      "arch mismatch",
+                                      "outdated library",
+                                      "missing fatbin"};
   if (R >= 0 && size_t(R) < std::size(Names))
     return Names[R];
   return "unknown error";
@@ -90,8 +103,7 @@ Expected<const Api *> loadApi(StringRef CudaPath) {
     sys::DynamicLibrary Lib =
         sys::DynamicLibrary::getPermanentLibrary(Path.c_str(), &Err);
     if (!Lib.isValid())
-      return createStringError("cannot load %s: %s", Path.c_str(),
-                               Err.c_str());
+      return createStringError("cannot load %s: %s", Path.c_str(), Err.c_str());
     auto A = std::make_unique<Api>();
     A->Path = std::string(Path);
     bool Missing = false;
@@ -175,11 +187,10 @@ Expected<std::string> runNvJitLink(StringRef CudaPath, StringRef Arch,
                      "--cuda-path=<that toolkit>)",
                      A.Major, A.Minor, A.Path)
                  .str();
-    return createStringError("%s: nvJitLink %s failed: %s%s%s%s",
-                             What.str().c_str(), Step.str().c_str(),
-                             resultName(R), Log.empty() ? "" : "\n",
-                             StringRef(Log).rtrim().str().c_str(),
-                             Hint.c_str());
+    return createStringError(
+        "%s: nvJitLink %s failed: %s%s%s%s", What.str().c_str(),
+        Step.str().c_str(), resultName(R), Log.empty() ? "" : "\n",
+        StringRef(Log).rtrim().str().c_str(), Hint.c_str());
   };
   for (const NvJitLinkInput &In : Inputs) {
     int Type = In.Kind == NvJitLinkInput::Cubin    ? InputCubin
@@ -187,10 +198,9 @@ Expected<std::string> runNvJitLink(StringRef CudaPath, StringRef Arch,
                : In.Kind == NvJitLinkInput::Object ? InputObject
                                                    : InputLibrary;
     std::string Name = In.Name;
-    Result R = In.Path.empty()
-                   ? A.AddData(H, Type, In.Data.data(), In.Data.size(),
-                               Name.c_str())
-                   : A.AddFile(H, Type, In.Path.c_str());
+    Result R = In.Path.empty() ? A.AddData(H, Type, In.Data.data(),
+                                           In.Data.size(), Name.c_str())
+                               : A.AddFile(H, Type, In.Path.c_str());
     if (R)
       return Fail(R, "reading " + In.Name);
   }

@@ -833,7 +833,7 @@ static Expected<std::string> deviceLinkForHost(Context &Ctx,
     return C.takeError();
   std::string Triple =
       Line.TargetTriple.empty() ? sys::getDefaultTargetTriple() : Line.TargetTriple;
-  Expected<packager::HostArch> Host = parseHostArch(Triple);
+  Expected<packager::HostArch> Host = packager::parseHostArch(Triple);
   if (!Host)
     return Host.takeError();
   C->HostArch = *Host;

@@ -127,9 +127,6 @@ llvm::Error runDeviceLink(Context &Ctx, const DeviceLinkConfig &C,
 llvm::Expected<packager::FatbinOptions>
 parseCompression(llvm::StringRef Name, llvm::StringRef Value);
 
-/// The host object format for a host triple (x86_64 or aarch64).
-using packager::parseHostArch;
-
 /// The host triple for an arch name ("aarch64"), or this machine's for "".
 std::string hostTriple(llvm::StringRef Arch);
 

@@ -211,8 +211,8 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
     else
       Fail(F.takeError());
   }
-  if (Expected<packager::HostArch> H =
-          parseHostArch(hostTriple(Args.getLastArgValue(OPT_host_arch_EQ))))
+  if (Expected<packager::HostArch> H = packager::parseHostArch(
+          hostTriple(Args.getLastArgValue(OPT_host_arch_EQ))))
     C.HostArch = *H;
   else
     Fail(H.takeError());
@@ -643,10 +643,10 @@ static void reportInputs(Context &Ctx, ArrayRef<lto::Target> Targets,
                 (Image.Arch.empty() ? "" : " [" + Image.Arch + "]"));
   for (const lto::DeviceObject &O : Inputs.Objects)
     Ctx.verbose("input " + O.Origin + " [" + O.Arch +
-                (O.IsLTOIR ? ", nvcc LTO-IR]"
-                 : O.IsPTX ? ", nvcc PTX]"
-                         : O.FromNvcc ? ", nvcc relocatable cubin]"
-                                      : ", relocatable cubin]"));
+                (O.IsLTOIR    ? ", nvcc LTO-IR]"
+                 : O.IsPTX    ? ", nvcc PTX]"
+                 : O.FromNvcc ? ", nvcc relocatable cubin]"
+                              : ", relocatable cubin]"));
   for (const lto::DeviceLibrary &L : Inputs.Libraries)
     Ctx.verbose("input " + L.Path +
                 " [device library: " + join(L.Arches, ", ") + "]");
@@ -866,8 +866,7 @@ static Error readLtoIrSymbols(Context &Ctx, const Config &C,
 }
 
 Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
-                                        lto::InputSet &Inputs,
-                                        ProbeFn Probe) {
+                                        lto::InputSet &Inputs, ProbeFn Probe) {
   // Bitcode outputs feed build systems, which cache them themselves.
   bool UseCache = !C.CacheDir.empty() && C.OutKind != OutputKind::Bitcode;
   std::string Key;

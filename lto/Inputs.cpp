@@ -188,8 +188,8 @@ static Error readCubinSymbols(MemoryBufferRef MB,
     }
     if (!Name->consume_front(".nv.info."))
       continue;
-    auto K = find_if(*Kernels,
-                     [&](const KernelInfo &K) { return K.Name == *Name; });
+    auto K =
+        find_if(*Kernels, [&](const KernelInfo &K) { return K.Name == *Name; });
     Expected<StringRef> Contents = Sec.getContents();
     if (K == Kernels->end() || !Contents) {
       if (!Contents)
@@ -208,8 +208,10 @@ static Error readCubinSymbols(MemoryBufferRef MB,
 /// `.b8 name[24]` 24; 0 when it is not one.
 static unsigned ptxParamSize(StringRef Decl) {
   unsigned Elem = 0;
-  for (auto [Suffix, Size] :
-       {std::pair<StringRef, unsigned>{"8", 1}, {"16", 2}, {"32", 4}, {"64", 8}})
+  for (auto [Suffix, Size] : {std::pair<StringRef, unsigned>{"8", 1},
+                              {"16", 2},
+                              {"32", 4},
+                              {"64", 8}})
     for (StringRef Ty : {".u", ".s", ".b", ".f"})
       if (Decl.contains((Ty + Suffix + " ").str()))
         Elem = Size;
@@ -218,7 +220,8 @@ static unsigned ptxParamSize(StringRef Decl) {
   size_t Open = Decl.find('[');
   unsigned Count = 1;
   if (Open != StringRef::npos &&
-      Decl.substr(Open + 1).take_until([](char C) { return C == ']'; })
+      Decl.substr(Open + 1)
+          .take_until([](char C) { return C == ']'; })
           .getAsInteger(10, Count))
     return 0;
   return Elem * Count;
@@ -264,14 +267,14 @@ static void readPtxSymbols(StringRef Ptx, std::vector<std::string> &Defined,
       StringRef Rest = Line.drop_front(IsEntry ? 7 : 6).ltrim();
       if (Rest.starts_with("("))
         Rest = Rest.drop_front(Rest.find(')') + 1).ltrim();
-      Name = Rest.take_until([](char C) {
-        return C == '(' || C == ' ' || C == ';' || C == '\r';
-      });
+      Name = Rest.take_until(
+          [](char C) { return C == '(' || C == ' ' || C == ';' || C == '\r'; });
     } else {
       // `.global .align 4 .u32 name;`, `.global .align 8 .b8 name[16] = ...`
       StringRef Decl = Line.take_until([](char C) {
-        return C == ';' || C == '=' || C == '[';
-      }).rtrim();
+                             return C == ';' || C == '=' || C == '[';
+                           })
+                           .rtrim();
       Name = Decl.substr(Decl.rfind(' ') + 1);
     }
     if (Name.empty())
@@ -897,7 +900,8 @@ void InputReader::readFile(const std::string &Path) {
 /// (readNvccFatbin makes the name from the entry's SM).
 static unsigned archSm(const DeviceObject &O) {
   unsigned Sm = ~0u;
-  if (StringRef(O.Arch).drop_until([](char C) { return C == '_'; })
+  if (StringRef(O.Arch)
+          .drop_until([](char C) { return C == '_'; })
           .drop_front()
           .getAsInteger(10, Sm))
     return ~0u;

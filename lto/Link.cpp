@@ -366,8 +366,7 @@ static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
 /// LibraryResolver::resolveObjects' to report.
 static Error checkObjectsUndefined(const Module *M, const InputSet &Inputs,
                                    const StringSet<> &ProvidedByObjects,
-                                   LibraryResolver &Libs,
-                                   unsigned ErrorLimit) {
+                                   LibraryResolver &Libs, unsigned ErrorLimit) {
   ErrorList Errors(ErrorLimit);
   std::map<std::string, std::vector<StringRef>> Refs; // ordered: stable report
   std::set<unsigned> Units;
@@ -1132,12 +1131,12 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
     return E;
   if (!hasLtoIr(Inputs))
     if (Error E = checkUndefined(*Composite, Symtab, ProvidedByObjects,
-                                  Libraries, Opts.ErrorLimit))
+                                 Libraries, Opts.ErrorLimit))
       return E;
   if (First && !hasLtoIr(Inputs))
-    if (Error E = checkObjectsUndefined(Composite.get(), Inputs,
-                                        ProvidedByObjects,
-                                        Libraries, Opts.ErrorLimit))
+    if (Error E =
+            checkObjectsUndefined(Composite.get(), Inputs, ProvidedByObjects,
+                                  Libraries, Opts.ErrorLimit))
       return E;
   resolveWeakReferences(*Composite, ProvidedByObjects);
   if (Error E = checkPTXNames(*Composite, Symtab, Opts.ErrorLimit))
@@ -1386,9 +1385,10 @@ static Expected<LinkedProgram> linkAndOptimizeImpl(const InputSet &Inputs,
     for (const DeviceObject &O : Inputs.Objects)
       if (Units.insert(O.Source).second)
         append_range(Out.Kernels, O.Kernels);
-    llvm::stable_sort(Out.Kernels, [](const KernelInfo &A, const KernelInfo &B) {
-      return A.Name < B.Name;
-    });
+    llvm::stable_sort(Out.Kernels,
+                      [](const KernelInfo &A, const KernelInfo &B) {
+                        return A.Name < B.Name;
+                      });
   };
   if (Inputs.Images.empty()) {
     StringSet<> Provided;
