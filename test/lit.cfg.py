@@ -134,3 +134,7 @@ if os.getuid() == 0:
                                  "--bounding-set=-dac_override,-dac_read_search" % setpriv))
 else:
     config.substitutions.append(("%without_dac_override", ""))
+
+# fatlink itself, for the few tests that must choose its environment
+# (another TMPDIR, a locale): %fatlink fixes TMPDIR and the cache.
+config.substitutions.append(("%{fatlink-exe}", fatlink))
