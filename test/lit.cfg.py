@@ -138,3 +138,9 @@ else:
 # fatlink itself, for the few tests that must choose its environment
 # (another TMPDIR, a locale): %fatlink fixes TMPDIR and the cache.
 config.substitutions.append(("%{fatlink-exe}", fatlink))
+
+# An address-space limit (KiB, for `ulimit -v`) that stops a fatlink
+# reading without bound before it eats the machine's memory: 4 GiB, or none
+# under --config=asan (its ASAN_OPTIONS reach the tests), whose shadow
+# memory alone reserves terabytes of address space.
+config.substitutions.append(("%{vlimit}", "unlimited" if "ASAN_OPTIONS" in os.environ else "4194304"))
