@@ -56,7 +56,7 @@ PROGRAMS=(
   "objdump               tests"
   "python3               bench/, fuzz/"
   "curl                  scripts/setup.sh"
-  "/usr/bin/time         tests (peak memory: reliability_test), bench/"
+  "/usr/bin/time         lit tests (peak memory: reliability/cache-entry-checks), bench/"
   "zstd                  packager tests"
   "ptxas                 the device link (CUDA toolkit)"
   "nvlink                the device link (CUDA toolkit)"

@@ -129,3 +129,25 @@ config.substitutions += [
     ("%inputs", os.path.join(config.test_source_root, "Inputs")),
     ("%cuobjdump", cuobjdump),
 ]
+
+# `%without_dac_override CMD` runs CMD bound by file modes: as root (CI
+# runs as root), without the capabilities that let root write and search
+# any directory (setpriv drops CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH,
+# so a mode 555 directory is read-only even to its owner, root); as another
+# user, CMD as it is. Tests of unwritable outputs run it, never skip.
+if os.getuid() == 0:
+    setpriv = which("setpriv", "setpriv (util-linux)")
+    config.substitutions.append(("%without_dac_override", "%s --inh-caps=-dac_override,-dac_read_search "
+                                 "--bounding-set=-dac_override,-dac_read_search" % setpriv))
+else:
+    config.substitutions.append(("%without_dac_override", ""))
+
+# fatlink itself, for the few tests that must choose its environment
+# (another TMPDIR, a locale): %fatlink fixes TMPDIR and the cache.
+config.substitutions.append(("%{fatlink-exe}", fatlink))
+
+# An address-space limit (KiB, for `ulimit -v`) that stops a fatlink
+# reading without bound before it eats the machine's memory: 4 GiB, or none
+# under --config=asan (its ASAN_OPTIONS reach the tests), whose shadow
+# memory alone reserves terabytes of address space.
+config.substitutions.append(("%{vlimit}", "unlimited" if "ASAN_OPTIONS" in os.environ else "4194304"))
