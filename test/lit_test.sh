@@ -9,4 +9,5 @@ LIT="$(llvm-config-22 --bindir)/lit"
 exec python3 "$LIT" -v \
   --param exec_root="$TEST_TMPDIR/lit" \
   --param fatlink="$RUNFILES/tools/fatlink/fatlink" \
+  --param rt_lib="$RUNFILES/runtime/libfatlink_rt.a" \
   "$RUNFILES/$1"
