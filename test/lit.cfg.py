@@ -142,7 +142,8 @@ if os.path.exists(rt_lib):
         rt_rustflags = "-ldylib=asan -ldylib=ubsan"
 # A machine with an NVIDIA driver installed: the runtime's "no driver"
 # messages for the default libcuda.so.1 can only be seen without one.
-if "libcuda.so.1 " in subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout:
+ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
+if "libcuda.so.1 " in subprocess.run([ldconfig, "-p"], capture_output=True, text=True).stdout:
     config.available_features.add("libcuda")
 # cuobjdump is not in the CUDA 13.0 image: scripts/setup.sh unpacks it.
 cuobjdump = need(shutil.which("cuobjdump", path=config.environment["PATH"]) or os.path.join(
