@@ -84,7 +84,7 @@ if [ -z "${FATLINK_ZSTD_ROOT:-}" ] &&
   mv "$tmp/zstd" "$DEPS/zstd"
 fi
 
-# NVIDIA's cuobjdump, which the CUDA 13.0 image lacks: corpus_test.sh lists
+# NVIDIA's cuobjdump, which the CUDA 13.0 image lacks: test/corpus/corpus.test lists
 # the kernels of fatlink's outputs with it, a reader independent of
 # fatlink's own, and test/inspect/nvcc-*.test (%cuobjdump) compare
 # `fatlink inspect` on nvcc's objects with it. It comes from the nvidia-cuda-cuobjdump wheel, fetched with

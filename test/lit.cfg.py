@@ -80,10 +80,6 @@ cuobjdump = shutil.which("cuobjdump", path=config.environment["PATH"]) or need(
                  "cuobjdump", "bin", "cuobjdump"),
     "cuobjdump (scripts/setup.sh: the nvidia-cuda-cuobjdump wheel)")
 
-# As root every directory is writable: tests of unwritable outputs need
-# another user (LLVM's own lit config has the same feature).
-if os.getuid() != 0:
-    config.available_features.add("non-root-user")
 
 # Fake ptxases in tests hand the probes (--version, --help) to the real one.
 config.environment["REAL_PTXAS"] = ptxas
@@ -151,3 +147,34 @@ config.substitutions.append(("%{fatlink-exe}", fatlink))
 # under --config=asan (its ASAN_OPTIONS reach the tests), whose shadow
 # memory alone reserves terabytes of address space.
 config.substitutions.append(("%{vlimit}", "unlimited" if "ASAN_OPTIONS" in os.environ else "4194304"))
+
+# The host runtime's archive (runtime/, docs/runtime.md) for the tests that
+# link it into programs (test/runtime, test/cargo/example.test): Bazel's
+# runfiles (//runtime:e2e_data, passed by lit_test.sh), or by hand the one
+# under bazel-bin. Only those tests need it, so a missing one is a warning
+# here and fails them at their first RUN line (`test -s %rt_lib`).
+rt_lib = os.path.abspath(param_or("rt_lib", os.path.join(root, "bazel-bin", "runtime", "libfatlink_rt.a")))
+if not os.path.exists(rt_lib):
+    lit_config.warning("libfatlink_rt.a not found (%s): bazel build //runtime:e2e_data, or --param rt_lib=PATH" % rt_lib)
+# Under --config=asan the archive is instrumented: a program that links it
+# needs the sanitizers' runtimes too, gcc's libasan first of all; rustc's
+# links pass -nodefaultlibs, so they name the libraries.
+rt_ldflags = rt_rustflags = ""
+if os.path.exists(rt_lib):
+    rt_syms = subprocess.run(["nm", rt_lib], capture_output=True, text=True).stdout
+    if " U __asan_" in rt_syms:
+        rt_ldflags = "-fsanitize=address,undefined"
+        rt_rustflags = "-ldylib=asan -ldylib=ubsan"
+# A machine with an NVIDIA driver installed: the runtime's "no driver"
+# messages for the default libcuda.so.1 can only be seen without one.
+ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
+if "libcuda.so.1 " in subprocess.run([ldconfig, "-p"], capture_output=True, text=True).stdout:
+    config.available_features.add("libcuda")
+config.substitutions += [
+    ("%rt_lib", rt_lib),
+    ("%rt_ldflags", rt_ldflags),
+    ("%rt_rustflags", rt_rustflags),
+    # The C compiler the runtime's users link with (gcc: its sanitizer
+    # runtimes match an instrumented archive).
+    ("%host_cc", which("cc", "cc (gcc)")),
+]

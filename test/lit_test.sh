@@ -14,6 +14,7 @@ set +e
 python3 "$LIT" -v --show-unsupported \
   --param exec_root="$TEST_TMPDIR/lit" \
   --param fatlink="$RUNFILES/tools/fatlink/fatlink" \
+  --param rt_lib="$RUNFILES/runtime/libfatlink_rt.a" \
   "$RUNFILES/$1" 2>&1 | tee "$LOG"
 rc=${PIPESTATUS[0]}
 set -e
