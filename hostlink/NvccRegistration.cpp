@@ -130,12 +130,15 @@ static Error readObject(MemoryBufferRef MB, StringRef Origin,
     SmallVector<StringRef, 2> Parts;
     Contents->split(Parts, '\0', -1, /*KeepEmpty=*/false);
     for (StringRef Id : Parts) {
-      if (Id.size() > MaxIdLength || !isIdentifier(Id))
+      if (Id.size() > MaxIdLength || !isIdentifier(Id)) {
+        std::string Shown;
+        raw_string_ostream(Shown).write_escaped(Id.take_front(64));
         return createStringError(
-            "%s: section %s holds '%s', which is not an nvcc module id (an "
+            "%s: section %s holds '%s%s', which is not an nvcc module id (an "
             "identifier): the object is corrupt or not from nvcc",
-            Origin.str().c_str(), ModuleIdSection.data(),
-            Id.take_front(64).str().c_str());
+            Origin.str().c_str(), ModuleIdSection.data(), Shown.c_str(),
+            Id.size() > 64 ? "..." : "");
+      }
       Ids.push_back(Id);
     }
   }

@@ -65,6 +65,17 @@ for prog in ["FileCheck", "not", "count", "split-file", "yaml2obj"]:
 
 fatlink = need(os.path.abspath(param_or("fatlink", os.path.join(root, "bazel-bin", "tools", "fatlink", "fatlink"))),
                "fatlink (bazel build //tools/fatlink, or --param fatlink=PATH)")
+# The runtime library, for programs whose CUDA C++ host code the runtime
+# registers (bazel build //runtime:fatlink_rt, or --param fatlink_rt=PATH):
+# next to fatlink in bazel-bin and in Bazel's runfiles, else this tree's
+# bazel-bin. Only the tests that link it need it, so a missing one is not a
+# configuration error: their links fail naming the path.
+fatlink_rt = param_or("fatlink_rt", "")
+if not fatlink_rt:
+    candidates = [os.path.join(os.path.dirname(fatlink), "..", "..", "runtime", "libfatlink_rt.a"),
+                  os.path.join(root, "bazel-bin", "runtime", "libfatlink_rt.a")]
+    fatlink_rt = next((c for c in candidates if os.path.exists(c)), candidates[0])
+fatlink_rt = os.path.abspath(fatlink_rt)
 testdata = need(os.path.join(root, "testdata"), "testdata/")
 clangxx = which("clang++-22", "clang++-22 (clang-22)")
 clang = which("clang-22", "clang-22")
@@ -94,6 +105,7 @@ cuda_flags = "-x cuda --cuda-path=%s -Wno-unknown-cuda-version" % cuda
 # per-test TMPDIR (%t.tmp) and cache, so a test can check that nothing was
 # left behind: `ls -A %t.tmp | count 0`.
 config.substitutions += [
+    ("%fatlink_rt", fatlink_rt),
     ("%fatlink", "env TMPDIR=%t.tmp FATLINK_CACHE_DIR=%t.cache " + fatlink),
     # The device code every feature links: libsaxpy, libvecmath and
     # libminicore rlibs and softplus.cu (.bc for sm_75, .o for sm_75,sm_90),
