@@ -886,7 +886,10 @@ static Expected<std::string> nvccRegistration(Context &Ctx,
                                               const DeviceResult &Device,
                                               bool DryRun) {
   TimeTraceScope Scope("nvcc registration");
-  Expected<std::vector<NvccModule>> Modules = findNvccModules(Line.Inputs);
+  Expected<std::vector<NvccModule>> Modules = [&] {
+    TimeTraceScope Scope("Read nvcc module ids");
+    return findNvccModules(Line.Inputs);
+  }();
   if (!Modules)
     return Modules.takeError();
   if (Modules->empty())
@@ -923,6 +926,7 @@ static Expected<std::string> nvccRegistration(Context &Ctx,
       OS << "  " << M.Origin << " [" << M.Id << "]\n";
     return std::string("<fatlink-nvcc-register.a>");
   }
+  TimeTraceScope CodeScope("Compile nvcc registration code");
   Expected<std::string> Archive = writeNvccRegistration(
       *Modules, Device.WrapperSymbol, hostTripleOf(Line));
   if (!Archive)

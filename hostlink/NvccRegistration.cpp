@@ -495,7 +495,7 @@ Expected<std::string> writeNvccRegistration(ArrayRef<NvccModule> Modules,
     return Tgt.takeError();
   std::unique_ptr<TargetMachine> TM((*Tgt)->createTargetMachine(
       T, "", "", TargetOptions(), Reloc::PIC_, std::nullopt,
-      CodeGenOptLevel::Default));
+      CodeGenOptLevel::None));
   if (!TM)
     return createStringError("cannot create an LLVM target machine for %s",
                              T.str().c_str());
