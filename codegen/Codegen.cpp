@@ -45,17 +45,6 @@ static Expected<std::string> readBack(StringRef Path, StringRef What) {
   return (*MB)->getBuffer().str();
 }
 
-/// The relocatable cubins of target T (exact arch; checkObjects made sure
-/// every object container has one).
-static std::vector<const lto::DeviceObject *>
-objectsFor(const lto::InputSet &Inputs, const lto::Target &T) {
-  std::vector<const lto::DeviceObject *> Objs;
-  for (const lto::DeviceObject &O : Inputs.Objects)
-    if (O.Arch == T.Cpu)
-      Objs.push_back(&O);
-  return Objs;
-}
-
 /// Links relocatable cubins of target T (assembled with ptxas -c), the
 /// inputs' relocatable cubins for its arch and the device libraries the
 /// program uses (given to nvlink as archives: it picks the arch's cubin)
@@ -67,10 +56,26 @@ linkCubins(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
            ArrayRef<lto::DeviceLibrary> Libs) {
   TimeTraceScope Scope("nvlink", T.Name);
   for (auto [N, O] : enumerate(Objs)) {
+    std::string Name = T.Name + "-object" + std::to_string(N);
     Expected<std::string> Path = Ctx.Temps.write(
-        T.Name + "-object" + std::to_string(N) + ".cubin", O->Data.getBuffer());
+        Name + (O->IsPTX ? ".ptx" : ".cubin"), O->Data.getBuffer());
     if (!Path)
       return Path.takeError();
+    if (O->IsPTX) {
+      // nvcc's PTX of an older arch: assembled relocatable for this one.
+      Expected<std::string> CubinPath = Ctx.Temps.create(Name + ".cubin");
+      if (!CubinPath)
+        return CubinPath.takeError();
+      std::string Arch = "-arch=" + T.Cpu;
+      std::string What = "ptxas for " + T.Name + " (" + O->Origin + ")";
+      if (Expected<std::string> R = runProgram(
+              Ctx, Opts.Paths.Ptxas,
+              {"ptxas", Arch, "-c", *Path, "-o", *CubinPath},
+              Opts.PtxasTimeout, What);
+          !R)
+        return R.takeError();
+      Path = std::move(CubinPath);
+    }
     Cubins.push_back(*Path);
   }
   Expected<std::string> Linked = Ctx.Temps.create(T.Name + ".linked.cubin");
@@ -420,7 +425,7 @@ compileTarget(Context &Ctx, const CodegenOptions &Opts,
     return Out;
 
   TimeTraceScope Scope("ptxas", T.Name);
-  std::vector<const lto::DeviceObject *> Objs = objectsFor(Inputs, T);
+  std::vector<const lto::DeviceObject *> Objs = lto::objectsForTarget(Inputs, T);
   // Relocatable code to link with nvlink: objects or device libraries.
   bool Relocatable = !Objs.empty() || !Program.Libraries.empty();
   std::string OptFlag = "-O" + std::to_string(Opts.OptLevel);
@@ -565,7 +570,7 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
     }
     PartCubins[I].clear();
     Expected<std::string> Linked =
-        linkCubins(Ctx, Opts, Targets[I], Paths, objectsFor(Inputs, Targets[I]),
+        linkCubins(Ctx, Opts, Targets[I], Paths, lto::objectsForTarget(Inputs, Targets[I]),
                    Program.Libraries);
     if (!Linked)
       return Fail(I, Linked.takeError());

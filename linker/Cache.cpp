@@ -134,6 +134,7 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   W.u64(Inputs.Objects.size());
   for (const lto::DeviceObject &O : Inputs.Objects) {
     W.str(O.Arch);
+    W.u64(O.Source);
     BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(O.Data.getBuffer()));
     W.str(toStringRef(ArrayRef<uint8_t>(H)));
   }

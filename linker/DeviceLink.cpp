@@ -298,33 +298,52 @@ static void printTargets(Context &Ctx, const ToolFacts &Facts) {
             << T.ptxVersionString() << "\n";
 }
 
-/// Relocatable cubins are machine code for one arch: every target needs an
-/// object of its own arch from each translation unit (a container merged by
-/// `ld -r` holds several), and PTX targets cannot use them at all. Checked
-/// before any work.
+/// Relocatable device code is machine code for one arch: every target
+/// needs an object of its own arch from each translation unit (a container
+/// merged by `ld -r` holds several), or, from nvcc, PTX that ptxas can
+/// assemble for it; PTX targets cannot use any. Checked before any work.
 static Error checkObjects(const lto::InputSet &Inputs,
                           ArrayRef<lto::Target> Targets) {
-  std::map<std::pair<std::string, unsigned>, std::vector<std::string>>
-      ArchesByUnit;
-  for (const lto::DeviceObject &O : Inputs.Objects)
-    ArchesByUnit[{O.Origin.substr(0, O.Origin.rfind("(.llvm.offloading")),
-                  O.Source}]
-        .push_back(O.Arch);
+  // Unit by unit (in input order), target by target.
+  std::vector<std::pair<const lto::DeviceObject *, const lto::Target *>> Gaps;
+  for (const lto::Target &T : Targets) {
+    std::vector<const lto::DeviceObject *> Missing;
+    lto::objectsForTarget(Inputs, T, &Missing);
+    for (const lto::DeviceObject *O : Missing)
+      Gaps.push_back({O, &T});
+  }
+  llvm::stable_sort(Gaps, [](const auto &A, const auto &B) {
+    return A.first < B.first; // objects are in one vector, in input order
+  });
   Error Errors = Error::success();
-  for (const auto &[Unit, Arches] : ArchesByUnit)
-    for (const lto::Target &T : Targets) {
-      if (!T.IsPTX && is_contained(Arches, T.Cpu))
-        continue;
-      Errors = joinErrors(
-          std::move(Errors),
-          createStringError(
-              inconvertibleErrorCode(),
-              "%s: holds relocatable device code (cubins) for %s only, which "
-              "cannot serve target %s: compile it with -foffload-lto (device "
-              "bitcode serves every target)%s",
-              Unit.first.c_str(), join(Arches, ", ").c_str(), T.Name.c_str(),
-              T.IsPTX ? "" : (" or add --offload-arch=" + T.Cpu).c_str()));
-    }
+  for (auto [O, TP] : Gaps) {
+    const lto::Target &T = *TP;
+    std::vector<std::string> Arches;
+    for (const lto::DeviceObject &Other : Inputs.Objects)
+      if (Other.Source == O->Source)
+        Arches.push_back(Other.Arch);
+    std::string Msg;
+    if (!O->FromNvcc)
+      Msg = formatv("{0}: holds relocatable device code (cubins) for {1} "
+                    "only, which cannot serve target {2}: compile it with "
+                    "-foffload-lto (device bitcode serves every target){3}",
+                    O->Container, join(Arches, ", "), T.Name,
+                    T.IsPTX ? "" : " or add --offload-arch=" + T.Cpu);
+    else if (T.IsPTX)
+      Msg = formatv("{0}: nvcc relocatable device code ({1}) cannot serve "
+                    "PTX target {2}: a PTX target's code is one module, "
+                    "and nvcc's PTX cannot join it; drop {2}, or build a "
+                    "cubin target (sm_{3})",
+                    O->Container, join(Arches, ", "), T.Name, T.Sm);
+    else
+      Msg = formatv("{0}: nvcc device code for {1} only, which cannot serve "
+                    "target {2} (no {2} cubin, no PTX for it or an older "
+                    "arch): compile it with -gencode arch=compute_{3},"
+                    "code={2}, or keep PTX for ptxas with "
+                    "-gencode arch=compute_{3},code=compute_{3}",
+                    O->Container, join(Arches, ", "), T.Name, T.Sm);
+    Errors = joinErrors(std::move(Errors), createStringError(Msg));
+  }
   return Errors;
 }
 
@@ -623,7 +642,10 @@ static void reportInputs(Context &Ctx, ArrayRef<lto::Target> Targets,
     Ctx.verbose("input " + Image.Origin +
                 (Image.Arch.empty() ? "" : " [" + Image.Arch + "]"));
   for (const lto::DeviceObject &O : Inputs.Objects)
-    Ctx.verbose("input " + O.Origin + " [" + O.Arch + ", relocatable cubin]");
+    Ctx.verbose("input " + O.Origin + " [" + O.Arch +
+                (O.IsPTX ? ", nvcc PTX]"
+                         : O.FromNvcc ? ", nvcc relocatable cubin]"
+                                      : ", relocatable cubin]"));
   for (const lto::DeviceLibrary &L : Inputs.Libraries)
     Ctx.verbose("input " + L.Path +
                 " [device library: " + join(L.Arches, ", ") + "]");

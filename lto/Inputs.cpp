@@ -12,9 +12,14 @@
 //     (`ar rcT`) are followed as GNU ld and lld follow them,
 //   - ELF objects with a SHT_LLVM_OFFLOADING section (clang
 //     `--offload-new-driver -fgpu-rdc -foffload-lto`, `fatlink embed`),
+//   - ELF objects from nvcc -dc (relocatable device code): the relocatable
+//     cubins and PTX of their `__nv_relfatbin` fatbin become DeviceObjects,
+//     which nvlink links with the LTO part's code, per target; nvcc -c
+//     objects (complete cubins in `.nv_fatbin`, which register themselves)
+//     are left as they are,
 //   - CUDA's device runtime, libcudadevrt.a: nvcc relocatable cubins that
-//     are not read into the LTO part but handed to nvlink as they are
-//     (readDeviceLibrary). Other nvcc relocatable code is not linked yet.
+//     are not read into the LTO part but handed to nvlink as an archive
+//     (readDeviceLibrary), so that it takes only the members it needs.
 //
 // Archives, object sections and OffloadBinaries are taken apart by intake/
 // (intake/Intake.h), with its bounds checks, as for `inspect`. Each image
@@ -42,11 +47,13 @@
 #include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Object/OffloadBinary.h"
+#include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <map>
 #include <set>
 
 using namespace llvm;
@@ -102,10 +109,50 @@ Error checkBitcode(MemoryBufferRef MB, StringRef Origin) {
 /// this name is a device library, any other is refused.
 static constexpr const char DeviceRuntimeName[] = "libcudadevrt.a";
 
-/// The global symbols a relocatable cubin defines and references.
+/// st_other bit of a cubin's entry functions (kernels).
+static constexpr uint8_t StoCudaEntry = 0x10;
+
+/// The parameter sizes of a cubin's kernel, from its `.nv.info.<kernel>`
+/// section: a list of attributes, each a u8 format, a u8 attribute and a
+/// u16 that is the value (formats 1 to 3) or the size of the value that
+/// follows (format 4, EIFMT_SVAL). EIATTR_KPARAM_INFO (0x17) describes one
+/// parameter in 12 bytes: u32 index, u16 ordinal, u16 offset, u32 whose
+/// bits 18 to 31 are its size (measured against nvcc 13.0's cubins and
+/// cuobjdump -elf). Empty when the section is absent or says nothing.
+static std::vector<unsigned> cubinParamSizes(StringRef Info) {
+  constexpr uint8_t FmtSized = 4, AttrKParamInfo = 0x17;
+  std::map<unsigned, unsigned> ByOrdinal;
+  for (size_t Pos = 0; Pos + 4 <= Info.size();) {
+    uint8_t Fmt = Info[Pos], Attr = Info[Pos + 1];
+    uint16_t Len = support::endian::read16le(Info.data() + Pos + 2);
+    Pos += 4;
+    if (Fmt != FmtSized)
+      continue;
+    if (Pos + Len > Info.size())
+      break;
+    if (Attr == AttrKParamInfo && Len >= 12) {
+      const char *P = Info.data() + Pos;
+      unsigned Ordinal = support::endian::read16le(P + 4);
+      ByOrdinal[Ordinal] = support::endian::read32le(P + 8) >> 18;
+    }
+    Pos += Len;
+  }
+  std::vector<unsigned> Sizes;
+  for (auto [Ordinal, Size] : ByOrdinal) {
+    if (Ordinal != Sizes.size())
+      return {}; // a gap: not what nvcc writes; say nothing rather than guess
+    Sizes.push_back(Size);
+  }
+  return Sizes;
+}
+
+/// The global symbols a relocatable cubin defines and references, and its
+/// kernels with their parameters (if \p Kernels is given).
 static Error readCubinSymbols(MemoryBufferRef MB,
                               std::vector<std::string> &Defined,
-                              std::vector<std::string> &Undefined) {
+                              std::vector<std::string> &Undefined,
+                              std::vector<KernelInfo> *Kernels = nullptr,
+                              std::vector<std::string> *Weak = nullptr) {
   Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
       object::ObjectFile::createObjectFile(MB);
   if (!ObjOrErr)
@@ -123,10 +170,122 @@ static Error readCubinSymbols(MemoryBufferRef MB,
     }
     if (!(*Flags & object::SymbolRef::SF_Global) || Name->empty())
       continue;
-    (*Flags & object::SymbolRef::SF_Undefined ? Undefined : Defined)
-        .push_back(Name->str());
+    bool IsUndefined = *Flags & object::SymbolRef::SF_Undefined;
+    (IsUndefined ? Undefined : Defined).push_back(Name->str());
+    if (Weak && !IsUndefined && (*Flags & object::SymbolRef::SF_Weak))
+      Weak->push_back(Name->str());
+    if (Kernels && !IsUndefined &&
+        (object::ELFSymbolRef(Sym).getOther() & StoCudaEntry))
+      Kernels->push_back({Name->str(), {}});
   }
+  if (!Kernels)
+    return Error::success();
+  for (const object::SectionRef &Sec : (*ObjOrErr)->sections()) {
+    Expected<StringRef> Name = Sec.getName();
+    if (!Name) {
+      consumeError(Name.takeError());
+      continue;
+    }
+    if (!Name->consume_front(".nv.info."))
+      continue;
+    auto K = find_if(*Kernels,
+                     [&](const KernelInfo &K) { return K.Name == *Name; });
+    Expected<StringRef> Contents = Sec.getContents();
+    if (K == Kernels->end() || !Contents) {
+      if (!Contents)
+        consumeError(Contents.takeError());
+      continue;
+    }
+    K->ParamSizes = cubinParamSizes(*Contents);
+  }
+  llvm::sort(*Kernels, [](const KernelInfo &A, const KernelInfo &B) {
+    return A.Name < B.Name;
+  });
   return Error::success();
+}
+
+/// The size of a PTX parameter declaration's type: `.u64` 8, `.f32` 4,
+/// `.b8 name[24]` 24; 0 when it is not one.
+static unsigned ptxParamSize(StringRef Decl) {
+  unsigned Elem = 0;
+  for (auto [Suffix, Size] :
+       {std::pair<StringRef, unsigned>{"8", 1}, {"16", 2}, {"32", 4}, {"64", 8}})
+    for (StringRef Ty : {".u", ".s", ".b", ".f"})
+      if (Decl.contains((Ty + Suffix + " ").str()))
+        Elem = Size;
+  if (!Elem)
+    return 0;
+  size_t Open = Decl.find('[');
+  unsigned Count = 1;
+  if (Open != StringRef::npos &&
+      Decl.substr(Open + 1).take_until([](char C) { return C == ']'; })
+          .getAsInteger(10, Count))
+    return 0;
+  return Elem * Count;
+}
+
+/// The global symbols a PTX module defines and references, from its
+/// directives: `.visible .entry NAME(`, `.visible .func (...) NAME(`,
+/// `.visible .global/.const ... NAME` define; `.extern .func ... NAME(`
+/// and `.extern .global/.const ... NAME` reference. `.weak` counts as
+/// `.visible`. Only nvcc's PTX (one directive per line) is read this way.
+static void readPtxSymbols(StringRef Ptx, std::vector<std::string> &Defined,
+                           std::vector<std::string> &Undefined,
+                           std::vector<KernelInfo> &Kernels) {
+  SmallVector<StringRef, 0> Lines;
+  Ptx.split(Lines, '\n');
+  KernelInfo *InEntry = nullptr; // reading this kernel's parameter list
+  for (StringRef Line : Lines) {
+    Line = Line.trim();
+    if (InEntry) {
+      // `.param .u64 name,` one a line, up to `)`.
+      if (Line.consume_front(".param "))
+        InEntry->ParamSizes.push_back(ptxParamSize(Line));
+      if (Line.contains(')'))
+        InEntry = nullptr;
+      continue;
+    }
+    Line = Line.trim();
+    bool Extern = Line.consume_front(".extern ");
+    bool Visible = !Extern && (Line.consume_front(".visible ") ||
+                               Line.consume_front(".weak "));
+    if (!Extern && !Visible)
+      continue;
+    Line = Line.ltrim();
+    bool IsEntry = Line.starts_with(".entry ");
+    bool IsFunc = Line.starts_with(".func ");
+    bool IsVar = Line.starts_with(".global ") || Line.starts_with(".const ");
+    if (!IsEntry && !IsFunc && !IsVar)
+      continue;
+    StringRef Name;
+    if (IsEntry || IsFunc) {
+      // `.func (.param .b32 r) name(`: the name ends at the parameter list
+      // (or the line), after an optional return value list.
+      StringRef Rest = Line.drop_front(IsEntry ? 7 : 6).ltrim();
+      if (Rest.starts_with("("))
+        Rest = Rest.drop_front(Rest.find(')') + 1).ltrim();
+      Name = Rest.take_until([](char C) {
+        return C == '(' || C == ' ' || C == ';' || C == '\r';
+      });
+    } else {
+      // `.global .align 4 .u32 name;`, `.global .align 8 .b8 name[16] = ...`
+      StringRef Decl = Line.take_until([](char C) {
+        return C == ';' || C == '=' || C == '[';
+      }).rtrim();
+      Name = Decl.substr(Decl.rfind(' ') + 1);
+    }
+    if (Name.empty())
+      continue;
+    (Extern ? Undefined : Defined).push_back(Name.str());
+    if (IsEntry && !Extern) {
+      Kernels.push_back({Name.str(), {}});
+      if (!Line.contains(')'))
+        InEntry = &Kernels.back();
+    }
+  }
+  llvm::sort(Kernels, [](const KernelInfo &A, const KernelInfo &B) {
+    return A.Name < B.Name;
+  });
 }
 
 static Expected<DeviceLibrary> readDeviceLibrary(MemoryBufferRef MB,
@@ -216,6 +375,7 @@ private:
   void readArchive(MemoryBufferRef MB, StringRef Path, size_t &Found);
   void readMember(MemoryBufferRef MB, const std::string &Origin, size_t &Found);
   void readOffloadObject(MemoryBufferRef MB, StringRef Origin, size_t &Found);
+  void readNvccFatbin(StringRef Contents, StringRef Origin, size_t &Found);
 };
 
 } // namespace
@@ -244,16 +404,82 @@ void InputReader::addBitcode(MemoryBufferRef MB, std::string Origin,
 void InputReader::addObject(MemoryBufferRef MB, std::string Origin,
                             std::string Arch, size_t &Found) {
   DeviceObject Obj;
-  if (Error E = readCubinSymbols(MB, Obj.Defined, Obj.Undefined)) {
+  if (Error E = readCubinSymbols(MB, Obj.Defined, Obj.Undefined, &Obj.Kernels,
+                                 &Obj.Weak)) {
     Errors.add(createStringError("%s: %s", Origin.c_str(),
                                  toString(std::move(E)).c_str()));
     return;
   }
+  Obj.Container = Origin.substr(0, Origin.rfind("(.llvm.offloading"));
   Obj.Origin = std::move(Origin);
   Obj.Data = MB;
   Obj.Arch = std::move(Arch);
   Set.Objects.push_back(std::move(Obj));
   ++Found;
+}
+
+/// The `__nv_relfatbin` section of an nvcc -dc object: its relocatable
+/// cubins and PTX, each a DeviceObject of one translation unit (a new unit
+/// starts where an entry's kind and arch repeat: `ld -r` of nvcc objects
+/// concatenates their fatbins). LTO-IR (`code=lto_XX`, `-dlto`) is refused
+/// with what to do instead.
+void InputReader::readNvccFatbin(StringRef Contents, StringRef Origin,
+                                 size_t &Found) {
+  Expected<std::vector<packager::FatbinEntry>> Entries =
+      packager::readFatbin(Contents);
+  if (!Entries) {
+    Errors.add(createStringError("%s: cannot read its nvcc device code "
+                                 "(__nv_relfatbin): %s",
+                                 Origin.str().c_str(),
+                                 toString(Entries.takeError()).c_str()));
+    return;
+  }
+  std::set<std::pair<unsigned, std::string>> UnitEntries;
+  for (auto [I, E] : enumerate(*Entries)) {
+    std::string EntryOrigin =
+        (Origin + "(__nv_relfatbin[" + Twine(I) + "])").str();
+    bool IsPTX = E.Kind == packager::ImageKind::PTX;
+    if (!IsPTX && E.Kind != packager::ImageKind::Cubin) {
+      Errors.add(createStringError(
+          "%s: nvcc LTO-IR for sm_%u (-gencode arch=compute_%u,code=lto_%u "
+          "or -dlto), which fatlink does not link yet: compile it with "
+          "-gencode arch=compute_%u,code=sm_%u (a relocatable cubin) instead",
+          EntryOrigin.c_str(), E.SM, E.SM, E.SM, E.SM, E.SM));
+      continue;
+    }
+    std::string Arch = IsPTX ? "compute_" + std::to_string(E.SM) : E.Arch;
+    if (!UnitEntries.insert({unsigned(E.Kind), Arch}).second) {
+      ++NextSource; // an arch repeats: the next unit's entries
+      UnitEntries = {{unsigned(E.Kind), Arch}};
+    }
+    StringRef Payload = E.Payload;
+    if (IsPTX)
+      Payload = Payload.rtrim('\0'); // the entry's padding
+    std::unique_ptr<MemoryBuffer> Copy =
+        MemoryBuffer::getMemBufferCopy(Payload, EntryOrigin);
+    DeviceObject Obj;
+    Obj.Origin = EntryOrigin;
+    Obj.Container = Origin.str();
+    Obj.Data = Copy->getMemBufferRef();
+    Obj.Arch = std::move(Arch);
+    Obj.IsPTX = IsPTX;
+    Obj.FromNvcc = true;
+    Obj.Source = NextSource;
+    Set.addBuffer(std::move(Copy));
+    if (IsPTX) {
+      readPtxSymbols(Obj.Data.getBuffer(), Obj.Defined, Obj.Undefined,
+                     Obj.Kernels);
+    } else if (Error Err =
+                   readCubinSymbols(Obj.Data, Obj.Defined, Obj.Undefined,
+                                    &Obj.Kernels, &Obj.Weak)) {
+      Errors.add(createStringError("%s: %s", EntryOrigin.c_str(),
+                                   toString(std::move(Err)).c_str()));
+      continue;
+    }
+    Set.Objects.push_back(std::move(Obj));
+    ++Found;
+  }
+  ++NextSource;
 }
 
 /// The source file a bitcode image was compiled from (its module's
@@ -365,14 +591,20 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
   // Calls Fn for every OffloadBinary of the object, in order, and notes
   // nvcc's sections (-dc's __nv_relfatbin, -c's .nv_fatbin) on the way.
   bool HasNvccCode = false;
+  std::vector<StringRef> RelocatableFatbins;
   auto ForEachBinary =
       [&](function_ref<Error(const object::OffloadBinary &)> Fn) {
+        HasNvccCode = false;
+        RelocatableFatbins.clear();
         return intake::forEachDeviceSection(
             **ObjOrErr, Origin,
-            [&](intake::SectionKind Kind, StringRef,
+            [&](intake::SectionKind Kind, StringRef Name,
                 StringRef Contents) -> Error {
               if (Kind == intake::SectionKind::Fatbin) {
-                HasNvccCode = true;
+                if (Name == "__nv_relfatbin")
+                  RelocatableFatbins.push_back(Contents);
+                else
+                  HasNvccCode = true;
                 return Error::success();
               }
               return intake::forEachOffloadBinary(
@@ -393,10 +625,13 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
     CannotRead(std::move(E));
     return;
   }
-  if (NumBinaries == 0 && HasNvccCode) {
-    // Not read, but remembered: an undefined symbol it defines says so.
+  if (NumBinaries == 0 && RelocatableFatbins.empty() && HasNvccCode) {
+    // nvcc -c: complete cubins that its own constructor registers. Left as
+    // they are, but remembered: an undefined symbol it defines says so.
     Set.NvccObjects.push_back({Origin.str(), MB});
-    Set.Skipped.push_back(Origin.str() + ": nvcc device code, not read");
+    Set.Skipped.push_back(Origin.str() +
+                          ": nvcc whole-program device code (nvcc -c without "
+                          "-rdc), which registers itself: left as it is");
   }
   bool UnitOpen = false;
   std::string UnitFile;
@@ -484,6 +719,8 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
   if (Error E = ForEachBinary(ReadBinary))
     CannotRead(std::move(E));
   ++NextSource;
+  for (StringRef Contents : RelocatableFatbins)
+    readNvccFatbin(Contents, Origin, Found);
 }
 
 void InputReader::readMember(MemoryBufferRef MB, const std::string &Origin,
@@ -581,18 +818,9 @@ void InputReader::readFile(const std::string &Path) {
     ++NextSource;
     return;
   case file_magic::archive:
-    readArchive(MB, Path, Found);
-    if (Found == 0 && !FailedHere() &&
-        sys::path::filename(Path) == DeviceRuntimeName) {
-      // CUDA's device runtime: nvlink links it as it is, so its members
-      // are not skipped nvcc code.
-      std::string Prefix = Path + "(";
-      llvm::erase_if(Set.NvccObjects, [&](const NvccObject &O) {
-        return StringRef(O.Origin).starts_with(Prefix);
-      });
-      llvm::erase_if(Set.Skipped, [&](const std::string &Note) {
-        return StringRef(Note).starts_with(Prefix);
-      });
+    if (sys::path::filename(Path) == DeviceRuntimeName) {
+      // CUDA's device runtime: nvlink links it as an archive, taking only
+      // the members the program needs.
       Expected<DeviceLibrary> Lib = readDeviceLibrary(MB, Path);
       if (Lib)
         Set.Libraries.push_back(std::move(*Lib));
@@ -600,11 +828,13 @@ void InputReader::readFile(const std::string &Path) {
         Errors.add(Lib.takeError());
       return;
     }
+    readArchive(MB, Path, Found);
     if (Strict && Found == 0 && !FailedHere())
       Errors.add(createStringError(
           "%s: archive contains no device bitcode: build the crate or "
-          "library for the GPU (rustc --target nvptx64-nvidia-cuda, or "
-          "objects from clang --offload-new-driver -fgpu-rdc -foffload-lto)",
+          "library for the GPU (rustc --target nvptx64-nvidia-cuda, objects "
+          "from clang --offload-new-driver -fgpu-rdc -foffload-lto, or nvcc "
+          "-dc)",
           Path.c_str()));
     return;
   case file_magic::elf_executable:
@@ -615,14 +845,19 @@ void InputReader::readFile(const std::string &Path) {
       return;
     }
     [[fallthrough]];
-  case file_magic::elf_relocatable:
+  case file_magic::elf_relocatable: {
+    size_t NvccBefore = Set.NvccObjects.size();
     readOffloadObject(MB, Path, Found);
-    if (Strict && Found == 0 && !FailedHere())
+    // nvcc -c code registers itself: seen and left alone (-v says so).
+    bool WholeProgram = Set.NvccObjects.size() != NvccBefore;
+    if (Strict && Found == 0 && !FailedHere() && !WholeProgram)
       Errors.add(createStringError(
           "%s: object carries no device bitcode (no .llvm.offloading "
-          "section with nvptx64 bitcode)",
+          "section with nvptx64 bitcode, no nvcc -dc __nv_relfatbin "
+          "section)",
           Path.c_str()));
     return;
+  }
   default:
     if (!Strict) {
       Set.Skipped.push_back(Path + ": not device code");
@@ -634,6 +869,50 @@ void InputReader::readFile(const std::string &Path) {
                           Path.c_str()));
     return;
   }
+}
+
+/// NN of a PTX object's arch "compute_NN"; never 0 (readNvccFatbin makes
+/// the name from the entry's SM).
+static unsigned ptxSm(const DeviceObject &O) {
+  unsigned Sm = ~0u;
+  if (StringRef(O.Arch).drop_front(strlen("compute_")).getAsInteger(10, Sm))
+    return ~0u;
+  return Sm;
+}
+
+std::vector<const DeviceObject *>
+objectsForTarget(const InputSet &Inputs, const Target &T,
+                 std::vector<const DeviceObject *> *Missing) {
+  // Units in input order; each one's best object.
+  std::vector<unsigned> Order;
+  std::map<unsigned, std::pair<const DeviceObject *, const DeviceObject *>>
+      Best; // Source -> (chosen, any)
+  for (const DeviceObject &O : Inputs.Objects) {
+    auto [It, New] = Best.try_emplace(O.Source, nullptr, &O);
+    if (New)
+      Order.push_back(O.Source);
+    const DeviceObject *&Chosen = It->second.first;
+    if (T.IsPTX)
+      continue;
+    if (!O.IsPTX) {
+      if (O.Arch == T.Cpu)
+        Chosen = &O;
+      continue;
+    }
+    if (ptxSm(O) > T.Sm)
+      continue;
+    if (!Chosen || (Chosen->IsPTX && ptxSm(*Chosen) < ptxSm(O)))
+      Chosen = &O;
+  }
+  std::vector<const DeviceObject *> Objs;
+  for (unsigned Source : Order) {
+    auto [Chosen, Any] = Best[Source];
+    if (Chosen)
+      Objs.push_back(Chosen);
+    else if (Missing)
+      Missing->push_back(Any);
+  }
+  return Objs;
 }
 
 Expected<InputSet> readInputs(ArrayRef<std::string> Paths, InputMode Mode,

@@ -113,19 +113,40 @@ struct DeviceImage {
   unsigned Source = 0;
 };
 
-/// A relocatable cubin (clang `--offload-new-driver -fgpu-rdc` without
-/// -foffload-lto): machine code for one arch, linked with nvlink after the
-/// LTO part is compiled. Its symbols bound the LTO part: what it defines is
-/// not undefined there, what it references must stay visible.
+/// A kernel that survived the link, as the runtime sees it.
+struct KernelInfo {
+  std::string Name;
+  /// Size in bytes of each parameter, in order (pointers are 8).
+  std::vector<unsigned> ParamSizes;
+};
+
+/// Relocatable device code that nvlink links after the LTO part is
+/// compiled: a relocatable cubin (clang `--offload-new-driver -fgpu-rdc`
+/// without -foffload-lto; nvcc `-dc`, from its `__nv_relfatbin` fatbin), or
+/// the PTX nvcc `-dc` stores beside its cubins for `code=compute_XX`, which
+/// ptxas assembles relocatable for a target no cubin of its unit fits. Its
+/// symbols bound the LTO part: what it defines is not undefined there, what
+/// it references must stay visible.
 struct DeviceObject {
   std::string Origin;
+  /// The object or archive member it came from, for messages: "a.o",
+  /// "libfoo.a(bar.o)".
+  std::string Container;
   llvm::MemoryBufferRef Data; ///< owned by the InputSet
-  std::string Arch;           ///< "sm_80"
+  /// "sm_80" for a cubin; "compute_80" for PTX (Data is its text).
+  std::string Arch;
+  bool IsPTX = false;
+  bool FromNvcc = false; ///< nvcc -dc code (else clang's)
   /// The translation unit: the cubins of one unit (one per arch) share it,
-  /// as DeviceImage::Source; every unit needs a cubin of each target's arch.
+  /// as DeviceImage::Source; every unit needs a cubin of each target's arch
+  /// (or, from nvcc, PTX of an arch no newer than the target's).
   unsigned Source = 0;
   std::vector<std::string> Defined;
   std::vector<std::string> Undefined;
+  /// The weak ones among Defined (C++ templates and inline functions).
+  std::vector<std::string> Weak;
+  /// Kernels it defines (entry functions) and their parameters, by name.
+  std::vector<KernelInfo> Kernels;
 };
 
 /// A static library of nvcc relocatable device code that nvlink links as it
@@ -199,6 +220,16 @@ enum class InputMode {
 llvm::Expected<InputSet> readInputs(llvm::ArrayRef<std::string> Paths,
                                     InputMode Mode = InputMode::Device,
                                     unsigned ErrorLimit = DefaultErrorLimit);
+
+/// The relocatable device code target \p T links, one object per
+/// translation unit: the unit's cubin of T's exact arch, else (nvcc only)
+/// its PTX of the newest arch no newer than T's, which ptxas assembles for
+/// T. Units with neither are left out: \p Missing (if given) gets one of
+/// their objects each. A PTX target (compute_XX) can link none.
+std::vector<const DeviceObject *>
+objectsForTarget(const InputSet &Inputs, const Target &T,
+                 std::vector<const DeviceObject *> *Missing = nullptr);
+
 
 //===----------------------------------------------------------------------===//
 // Link and optimize
@@ -281,13 +312,6 @@ struct OptimizedModule {
   /// When optimized in partitions (LinkOptions::Partitions): each one,
   /// optimized, ready for code generation.
   std::vector<CodegenPartition> Parts;
-};
-
-/// A kernel that survived the link, as the runtime sees it.
-struct KernelInfo {
-  std::string Name;
-  /// Size in bytes of each parameter, in order (pointers are 8).
-  std::vector<unsigned> ParamSizes;
 };
 
 /// What one input contributed: the arch it was compiled for and the

@@ -168,9 +168,9 @@ std::string LibraryResolver::notesFor(StringRef Name) {
   if (It != NvccDefs->end())
     for (const std::string &Origin : It->second)
       Notes += "\n>>> defined in " + Origin +
-               ", which carries nvcc device code that fatlink did not read "
-               "(compile it with clang --offload-new-driver -fgpu-rdc "
-               "-foffload-lto to link it)";
+               ", which carries nvcc whole-program device code (nvcc -c "
+               "without -rdc), whose symbols other code cannot use: compile "
+               "it with nvcc -dc (-rdc=true) to link it";
   if (isDeviceRuntimeSymbol(Name) && !Note.empty())
     Notes += "\n>>> (" + Note + ")";
   return Notes;

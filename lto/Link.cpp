@@ -350,6 +350,41 @@ static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
   return Errors.take();
 }
 
+/// What relocatable code references must be defined by other relocatable
+/// code, a device library or the linked bitcode (\p M, internalized
+/// already, so what it still defines is visible; null when the program has
+/// no bitcode), or nvlink would fail
+/// later with less to say. The device runtime's symbols are
+/// LibraryResolver::resolveObjects' to report.
+static Error checkObjectsUndefined(const Module *M, const InputSet &Inputs,
+                                   const StringSet<> &ProvidedByObjects,
+                                   LibraryResolver &Libs,
+                                   unsigned ErrorLimit) {
+  ErrorList Errors(ErrorLimit);
+  std::map<std::string, std::vector<StringRef>> Refs; // ordered: stable report
+  std::set<unsigned> Units;
+  for (const DeviceObject &O : Inputs.Objects) {
+    if (!Units.insert(O.Source).second)
+      continue;
+    for (const std::string &Name : O.Undefined) {
+      const GlobalValue *GV = M ? M->getNamedValue(Name) : nullptr;
+      if ((GV && !GV->isDeclarationForLinker()) ||
+          ProvidedByObjects.contains(Name) || isDeviceRuntimeSymbol(Name) ||
+          isProvidedByPTX(Name))
+        continue;
+      Refs[Name].push_back(O.Container);
+    }
+  }
+  for (const auto &[Name, Origins] : Refs) {
+    std::string Msg = "undefined device symbol: " + describeSymbol(Name);
+    for (StringRef Origin : Origins)
+      Msg += "\n>>> referenced by " + Origin.str();
+    Msg += Libs.notesFor(Name);
+    Errors.add(createStringError(Msg));
+  }
+  return Errors.take();
+}
+
 //===----------------------------------------------------------------------===//
 // __nvvm_reflect
 //===----------------------------------------------------------------------===//
@@ -1042,6 +1077,17 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   }
   if (Error E = Errors.take())
     return E;
+  // Relocatable code's definitions (one object per unit: every arch's
+  // defines the same), so that one in both it and the bitcode is reported
+  // here, naming both, rather than by nvlink.
+  std::set<unsigned> ObjectUnits;
+  for (const DeviceObject &O : Inputs.Objects)
+    if (ObjectUnits.insert(O.Source).second)
+      for (const std::string &Name : O.Defined) {
+        SymbolTable::Entry &E = Symtab.Symbols[Name];
+        (is_contained(O.Weak, Name) ? E.WeakDefs : E.StrongDefs)
+            .push_back(O.Container);
+      }
   if (Error E = checkDuplicates(Symtab, Opts.ErrorLimit))
     return E;
   if (Error E = checkKinds(Symtab, Opts.ErrorLimit))
@@ -1079,6 +1125,11 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   if (Error E = checkUndefined(*Composite, Symtab, ProvidedByObjects,
                                 Libraries, Opts.ErrorLimit))
     return E;
+  if (First)
+    if (Error E = checkObjectsUndefined(Composite.get(), Inputs,
+                                        ProvidedByObjects,
+                                        Libraries, Opts.ErrorLimit))
+      return E;
   resolveWeakReferences(*Composite, ProvidedByObjects);
   if (Error E = checkPTXNames(*Composite, Symtab, Opts.ErrorLimit))
     return E;
@@ -1319,14 +1370,31 @@ static Expected<LinkedProgram> linkAndOptimizeImpl(const InputSet &Inputs,
     Out.PtxVersions.push_back(T.PtxVersion);
   if (Error E = DL.libraries().resolveObjects(Out))
     return std::move(E);
-  if (Inputs.Images.empty())
-    return std::move(Out); // relocatable cubins only: nvlink does the link
+  auto SortKernels = [&] {
+    // The kernels of relocatable code: each unit's (every object of a unit
+    // defines the same).
+    std::set<unsigned> Units;
+    for (const DeviceObject &O : Inputs.Objects)
+      if (Units.insert(O.Source).second)
+        append_range(Out.Kernels, O.Kernels);
+    llvm::stable_sort(Out.Kernels, [](const KernelInfo &A, const KernelInfo &B) {
+      return A.Name < B.Name;
+    });
+  };
+  if (Inputs.Images.empty()) {
+    StringSet<> Provided;
+    for (const DeviceObject &O : Inputs.Objects)
+      Provided.insert_range(O.Defined);
+    if (Error E = checkObjectsUndefined(nullptr, Inputs, Provided,
+                                        DL.libraries(), Opts.ErrorLimit))
+      return std::move(E);
+    SortKernels();
+    return std::move(Out); // relocatable code only: nvlink does the link
+  }
   for (auto [I, G] : enumerate(*GroupsOrErr))
     if (Error E = DL.linkGroup(G, Out, I == 0))
       return std::move(E);
-  llvm::sort(Out.Kernels, [](const KernelInfo &A, const KernelInfo &B) {
-    return A.Name < B.Name;
-  });
+  SortKernels();
   llvm::sort(Out.Globals);
   llvm::sort(Out.LibdeviceFunctions);
   // Uses in input order, each one's targets in target order.
