@@ -118,8 +118,10 @@ build() {
     -lstdc++ -Wl,-rpath,'$ORIGIN' -o "$OUT/nvcc_app" --fatlink-arch=sm_75,sm_80,sm_90,sm_100,sm_120
   "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --offload-new-driver \
     -fgpu-rdc -foffload-lto --offload-arch=sm_75 -O2 -c "$T/nvcc/nv_math.cu" -o "$W/nv_math_clang.o"
+  # nvcc calls a kernel's stub by the kernel's name, clang names it
+  # __device_stub__<name> (docs/runtime.md, "nvcc host code").
   "$FATLINK" cc "$W/nv_host.o" "$W/nv_math_clang.o" "$W/nvcc_calls_dev.o" \
-    -Wl,--whole-archive "$LIB" -Wl,--no-whole-archive -L"$CUDA/lib64" -lcudart -ldl -lpthread \
+    -Wl,--defsym=nv_square_all=__device_stub__nv_square_all -Wl,--whole-archive "$LIB" -Wl,--no-whole-archive -L"$CUDA/lib64" -lcudart -ldl -lpthread \
     -lstdc++ -Wl,-rpath,'$ORIGIN' -o "$OUT/nvcc_clang_app" --fatlink-arch=sm_75,sm_80,sm_90,sm_100,sm_120
   echo "== Rust host (fatlink-rt crate)"
   rustc --edition 2021 -O --crate-type rlib --crate-name fatlink_rt \
