@@ -914,7 +914,8 @@ static Expected<std::string> nvccRegistration(Context &Ctx,
         "fatbin, but this link has no device code that fatlink links: give "
         "fatlink cc the objects or archives with the device code of every "
         "kernel it launches (nvcc -dc, clang, rustc), or link nvcc's host "
-        "code without fatlink (nvcc -dlink)" + List);
+        "code without fatlink (nvcc -dlink)" +
+        List);
   }
   for (const NvccModule &M : *Modules)
     Ctx.verbose("fatlink: nvcc module " + M.Id + " (" + M.Origin +
@@ -927,8 +928,8 @@ static Expected<std::string> nvccRegistration(Context &Ctx,
     return std::string("<fatlink-nvcc-register.a>");
   }
   TimeTraceScope CodeScope("Compile nvcc registration code");
-  Expected<std::string> Archive = writeNvccRegistration(
-      *Modules, Device.WrapperSymbol, hostTripleOf(Line));
+  Expected<std::string> Archive =
+      writeNvccRegistration(*Modules, Device.WrapperSymbol, hostTripleOf(Line));
   if (!Archive)
     return Archive.takeError();
   return Ctx.Temps.write("nvcc-register.a", *Archive);

@@ -147,8 +147,7 @@ static Error readObject(MemoryBufferRef MB, StringRef Origin,
   return Error::success();
 }
 
-Expected<std::vector<NvccModule>>
-findNvccModules(ArrayRef<std::string> Paths) {
+Expected<std::vector<NvccModule>> findNvccModules(ArrayRef<std::string> Paths) {
   std::vector<NvccModule> Modules;
   for (const std::string &Path : Paths) {
     ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(
@@ -260,9 +259,9 @@ Expected<std::string> Generator::moduleMember(StringRef Id) {
 
   // entry: a pointer to the id, counted by the linker through the section.
   Constant *IdStr = ConstantDataArray::getString(Ctx, Id);
-  auto *IdVar = new GlobalVariable(*M, IdStr->getType(), /*isConstant=*/true,
-                                   GlobalValue::PrivateLinkage, IdStr,
-                                   "fatlink.nvcc.id");
+  auto *IdVar =
+      new GlobalVariable(*M, IdStr->getType(), /*isConstant=*/true,
+                         GlobalValue::PrivateLinkage, IdStr, "fatlink.nvcc.id");
   IdVar->setUnnamedAddr(GlobalValue::UnnamedAddr::Global);
   IdVar->setAlignment(Align(1));
   auto *Entry = new GlobalVariable(*M, Ptr, /*isConstant=*/false,
@@ -273,8 +272,8 @@ Expected<std::string> Generator::moduleMember(StringRef Id) {
   appendToUsed(*M, {Entry});
 
   FunctionType *RegTy = FunctionType::get(Void, {Ptr, Ptr}, false);
-  Function *Reg = Function::Create(RegTy, GlobalValue::ExternalLinkage,
-                                   RegisterFn, *M);
+  Function *Reg =
+      Function::Create(RegTy, GlobalValue::ExternalLinkage, RegisterFn, *M);
   Reg->setVisibility(GlobalValue::HiddenVisibility);
   Reg->setDSOLocal(true);
 
@@ -311,8 +310,7 @@ Expected<std::string> Generator::coreMember(StringRef WrapperSymbol,
                               Constant::getNullValue(Ty), Name);
   };
   GlobalVariable *Wrapper = Hidden(WrapperSymbol, I8);
-  GlobalVariable *Start =
-      Hidden("__start_" FATLINK_NVCC_MODULES_SECTION, I8);
+  GlobalVariable *Start = Hidden("__start_" FATLINK_NVCC_MODULES_SECTION, I8);
   GlobalVariable *Stop = Hidden("__stop_" FATLINK_NVCC_MODULES_SECTION, I8);
   ArrayType *CallbacksTy = ArrayType::get(Ptr, MaxCallbacks);
   GlobalVariable *Callbacks = State("fatlink.nvcc.callbacks", CallbacksTy);
@@ -377,9 +375,9 @@ Expected<std::string> Generator::coreMember(StringRef WrapperSymbol,
   // at once (returns 0); before, store it (returns 1). There is a slot for
   // every module the link line holds and one for the runtime; a callback
   // beyond them (more calls than modules) is dropped.
-  Function *Add = define(*M, "fatlink.nvcc.add",
-                         FunctionType::get(I32, {Ptr}, false),
-                         GlobalValue::InternalLinkage);
+  Function *Add =
+      define(*M, "fatlink.nvcc.add", FunctionType::get(I32, {Ptr}, false),
+             GlobalValue::InternalLinkage);
   {
     BasicBlock *Entry = BasicBlock::Create(Ctx, "entry", Add);
     BasicBlock *Late = BasicBlock::Create(Ctx, "late", Add);
@@ -388,9 +386,9 @@ Expected<std::string> Generator::coreMember(StringRef WrapperSymbol,
     BasicBlock *Full = BasicBlock::Create(Ctx, "full", Add);
     IRBuilder<> B(Entry);
     Value *Cb = Add->getArg(0);
-    B.CreateCondBr(B.CreateICmpNE(B.CreateLoad(I8, Registered),
-                                  ConstantInt::get(I8, 0)),
-                   Late, Check);
+    B.CreateCondBr(
+        B.CreateICmpNE(B.CreateLoad(I8, Registered), ConstantInt::get(I8, 0)),
+        Late, Check);
     B.SetInsertPoint(Late);
     B.CreateCall(CallbackTy, Cb, {B.CreateLoad(Ptr, Handle)});
     B.CreateRet(ConstantInt::get(I32, 0));
@@ -421,10 +419,11 @@ Expected<std::string> Generator::coreMember(StringRef WrapperSymbol,
     B.CreateCondBr(B.CreateICmpNE(Stored, ConstantInt::get(I32, 0)), Count,
                    Ret);
     B.SetInsertPoint(Count);
-    Value *A = B.CreateAdd(B.CreateLoad(I64, Arrived), ConstantInt::get(I64, 1));
+    Value *A =
+        B.CreateAdd(B.CreateLoad(I64, Arrived), ConstantInt::get(I64, 1));
     B.CreateStore(A, Arrived);
-    Value *Bytes = B.CreateSub(B.CreatePtrToInt(Stop, I64),
-                               B.CreatePtrToInt(Start, I64));
+    Value *Bytes =
+        B.CreateSub(B.CreatePtrToInt(Stop, I64), B.CreatePtrToInt(Start, I64));
     Value *Total = B.CreateLShr(Bytes, ConstantInt::get(I64, 3));
     B.CreateCondBr(B.CreateICmpEQ(A, Total), Last, Ret);
     B.SetInsertPoint(Last);
@@ -481,8 +480,8 @@ static Expected<const Target *> hostBackend(const Triple &T) {
   std::string Err;
   const Target *Tgt = TargetRegistry::lookupTarget(T, Err);
   if (!Tgt)
-    return createStringError("no LLVM backend for host %s: %s",
-                             T.str().c_str(), Err.c_str());
+    return createStringError("no LLVM backend for host %s: %s", T.str().c_str(),
+                             Err.c_str());
   return Tgt;
 }
 
@@ -493,9 +492,9 @@ Expected<std::string> writeNvccRegistration(ArrayRef<NvccModule> Modules,
   Expected<const Target *> Tgt = hostBackend(T);
   if (!Tgt)
     return Tgt.takeError();
-  std::unique_ptr<TargetMachine> TM((*Tgt)->createTargetMachine(
-      T, "", "", TargetOptions(), Reloc::PIC_, std::nullopt,
-      CodeGenOptLevel::None));
+  std::unique_ptr<TargetMachine> TM(
+      (*Tgt)->createTargetMachine(T, "", "", TargetOptions(), Reloc::PIC_,
+                                  std::nullopt, CodeGenOptLevel::None));
   if (!TM)
     return createStringError("cannot create an LLVM target machine for %s",
                              T.str().c_str());
@@ -534,9 +533,8 @@ Expected<std::string> writeNvccRegistration(ArrayRef<NvccModule> Modules,
   raw_string_ostream OS(Out);
   Error WarnErr = Error::success();
   if (Error E = writeArchiveToStream(
-          OS, Members, SymtabWritingMode::NormalSymtab,
-          object::Archive::K_GNU, /*Deterministic=*/true, /*Thin=*/false,
-          std::nullopt, [&](Error W) {
+          OS, Members, SymtabWritingMode::NormalSymtab, object::Archive::K_GNU,
+          /*Deterministic=*/true, /*Thin=*/false, std::nullopt, [&](Error W) {
             WarnErr = joinErrors(std::move(WarnErr), std::move(W));
           }))
     return joinErrors(std::move(E), std::move(WarnErr));

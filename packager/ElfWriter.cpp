@@ -86,10 +86,8 @@ Expected<Elf64_Shdr *> newSection(Elf *E, const void *Buf, size_t Size,
 
 } // namespace
 
-Expected<std::string>
-fatlink::packager::writeRelocatableElf(ArrayRef<ElfSection> Sections,
-                                       HostArch Arch,
-                                       ArrayRef<ElfSymbol> Symbols) {
+Expected<std::string> fatlink::packager::writeRelocatableElf(
+    ArrayRef<ElfSection> Sections, HostArch Arch, ArrayRef<ElfSymbol> Symbols) {
   ArchTraits Traits = traitsFor(Arch);
   if (elf_version(EV_CURRENT) == EV_NONE)
     return libelfError("libelf is too old");

@@ -41,8 +41,8 @@ struct ElfSymbol {
   unsigned Section = 0;
   uint64_t Offset = 0;
   uint64_t Size = 0;
-  bool Weak = false;   ///< STB_WEAK, else STB_GLOBAL
-  bool Hidden = false; ///< STV_HIDDEN, else STV_DEFAULT
+  bool Weak = false;     ///< STB_WEAK, else STB_GLOBAL
+  bool Hidden = false;   ///< STV_HIDDEN, else STV_DEFAULT
   bool Function = false; ///< STT_FUNC, else STT_OBJECT
 };
 

@@ -68,8 +68,7 @@ std::vector<std::pair<std::string, MemberInfo>> readArchive(StringRef Bytes) {
     Info.Machine = Elf->getELFFile().getHeader().e_machine;
     for (const object::ELFSymbolRef &Sym : Elf->symbols()) {
       Expected<StringRef> SymName = Sym.getName();
-      if (!SymName || SymName->empty() ||
-          Sym.getBinding() == ELF::STB_LOCAL) {
+      if (!SymName || SymName->empty() || Sym.getBinding() == ELF::STB_LOCAL) {
         consumeError(SymName.takeError());
         continue;
       }
@@ -119,8 +118,8 @@ TEST(NvccRegistration, OneMemberPerModule) {
               (std::vector<std::string>{
                   "__cudaRegisterFatBinary", "__cudaRegisterFatBinaryEnd",
                   "__cudaUnregisterFatBinary", Wrapper,
-                  "__start_fatlink_nvcc_modules",
-                  "__stop_fatlink_nvcc_modules", "atexit"}));
+                  "__start_fatlink_nvcc_modules", "__stop_fatlink_nvcc_modules",
+                  "atexit"}));
     EXPECT_EQ(Core.ModulesSectionSize, 0u);
 
     for (int I : {1, 2}) {
@@ -168,13 +167,13 @@ std::string object(ArrayRef<std::pair<const char *, const char *>> Sections) {
   for (auto [Name, Hex] : Sections)
     Yaml += std::string("  - Name: ") + Name +
             "\n    Type: SHT_PROGBITS\n    Flags: [ SHF_ALLOC ]\n"
-            "    Content: " + Hex + "\n";
+            "    Content: " +
+            Hex + "\n";
   std::string Out;
   raw_string_ostream OS(Out);
   yaml::Input YIn(Yaml);
-  EXPECT_TRUE(yaml::convertYAML(YIn, OS, [](const Twine &Msg) {
-    ADD_FAILURE() << Msg.str();
-  }));
+  EXPECT_TRUE(yaml::convertYAML(
+      YIn, OS, [](const Twine &Msg) { ADD_FAILURE() << Msg.str(); }));
   return Out;
 }
 
@@ -183,14 +182,13 @@ std::string hex(StringRef S) { return toHex(S); }
 TEST(NvccRegistration, FindsModuleIds) {
   TempDir Dir;
   // `ld -r` of two nvcc objects: two ids, with alignment padding.
-  std::string Two = object(
-      {{"__nv_module_id",
-        hex("_a1_1_x_cu" + std::string(6, '\0') + "_b2_1_y_cu" +
-            std::string(1, '\0'))
-            .c_str()},
-       {"__nv_relfatbin", "50ED55BA010010000000000000000000"}});
-  std::string NoCode =
-      object({{"__nv_module_id", hex("_c3_1_z_cu" + std::string(1, '\0')).c_str()}});
+  std::string Two =
+      object({{"__nv_module_id", hex("_a1_1_x_cu" + std::string(6, '\0') +
+                                     "_b2_1_y_cu" + std::string(1, '\0'))
+                                     .c_str()},
+              {"__nv_relfatbin", "50ED55BA010010000000000000000000"}});
+  std::string NoCode = object(
+      {{"__nv_module_id", hex("_c3_1_z_cu" + std::string(1, '\0')).c_str()}});
   std::string Plain = object({{".text", "C3"}});
   std::string TwoPath = Dir.write("two.o", Two);
   std::string NoCodePath = Dir.write("nocode.o", NoCode);
