@@ -25,10 +25,10 @@
 //   4. if there is any, runs the device link to a host object (the fatbin,
 //      its registration wrapper and the kernel table) and adds it to the
 //      link; if there is none, only forwards;
-//   5. if nvcc -rdc host code is in the link (objects with a module id in
-//      __nv_module_id), adds an archive that defines the
-//      __cudaRegisterLinkedBinary_<id> functions it calls, registering the
-//      device object's fatbin (NvccRegistration.h);
+//   5. if nvcc -rdc host code is in the link (objects that call
+//      __cudaRegisterLinkedBinary_<module id>), adds an archive that
+//      defines those functions, registering the device object's fatbin
+//      (NvccRegistration.h);
 //   6. runs the host linker and returns its exit code, its output unchanged.
 //
 // Archives contribute every device image they hold, like --whole-archive:

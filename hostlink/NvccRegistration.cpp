@@ -86,7 +86,7 @@ namespace fatlink {
 // Finding the modules
 //===----------------------------------------------------------------------===//
 
-static constexpr StringLiteral ModuleIdSection = "__nv_module_id";
+static constexpr StringLiteral RegisterPrefix = "__cudaRegisterLinkedBinary";
 static constexpr StringLiteral RelFatbinSection = "__nv_relfatbin";
 /// Far longer than nvcc's ids (a hash, the file name and a symbol).
 static constexpr size_t MaxIdLength = 4096;
@@ -96,7 +96,10 @@ static bool isIdentifier(StringRef S) {
          all_of(S, [](char C) { return isAlnum(C) || C == '_'; });
 }
 
-/// The module ids of one relocatable ELF object, appended to \p Out.
+/// The nvcc -rdc modules of one relocatable ELF object, appended to \p Out:
+/// the __cudaRegisterLinkedBinary_<id> functions it calls (undefined
+/// symbols). Its __nv_module_id section names the same ids, but nvcc -c
+/// whole-program objects carry one too, and they register themselves.
 static Error readObject(MemoryBufferRef MB, StringRef Origin,
                         std::vector<NvccModule> &Out) {
   Expected<std::unique_ptr<object::ObjectFile>> Obj =
@@ -107,40 +110,37 @@ static Error readObject(MemoryBufferRef MB, StringRef Origin,
     return Error::success();
   }
   std::vector<StringRef> Ids;
-  bool HasDeviceCode = false;
-  for (const object::SectionRef &Sec : (*Obj)->sections()) {
-    Expected<StringRef> Name = Sec.getName();
-    if (!Name) {
+  for (const object::SymbolRef &Sym : (*Obj)->symbols()) {
+    Expected<uint32_t> Flags = Sym.getFlags();
+    Expected<StringRef> Name = Sym.getName();
+    if (!Flags || !Name) {
+      consumeError(Flags.takeError());
       consumeError(Name.takeError());
       continue;
     }
-    if (*Name == RelFatbinSection) {
+    StringRef Id = *Name;
+    if (!(*Flags & object::SymbolRef::SF_Undefined) ||
+        !Id.consume_front(RegisterPrefix))
+      continue;
+    if (Id.size() > MaxIdLength || !isIdentifier(Id)) {
+      std::string Shown;
+      raw_string_ostream(Shown).write_escaped(Name->take_front(96));
+      return createStringError(
+          "%s: '%s%s' names no nvcc module id (an identifier after %s): the "
+          "object is corrupt or not from nvcc",
+          Origin.str().c_str(), Shown.c_str(), Name->size() > 96 ? "..." : "",
+          RegisterPrefix.data());
+    }
+    Ids.push_back(Id);
+  }
+  if (Ids.empty())
+    return Error::success();
+  bool HasDeviceCode = false;
+  for (const object::SectionRef &Sec : (*Obj)->sections()) {
+    Expected<StringRef> Name = Sec.getName();
+    if (Name && *Name == RelFatbinSection)
       HasDeviceCode = true;
-      continue;
-    }
-    if (*Name != ModuleIdSection)
-      continue;
-    Expected<StringRef> Contents = Sec.getContents();
-    if (!Contents)
-      return createStringError("%s: cannot read section %s: %s",
-                               Origin.str().c_str(), ModuleIdSection.data(),
-                               toString(Contents.takeError()).c_str());
-    // One NUL-terminated id per nvcc object; `ld -r` concatenates them,
-    // with alignment padding (NULs) between.
-    SmallVector<StringRef, 2> Parts;
-    Contents->split(Parts, '\0', -1, /*KeepEmpty=*/false);
-    for (StringRef Id : Parts) {
-      if (Id.size() > MaxIdLength || !isIdentifier(Id)) {
-        std::string Shown;
-        raw_string_ostream(Shown).write_escaped(Id.take_front(64));
-        return createStringError(
-            "%s: section %s holds '%s%s', which is not an nvcc module id (an "
-            "identifier): the object is corrupt or not from nvcc",
-            Origin.str().c_str(), ModuleIdSection.data(), Shown.c_str(),
-            Id.size() > 64 ? "..." : "");
-      }
-      Ids.push_back(Id);
-    }
+    consumeError(Name.takeError());
   }
   for (StringRef Id : Ids)
     Out.push_back({Id.str(), Origin.str(), HasDeviceCode});
@@ -192,10 +192,13 @@ static constexpr StringLiteral JoinFn = FATLINK_STR(FATLINK_CUDART_JOIN);
 
 namespace {
 
-/// Builds and compiles the members for one host target.
+/// Builds and compiles the members for one host target. Each module gets
+/// a TargetMachine of its own: the ELF object-file lowering remembers the
+/// llvm.used globals of every module it has seen, by address, so a later
+/// module's global at a reused address would land in another section.
 class Generator {
 public:
-  Generator(const Triple &T, TargetMachine &TM) : T(T), TM(TM) {}
+  Generator(const Triple &T, const Target &Tgt) : T(T), Tgt(Tgt) {}
 
   /// The member for module \p Id.
   Expected<std::string> moduleMember(StringRef Id);
@@ -204,24 +207,40 @@ public:
                                    uint64_t MaxCallbacks);
 
 private:
-  std::unique_ptr<Module> newModule(StringRef Name);
+  Expected<std::unique_ptr<TargetMachine>> targetMachine() const;
+  Expected<std::unique_ptr<Module>> newModule(StringRef Name);
   Function *define(Module &M, StringRef Name, FunctionType *Ty,
                    GlobalValue::LinkageTypes Linkage);
   Expected<std::string> compile(Module &M);
 
   const Triple &T;
-  TargetMachine &TM;
+  const Target &Tgt;
   LLVMContext Ctx;
 };
 
 } // namespace
 
-std::unique_ptr<Module> Generator::newModule(StringRef Name) {
+/// Position-independent code (executables, PIEs and shared libraries
+/// alike) at -O0: a few loads, stores and calls.
+Expected<std::unique_ptr<TargetMachine>> Generator::targetMachine() const {
+  std::unique_ptr<TargetMachine> TM(
+      Tgt.createTargetMachine(T, "", "", TargetOptions(), Reloc::PIC_,
+                              std::nullopt, CodeGenOptLevel::None));
+  if (!TM)
+    return createStringError("cannot create an LLVM target machine for %s",
+                             T.str().c_str());
+  return std::move(TM);
+}
+
+Expected<std::unique_ptr<Module>> Generator::newModule(StringRef Name) {
+  Expected<std::unique_ptr<TargetMachine>> TM = targetMachine();
+  if (!TM)
+    return TM.takeError();
   auto M = std::make_unique<Module>(Name, Ctx);
   M->setTargetTriple(T);
-  M->setDataLayout(TM.createDataLayout());
+  M->setDataLayout((*TM)->createDataLayout());
   M->setPICLevel(PICLevel::BigPIC);
-  return M;
+  return std::move(M);
 }
 
 Function *Generator::define(Module &M, StringRef Name, FunctionType *Ty,
@@ -242,10 +261,13 @@ Expected<std::string> Generator::compile(Module &M) {
   if (verifyModule(M, &ErrOS))
     return createStringError("generated nvcc registration code is invalid: " +
                              Err);
+  Expected<std::unique_ptr<TargetMachine>> TM = targetMachine();
+  if (!TM)
+    return TM.takeError();
   SmallString<0> Buf;
   raw_svector_ostream OS(Buf);
   legacy::PassManager PM;
-  if (TM.addPassesToEmitFile(PM, OS, nullptr, CodeGenFileType::ObjectFile))
+  if ((*TM)->addPassesToEmitFile(PM, OS, nullptr, CodeGenFileType::ObjectFile))
     return createStringError("LLVM's %s backend cannot write objects",
                              T.getArchName().str().c_str());
   PM.run(M);
@@ -253,7 +275,10 @@ Expected<std::string> Generator::compile(Module &M) {
 }
 
 Expected<std::string> Generator::moduleMember(StringRef Id) {
-  std::unique_ptr<Module> M = newModule(Id);
+  Expected<std::unique_ptr<Module>> MOrErr = newModule(Id);
+  if (!MOrErr)
+    return MOrErr.takeError();
+  std::unique_ptr<Module> M = std::move(*MOrErr);
   Type *Ptr = PointerType::getUnqual(Ctx);
   Type *Void = Type::getVoidTy(Ctx);
 
@@ -289,7 +314,10 @@ Expected<std::string> Generator::moduleMember(StringRef Id) {
 
 Expected<std::string> Generator::coreMember(StringRef WrapperSymbol,
                                             uint64_t MaxCallbacks) {
-  std::unique_ptr<Module> M = newModule(CoreMember);
+  Expected<std::unique_ptr<Module>> MOrErr = newModule(CoreMember);
+  if (!MOrErr)
+    return MOrErr.takeError();
+  std::unique_ptr<Module> M = std::move(*MOrErr);
   Type *Ptr = PointerType::getUnqual(Ctx);
   Type *Void = Type::getVoidTy(Ctx);
   Type *I32 = Type::getInt32Ty(Ctx);
@@ -492,12 +520,6 @@ Expected<std::string> writeNvccRegistration(ArrayRef<NvccModule> Modules,
   Expected<const Target *> Tgt = hostBackend(T);
   if (!Tgt)
     return Tgt.takeError();
-  std::unique_ptr<TargetMachine> TM(
-      (*Tgt)->createTargetMachine(T, "", "", TargetOptions(), Reloc::PIC_,
-                                  std::nullopt, CodeGenOptLevel::None));
-  if (!TM)
-    return createStringError("cannot create an LLVM target machine for %s",
-                             T.str().c_str());
 
   // One member per distinct id, by id: the same archive whatever the order
   // of the link line.
@@ -508,7 +530,7 @@ Expected<std::string> writeNvccRegistration(ArrayRef<NvccModule> Modules,
       Ids.push_back(M.Id);
   llvm::sort(Ids);
 
-  Generator G(T, *TM);
+  Generator G(T, **Tgt);
   std::vector<std::string> Bytes, Names;
   Expected<std::string> Core = G.coreMember(WrapperSymbol, Ids.size() + 1);
   if (!Core)

@@ -7,8 +7,8 @@
 // `fatlink cc` defines them instead, registering the fatbin of its own
 // device link: no nvcc -dlink step, and one copy of the device code.
 //
-//   findNvccModules:        the module ids of the objects and archive members
-//                           on the host link line (section __nv_module_id);
+//   findNvccModules:        the modules of the objects and archive members
+//                           on the host link line (the functions they call);
 //   writeNvccRegistration:  an archive of host objects (compiled in-process
 //                           by LLVM's x86-64 or AArch64 backend) that define
 //                           them, one member per module, so that the host
@@ -45,12 +45,15 @@ struct NvccModule {
   }
 };
 
-/// Reads the nvcc module ids of the relocatable objects among \p Paths and
-/// of every relocatable object in the archives among them (members of thin
-/// archives are followed, as the host linker does), in link order. Shared
-/// libraries and other files are skipped: a shared library registers its
-/// own modules. A module id that is not an identifier, or an unreadable
-/// archive, is an error naming the file.
+/// Reads the nvcc -rdc modules of the relocatable objects among \p Paths
+/// and of every relocatable object in the archives among them (members of
+/// thin archives are followed, as the host linker does), in link order: the
+/// undefined __cudaRegisterLinkedBinary_<id> symbols. (The object's
+/// __nv_module_id section names the same ids, but nvcc -c whole-program
+/// objects, which register themselves, carry one too.) Shared libraries and
+/// other files are skipped: a shared library registers its own modules. A
+/// module id that is not an identifier, or an unreadable archive, is an
+/// error naming the file.
 llvm::Expected<std::vector<NvccModule>>
 findNvccModules(llvm::ArrayRef<std::string> Paths);
 

@@ -4,7 +4,7 @@
 // LLVM's object readers: one member per module id (sorted, duplicates
 // once) after the shared registration, the symbols each defines (hidden)
 // and refers to, the counted section, both host arches, the same bytes for
-// any order of the modules. Module ids are read from objects written by
+// any order of the modules. Modules are read from objects written by
 // yaml2obj in-process, alone and in an archive.
 //
 //===----------------------------------------------------------------------===//
@@ -142,9 +142,15 @@ TEST(NvccRegistration, SameBytesForAnyOrder) {
       writeNvccRegistration(Modules, Wrapper, "x86_64-linux-gnu");
   Expected<std::string> B =
       writeNvccRegistration(Reversed, Wrapper, "x86_64-linux-gnu");
+  // A third call with A's input: nothing carries over from one call (or
+  // one member) to the next.
+  Expected<std::string> C =
+      writeNvccRegistration(Modules, Wrapper, "x86_64-linux-gnu");
   ASSERT_THAT_EXPECTED(A, Succeeded());
   ASSERT_THAT_EXPECTED(B, Succeeded());
+  ASSERT_THAT_EXPECTED(C, Succeeded());
   EXPECT_TRUE(*A == *B);
+  EXPECT_TRUE(*A == *C);
   Expected<std::string> Other = writeNvccRegistration(
       Modules, "__fatlink_wrapper_fedcba9876543210", "x86_64-linux-gnu");
   ASSERT_THAT_EXPECTED(Other, Succeeded());
@@ -159,16 +165,22 @@ TEST(NvccRegistration, OtherHostArch) {
                         "code for x86_64 and aarch64"));
 }
 
-/// A relocatable x86-64 object with the given sections (name, hex bytes).
-std::string object(ArrayRef<std::pair<const char *, const char *>> Sections) {
+/// A relocatable x86-64 object with the given sections (name, hex bytes)
+/// and undefined global symbols.
+std::string object(ArrayRef<std::pair<std::string, std::string>> Sections,
+                   ArrayRef<std::string> Undefined = {}) {
   std::string Yaml = "--- !ELF\nFileHeader:\n  Class: ELFCLASS64\n"
                      "  Data: ELFDATA2LSB\n  Type: ET_REL\n"
                      "  Machine: EM_X86_64\nSections:\n";
-  for (auto [Name, Hex] : Sections)
-    Yaml += std::string("  - Name: ") + Name +
+  for (auto &[Name, Hex] : Sections)
+    Yaml += "  - Name: " + Name +
             "\n    Type: SHT_PROGBITS\n    Flags: [ SHF_ALLOC ]\n"
             "    Content: " +
             Hex + "\n";
+  if (!Undefined.empty())
+    Yaml += "Symbols:\n";
+  for (const std::string &Name : Undefined)
+    Yaml += "  - Name: \"" + Name + "\"\n    Binding: STB_GLOBAL\n";
   std::string Out;
   raw_string_ostream OS(Out);
   yaml::Input YIn(Yaml);
@@ -177,21 +189,32 @@ std::string object(ArrayRef<std::pair<const char *, const char *>> Sections) {
   return Out;
 }
 
-std::string hex(StringRef S) { return toHex(S); }
+std::string moduleIds(ArrayRef<std::string> Ids) {
+  std::string S;
+  for (const std::string &Id : Ids)
+    S += Id + std::string(16 - Id.size() % 16, '\0');
+  return toHex(S);
+}
 
-TEST(NvccRegistration, FindsModuleIds) {
+const std::string RelFatbin = "50ED55BA010010000000000000000000";
+
+TEST(NvccRegistration, FindsModules) {
   TempDir Dir;
-  // `ld -r` of two nvcc objects: two ids, with alignment padding.
+  // `ld -r` of two nvcc objects: two ids, two calls.
   std::string Two =
-      object({{"__nv_module_id", hex("_a1_1_x_cu" + std::string(6, '\0') +
-                                     "_b2_1_y_cu" + std::string(1, '\0'))
-                                     .c_str()},
-              {"__nv_relfatbin", "50ED55BA010010000000000000000000"}});
-  std::string NoCode = object(
-      {{"__nv_module_id", hex("_c3_1_z_cu" + std::string(1, '\0')).c_str()}});
+      object({{"__nv_module_id", moduleIds({"_a1_1_x_cu", "_b2_1_y_cu"})},
+              {"__nv_relfatbin", RelFatbin}},
+             {"__cudaRegisterLinkedBinary_a1_1_x_cu",
+              "__cudaRegisterLinkedBinary_b2_1_y_cu"});
+  // A call, but no device code.
+  std::string NoCode = object({{"__nv_module_id", moduleIds({"_c3_1_z_cu"})}},
+                              {"__cudaRegisterLinkedBinary_c3_1_z_cu"});
+  // nvcc -c: a module id, a complete fatbin, no call: not a module here.
+  std::string Whole = object({{"__nv_module_id", moduleIds({"_d4_1_w_cu"})},
+                              {".nv_fatbin", RelFatbin}});
   std::string Plain = object({{".text", "C3"}});
   std::string TwoPath = Dir.write("two.o", Two);
-  std::string NoCodePath = Dir.write("nocode.o", NoCode);
+  std::string WholePath = Dir.write("whole.o", Whole);
   std::string PlainPath = Dir.write("plain.o", Plain);
 
   std::vector<NewArchiveMember> Members;
@@ -205,7 +228,7 @@ TEST(NvccRegistration, FindsModuleIds) {
   std::string TextPath = Dir.write("notes.txt", "not an object\n");
 
   Expected<std::vector<NvccModule>> Found = findNvccModules(
-      {PlainPath, TwoPath, ArPath, TextPath, Dir.file("missing.o")});
+      {PlainPath, TwoPath, WholePath, ArPath, TextPath, Dir.file("missing.o")});
   ASSERT_THAT_EXPECTED(Found, Succeeded());
   ASSERT_EQ(Found->size(), 3u);
   EXPECT_EQ((*Found)[0].Id, "_a1_1_x_cu");
@@ -218,14 +241,14 @@ TEST(NvccRegistration, FindsModuleIds) {
   EXPECT_EQ((*Found)[2].Origin, ArPath + "(nocode.o)");
   EXPECT_FALSE((*Found)[2].HasDeviceCode);
 
-  std::string Bad = Dir.write(
-      "bad.o", object({{"__nv_module_id", hex("9lives-\n").c_str()}}));
+  std::string Bad =
+      Dir.write("bad.o", object({}, {"__cudaRegisterLinkedBinary_9lives-\\n"}));
   EXPECT_THAT_EXPECTED(
       findNvccModules({Bad}),
-      FailedWithMessage(Bad + ": section __nv_module_id holds '9lives-\\n', "
-                              "which is not an nvcc module id (an "
-                              "identifier): the object is corrupt or not "
-                              "from nvcc"));
+      FailedWithMessage(Bad + ": '__cudaRegisterLinkedBinary_9lives-\\n' "
+                              "names no nvcc module id (an identifier after "
+                              "__cudaRegisterLinkedBinary): the object is "
+                              "corrupt or not from nvcc"));
 }
 
 } // namespace
