@@ -56,6 +56,8 @@ linkCubins(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
            ArrayRef<lto::DeviceLibrary> Libs) {
   TimeTraceScope Scope("nvlink", T.Name);
   for (auto [N, O] : enumerate(Objs)) {
+    if (O->IsLTOIR)
+      continue; // nvJitLink's, below
     std::string Name = T.Name + "-object" + std::to_string(N);
     Expected<std::string> Path = Ctx.Temps.write(
         Name + (O->IsPTX ? ".ptx" : ".cubin"), O->Data.getBuffer());
@@ -68,15 +70,32 @@ linkCubins(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
         return CubinPath.takeError();
       std::string Arch = "-arch=" + T.Cpu;
       std::string What = "ptxas for " + T.Name + " (" + O->Origin + ")";
-      if (Expected<std::string> R = runProgram(
-              Ctx, Opts.Paths.Ptxas,
-              {"ptxas", Arch, "-c", *Path, "-o", *CubinPath},
-              Opts.PtxasTimeout, What);
+      if (Expected<std::string> R =
+              runProgram(Ctx, Opts.Paths.Ptxas,
+                         {"ptxas", Arch, "-c", *Path, "-o", *CubinPath},
+                         Opts.PtxasTimeout, What);
           !R)
         return R.takeError();
       Path = std::move(CubinPath);
     }
     Cubins.push_back(*Path);
+  }
+  // nvcc LTO-IR: nvJitLink links everything, optimizing across the
+  // LTO-IR inputs, instead of nvlink.
+  if (any_of(Objs, [](const lto::DeviceObject *O) { return O->IsLTOIR; })) {
+    std::vector<NvJitLinkInput> In;
+    for (const std::string &Path : Cubins)
+      In.push_back({NvJitLinkInput::Cubin, Path, {}, Path});
+    for (const lto::DeviceObject *O : Objs)
+      if (O->IsLTOIR)
+        In.push_back(
+            {NvJitLinkInput::Object, O->Container, O->Data.getBuffer(), {}});
+    for (const lto::DeviceLibrary &L : Libs)
+      In.push_back({NvJitLinkInput::Library, L.Path, {}, L.Path});
+    Ctx.verbose("nvJitLink -arch=" + T.Cpu + " -lto: " + Twine(In.size()) +
+                " inputs");
+    return runNvJitLink(Opts.Paths.CudaPath, T.Cpu, /*EmitPtx=*/false, In,
+                        "nvJitLink for " + T.Name);
   }
   Expected<std::string> Linked = Ctx.Temps.create(T.Name + ".linked.cubin");
   if (!Linked)
@@ -425,7 +444,8 @@ compileTarget(Context &Ctx, const CodegenOptions &Opts,
     return Out;
 
   TimeTraceScope Scope("ptxas", T.Name);
-  std::vector<const lto::DeviceObject *> Objs = lto::objectsForTarget(Inputs, T);
+  std::vector<const lto::DeviceObject *> Objs =
+      lto::objectsForTarget(Inputs, T);
   // Relocatable code to link with nvlink: objects or device libraries.
   bool Relocatable = !Objs.empty() || !Program.Libraries.empty();
   std::string OptFlag = "-O" + std::to_string(Opts.OptLevel);
@@ -569,9 +589,9 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
       Paths.push_back(*Path);
     }
     PartCubins[I].clear();
-    Expected<std::string> Linked =
-        linkCubins(Ctx, Opts, Targets[I], Paths, lto::objectsForTarget(Inputs, Targets[I]),
-                   Program.Libraries);
+    Expected<std::string> Linked = linkCubins(
+        Ctx, Opts, Targets[I], Paths, lto::objectsForTarget(Inputs, Targets[I]),
+        Program.Libraries);
     if (!Linked)
       return Fail(I, Linked.takeError());
     Outputs[I].Cubin = std::move(*Linked);

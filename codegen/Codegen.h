@@ -60,6 +60,28 @@ struct PtxasInfo {
   std::vector<std::string> Arches; ///< "sm_75", "compute_120f", ...
 };
 
+/// One input of an nvJitLink link: bytes in memory (Data, named Name in
+/// messages) or a file (Path).
+struct NvJitLinkInput {
+  enum KindType { Cubin, Ptx, Object, Library } Kind = Cubin;
+  std::string Name;
+  llvm::StringRef Data;
+  std::string Path;
+};
+
+/// Links \p Inputs with nvJitLink (<CudaPath>/lib64/libnvJitLink.so, loaded
+/// on first use) for \p Arch ("sm_90") with -lto: a cubin, or PTX if
+/// \p EmitPtx (which nvJitLink makes only from LTO-IR). \p What names the
+/// link in messages. A missing library, or one older than the LTO-IR,
+/// is an error that says what to do.
+llvm::Expected<std::string> runNvJitLink(llvm::StringRef CudaPath,
+                                         llvm::StringRef Arch, bool EmitPtx,
+                                         llvm::ArrayRef<NvJitLinkInput> Inputs,
+                                         llvm::StringRef What);
+
+/// "13.0 (/usr/local/cuda/lib64/libnvJitLink.so.13)", or why there is none.
+llvm::Expected<std::string> nvJitLinkVersion(llvm::StringRef CudaPath);
+
 /// Fills in the defaults of Paths from the environment.
 ToolkitPaths resolveToolkitPaths(llvm::StringRef CudaPath,
                                  llvm::StringRef Ptxas,

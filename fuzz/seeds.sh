@@ -54,9 +54,19 @@ done
   --image3=kind=elf,sm=75,file=dir/sm_75.cubin
 ar rc mix.a k.o softplus.o emb.o
 cc -c -x c /dev/null -o plain.o
+# nvcc's device code (docs/packager.md, "What nvcc writes"): relocatable
+# cubin and PTX, and LTO-IR plain and obfuscated (zstd, LZ4), as objects and
+# as their __nv_relfatbin sections, each one container (under 4 KiB).
+NV=("$CUDA/bin/nvcc" -dc "$T/nvcc/nv_math.cu")
+"${NV[@]}" -gencode arch=compute_80,code=[sm_80,compute_80] -o nv-dc.o
+for mode in none default speed; do
+  "${NV[@]}" -gencode arch=compute_80,code=lto_80 -Xfatbin=--compress-mode=$mode -o "nv-lto-$mode.o"
+  objcopy -O binary --only-section=__nv_relfatbin "nv-lto-$mode.o" "nv-lto-$mode.fatbin"
+done
 
 cp k.fatbin plain.fatbin nv-*.fatbin "$OUT/fatbin/"
 cp k.fatbin plain.fatbin nv-*.fatbin ptx-*.fatbin cubin-zstd.fatbin "$OUT/fatbin_diff/"
+cp nv-dc.o nv-lto-default.o "$OUT/scan/"
 cp dir/*.cubin dir/*.ptx "$OUT/image/"
 cp k.fatbin nv-size.fatbin nv-speed.fatbin k.o emb.o softplus.o mix.a plain.o "$OUT/scan/"
 cp libsaxpy.rlib libminicore.rlib libhost_only.rlib mix.a "$OUT/archive/"

@@ -854,7 +854,8 @@ static Expected<DeviceResult> deviceLinkForHost(Context &Ctx,
   Expected<DeviceLinkConfig> C = deviceConfigFromSettings(S, "all-major");
   if (!C)
     return C.takeError();
-  Expected<packager::HostArch> Host = parseHostArch(hostTripleOf(Line));
+  Expected<packager::HostArch> Host =
+      packager::parseHostArch(hostTripleOf(Line));
   if (!Host)
     return Host.takeError();
   C->HostArch = *Host;

@@ -106,10 +106,12 @@ llvm::Expected<DeviceBuild> buildDevice(Context &Ctx,
 using ProbeFn = llvm::function_ref<llvm::Expected<ToolFacts>()>;
 
 /// buildDevice behind the cache (when C.CacheDir is set): on a hit nothing
-/// runs, not even the tool probe; on a miss the result is stored.
+/// runs, not even the tool probe; on a miss the result is stored. A miss
+/// completes Inputs: nvcc LTO-IR objects get their symbols (from
+/// nvJitLink), which only a build needs.
 llvm::Expected<DeviceBuild> buildDeviceCached(Context &Ctx,
                                               const DeviceLinkConfig &C,
-                                              const lto::InputSet &Inputs,
+                                              lto::InputSet &Inputs,
                                               ProbeFn Probe);
 
 /// The whole device link: reads C.Inputs, builds (through the cache), and
@@ -124,9 +126,6 @@ llvm::Error runDeviceLink(Context &Ctx, const DeviceLinkConfig &C,
 /// setting, for the message.
 llvm::Expected<packager::FatbinOptions>
 parseCompression(llvm::StringRef Name, llvm::StringRef Value);
-
-/// The host object format for a host triple (x86_64 or aarch64).
-using packager::parseHostArch;
 
 /// The host triple for an arch name ("aarch64"), or this machine's for "".
 std::string hostTriple(llvm::StringRef Arch);

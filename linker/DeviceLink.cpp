@@ -211,8 +211,8 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
     else
       Fail(F.takeError());
   }
-  if (Expected<packager::HostArch> H =
-          parseHostArch(hostTriple(Args.getLastArgValue(OPT_host_arch_EQ))))
+  if (Expected<packager::HostArch> H = packager::parseHostArch(
+          hostTriple(Args.getLastArgValue(OPT_host_arch_EQ))))
     C.HostArch = *H;
   else
     Fail(H.takeError());
@@ -643,9 +643,10 @@ static void reportInputs(Context &Ctx, ArrayRef<lto::Target> Targets,
                 (Image.Arch.empty() ? "" : " [" + Image.Arch + "]"));
   for (const lto::DeviceObject &O : Inputs.Objects)
     Ctx.verbose("input " + O.Origin + " [" + O.Arch +
-                (O.IsPTX ? ", nvcc PTX]"
-                         : O.FromNvcc ? ", nvcc relocatable cubin]"
-                                      : ", relocatable cubin]"));
+                (O.IsLTOIR    ? ", nvcc LTO-IR]"
+                 : O.IsPTX    ? ", nvcc PTX]"
+                 : O.FromNvcc ? ", nvcc relocatable cubin]"
+                              : ", relocatable cubin]"));
   for (const lto::DeviceLibrary &L : Inputs.Libraries)
     Ctx.verbose("input " + L.Path +
                 " [device library: " + join(L.Arches, ", ") + "]");
@@ -833,9 +834,39 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   return std::move(B);
 }
 
+/// The symbols of each nvcc LTO-IR unit, which only nvJitLink can read:
+/// from the PTX it makes of the unit alone, for the unit's arch.
+static Error readLtoIrSymbols(Context &Ctx, const Config &C,
+                              lto::InputSet &Inputs) {
+  std::map<unsigned, const lto::DeviceObject *> Done; // by unit
+  for (lto::DeviceObject &O : Inputs.Objects) {
+    if (!O.IsLTOIR)
+      continue;
+    if (const lto::DeviceObject *Same = Done[O.Source]) {
+      O.Defined = Same->Defined;
+      O.Undefined = Same->Undefined;
+      O.Kernels = Same->Kernels;
+      continue;
+    }
+    std::string Arch = "sm_" + StringRef(O.Arch).drop_front(4).str();
+    Ctx.verbose("nvJitLink " + O.Origin + " alone for " + Arch +
+                ", to read its symbols");
+    codegen::NvJitLinkInput In;
+    In.Kind = codegen::NvJitLinkInput::Object;
+    In.Name = O.Container;
+    In.Data = O.Data.getBuffer();
+    Expected<std::string> Ptx = codegen::runNvJitLink(
+        C.Paths.CudaPath, Arch, /*EmitPtx=*/true, In, O.Container);
+    if (!Ptx)
+      return Ptx.takeError();
+    lto::readPtxSymbols(*Ptx, O);
+    Done[O.Source] = &O;
+  }
+  return Error::success();
+}
+
 Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
-                                        const lto::InputSet &Inputs,
-                                        ProbeFn Probe) {
+                                        lto::InputSet &Inputs, ProbeFn Probe) {
   // Bitcode outputs feed build systems, which cache them themselves.
   bool UseCache = !C.CacheDir.empty() && C.OutKind != OutputKind::Bitcode;
   std::string Key;
@@ -854,6 +885,8 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
       planTargets(C.ArchLists, *Facts, C.PtxVersion);
   if (!Targets)
     return Targets.takeError();
+  if (Error E = readLtoIrSymbols(Ctx, C, Inputs))
+    return std::move(E);
   Expected<DeviceBuild> B =
       buildDevice(Ctx, C, *Facts, std::move(*Targets), Inputs);
   if (B)

@@ -17,7 +17,14 @@
 // Sizes: "stored" is what the entry takes in the file (a fatbin payload
 // with its padding, compressed or not); "size" is the image as extracted:
 // decompressed, a PTX text without its terminating NUL, a cubin without
-// the container's padding.
+// the container's padding; an obfuscated LTO-IR entry, which nobody but
+// NVIDIA's tools can decompress, is extracted as a fatbin of its own.
+//
+// nvcc's kinds of device code are told apart: a "cubin" is linked, a
+// "relocatable-cubin" (nvcc -dc) still needs nvlink, "lto-ir" needs
+// nvJitLink; the module column names the nvcc module (__nv_module_id) of
+// an entry in __nv_relfatbin, or says "whole-program" for an object's
+// .nv_fatbin (nvcc -c, fatlink host objects), which registers itself.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,7 +47,6 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/TimeProfiler.h"
 
-#include <array>
 #include <tuple>
 
 using namespace llvm;
@@ -68,7 +74,8 @@ struct Entry {
   packager::EmbeddedImage Image;
   std::string Kind;        ///< "cubin", "ptx", "bitcode", ...
   std::string Version;     ///< "8.0" for PTX ISA 8.0; "" when none
-  std::string Compression; ///< "none", "zstd", "lz4"
+  std::string Compression; ///< "none", "zstd", "lz4", "zstd,obfuscated"
+  std::string Module;      ///< nvcc module id, "whole-program", or ""
   StringRef Bytes;         ///< the image as extracted (into Image.Data)
   std::string Name;        ///< the file name --extract writes
 };
@@ -126,11 +133,14 @@ static void describe(Entry &E) {
   const EmbeddedImage &I = E.Image;
   E.Bytes = I.Data;
   if (I.Container == EmbeddedImage::ContainerKind::Fatbin) {
-    E.Kind = I.Kind;
+    E.Kind = I.Relocatable ? "relocatable-cubin" : I.Kind;
     E.Version = (Twine(I.Major) + "." + Twine(I.Minor)).str();
     E.Compression = I.Flags & packager::FlagZstd  ? "zstd"
                     : I.Flags & packager::FlagLZ4 ? "lz4"
                                                   : "none";
+    if (I.Flags & packager::FlagObfuscated)
+      E.Compression += ",obfuscated";
+    E.Module = I.WholeProgram ? "whole-program" : I.ModuleId;
   } else {
     // OffloadBinary image kinds, by their LLVM names.
     E.Kind = StringSwitch<std::string>(I.Kind)
@@ -143,18 +153,21 @@ static void describe(Entry &E) {
   }
   if (E.Kind == "ptx")
     E.Bytes = E.Bytes.rtrim('\0');
-  else if (E.Kind == "cubin")
+  else if (E.Kind == "cubin" || E.Kind == "relocatable-cubin")
     E.Bytes = trimCubin(E.Bytes);
 }
 
 /// The extension an extracted image gets.
-static StringRef extensionOf(StringRef Kind) {
-  return StringSwitch<StringRef>(Kind)
+static StringRef extensionOf(const Entry &E) {
+  if (E.Image.Flags & packager::FlagObfuscated)
+    return "ltoir.fatbin"; // the entry in a container of its own
+  return StringSwitch<StringRef>(E.Kind)
       .Case("bitcode", "bc")
       .Case("object", "o")
-      .Case("nvvm-ir", "nvvm")
+      .Case("relocatable-cubin", "cubin")
+      .Case("lto-ir", "ltoir")
       .Case("spirv", "spv")
-      .Default(Kind);
+      .Default(E.Kind);
 }
 
 //===----------------------------------------------------------------------===//
@@ -202,7 +215,7 @@ static std::vector<Entry> scanFiles(Context &Ctx, const Config &C) {
     describe(E);
     E.Name = (sys::path::filename(E.File) + "." + Twine(Index) + "." +
               (E.Image.Arch.empty() ? "noarch" : E.Image.Arch) + "." +
-              extensionOf(E.Kind))
+              extensionOf(E))
                  .str();
   }
   return Entries;
@@ -239,17 +252,27 @@ static Error extract(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
 }
 
 static void printTable(Context &Ctx, ArrayRef<Entry> Entries) {
-  std::vector<std::array<std::string, 9>> Rows;
+  // The module column only when some entry has one (nvcc objects, host
+  // objects), so listings of fatbins and executables stay as narrow.
+  bool ShowModule =
+      any_of(Entries, [](const Entry &E) { return !E.Module.empty(); });
+  std::vector<std::vector<std::string>> Rows;
   Rows.push_back({"origin", "section", "kind", "arch", "version", "stored",
-                  "size", "compression", "name"});
+                  "size", "compression"});
+  if (ShowModule)
+    Rows.back().push_back("module");
+  Rows.back().push_back("name");
   for (const Entry &E : Entries) {
     const packager::EmbeddedImage &I = E.Image;
     auto OrDash = [](StringRef S) { return S.empty() ? "-" : S.str(); };
     Rows.push_back({I.Origin, OrDash(I.Section), E.Kind, OrDash(I.Arch),
                     OrDash(E.Version), std::to_string(I.StoredSize),
-                    std::to_string(E.Bytes.size()), E.Compression, E.Name});
+                    std::to_string(E.Bytes.size()), E.Compression});
+    if (ShowModule)
+      Rows.back().push_back(OrDash(E.Module));
+    Rows.back().push_back(E.Name);
   }
-  std::array<size_t, 9> Width{};
+  std::vector<size_t> Width(Rows[0].size());
   for (const auto &Row : Rows)
     for (size_t Col = 0; Col != Row.size(); ++Col)
       Width[Col] = std::max(Width[Col], Row[Col].size());
@@ -292,6 +315,13 @@ static void printJson(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
         J.attribute("stored_size", int64_t(I.StoredSize));
         J.attribute("size", int64_t(E.Bytes.size()));
         J.attribute("compression", E.Compression);
+        if (IsFatbin) {
+          J.attribute("obfuscated", bool(I.Flags & packager::FlagObfuscated));
+          J.attribute("options", I.Options);
+          J.attribute("module", I.ModuleId.empty() ? json::Value(nullptr)
+                                                   : json::Value(I.ModuleId));
+          J.attribute("whole_program", I.WholeProgram);
+        }
         J.attribute("name", E.Name);
         if (!C.ExtractDir.empty()) {
           SmallString<256> Path(C.ExtractDir);

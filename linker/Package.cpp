@@ -103,8 +103,8 @@ static Error package(Context &Ctx, const opt::InputArgList &Args) {
             {KI.Name, std::vector<uint32_t>(KI.ParamSizes.begin(),
                                             KI.ParamSizes.end())});
     }
-    Expected<packager::HostArch> Host =
-        parseHostArch(hostTriple(Args.getLastArgValue(OPT_host_arch_EQ)));
+    Expected<packager::HostArch> Host = packager::parseHostArch(
+        hostTriple(Args.getLastArgValue(OPT_host_arch_EQ)));
     if (!Host)
       return Host.takeError();
     Expected<std::string> Object =

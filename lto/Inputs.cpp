@@ -188,8 +188,8 @@ static Error readCubinSymbols(MemoryBufferRef MB,
     }
     if (!Name->consume_front(".nv.info."))
       continue;
-    auto K = find_if(*Kernels,
-                     [&](const KernelInfo &K) { return K.Name == *Name; });
+    auto K =
+        find_if(*Kernels, [&](const KernelInfo &K) { return K.Name == *Name; });
     Expected<StringRef> Contents = Sec.getContents();
     if (K == Kernels->end() || !Contents) {
       if (!Contents)
@@ -208,8 +208,10 @@ static Error readCubinSymbols(MemoryBufferRef MB,
 /// `.b8 name[24]` 24; 0 when it is not one.
 static unsigned ptxParamSize(StringRef Decl) {
   unsigned Elem = 0;
-  for (auto [Suffix, Size] :
-       {std::pair<StringRef, unsigned>{"8", 1}, {"16", 2}, {"32", 4}, {"64", 8}})
+  for (auto [Suffix, Size] : {std::pair<StringRef, unsigned>{"8", 1},
+                              {"16", 2},
+                              {"32", 4},
+                              {"64", 8}})
     for (StringRef Ty : {".u", ".s", ".b", ".f"})
       if (Decl.contains((Ty + Suffix + " ").str()))
         Elem = Size;
@@ -218,7 +220,8 @@ static unsigned ptxParamSize(StringRef Decl) {
   size_t Open = Decl.find('[');
   unsigned Count = 1;
   if (Open != StringRef::npos &&
-      Decl.substr(Open + 1).take_until([](char C) { return C == ']'; })
+      Decl.substr(Open + 1)
+          .take_until([](char C) { return C == ']'; })
           .getAsInteger(10, Count))
     return 0;
   return Elem * Count;
@@ -264,14 +267,14 @@ static void readPtxSymbols(StringRef Ptx, std::vector<std::string> &Defined,
       StringRef Rest = Line.drop_front(IsEntry ? 7 : 6).ltrim();
       if (Rest.starts_with("("))
         Rest = Rest.drop_front(Rest.find(')') + 1).ltrim();
-      Name = Rest.take_until([](char C) {
-        return C == '(' || C == ' ' || C == ';' || C == '\r';
-      });
+      Name = Rest.take_until(
+          [](char C) { return C == '(' || C == ' ' || C == ';' || C == '\r'; });
     } else {
       // `.global .align 4 .u32 name;`, `.global .align 8 .b8 name[16] = ...`
       StringRef Decl = Line.take_until([](char C) {
-        return C == ';' || C == '=' || C == '[';
-      }).rtrim();
+                             return C == ';' || C == '=' || C == '[';
+                           })
+                           .rtrim();
       Name = Decl.substr(Decl.rfind(' ') + 1);
     }
     if (Name.empty())
@@ -346,6 +349,13 @@ Expected<DeviceLibrary> readDeviceLibrary(StringRef Path) {
   return readDeviceLibrary((*MBOrErr)->getMemBufferRef(), Path);
 }
 
+void readPtxSymbols(StringRef Ptx, DeviceObject &O) {
+  O.Defined.clear();
+  O.Undefined.clear();
+  O.Kernels.clear();
+  readPtxSymbols(Ptx, O.Defined, O.Undefined, O.Kernels);
+}
+
 namespace {
 
 /// Collects device images and the errors met on the way, so that one run
@@ -375,7 +385,8 @@ private:
   void readArchive(MemoryBufferRef MB, StringRef Path, size_t &Found);
   void readMember(MemoryBufferRef MB, const std::string &Origin, size_t &Found);
   void readOffloadObject(MemoryBufferRef MB, StringRef Origin, size_t &Found);
-  void readNvccFatbin(StringRef Contents, StringRef Origin, size_t &Found);
+  void readNvccFatbin(MemoryBufferRef Object, StringRef Contents,
+                      StringRef Origin, size_t &Found);
 };
 
 } // namespace
@@ -423,8 +434,8 @@ void InputReader::addObject(MemoryBufferRef MB, std::string Origin,
 /// starts where an entry's kind and arch repeat: `ld -r` of nvcc objects
 /// concatenates their fatbins). LTO-IR (`code=lto_XX`, `-dlto`) is refused
 /// with what to do instead.
-void InputReader::readNvccFatbin(StringRef Contents, StringRef Origin,
-                                 size_t &Found) {
+void InputReader::readNvccFatbin(MemoryBufferRef Object, StringRef Contents,
+                                 StringRef Origin, size_t &Found) {
   Expected<std::vector<packager::FatbinEntry>> Entries =
       packager::readFatbin(Contents);
   if (!Entries) {
@@ -439,15 +450,29 @@ void InputReader::readNvccFatbin(StringRef Contents, StringRef Origin,
     std::string EntryOrigin =
         (Origin + "(__nv_relfatbin[" + Twine(I) + "])").str();
     bool IsPTX = E.Kind == packager::ImageKind::PTX;
-    if (!IsPTX && E.Kind != packager::ImageKind::Cubin) {
-      Errors.add(createStringError(
-          "%s: nvcc LTO-IR for sm_%u (-gencode arch=compute_%u,code=lto_%u "
-          "or -dlto), which fatlink does not link yet: compile it with "
-          "-gencode arch=compute_%u,code=sm_%u (a relocatable cubin) instead",
-          EntryOrigin.c_str(), E.SM, E.SM, E.SM, E.SM, E.SM));
+    bool IsLTOIR = E.Kind == packager::ImageKind::LtoIR;
+    std::string Arch = IsPTX     ? "compute_" + std::to_string(E.SM)
+                       : IsLTOIR ? "lto_" + std::to_string(E.SM)
+                                 : E.Arch;
+    if (IsLTOIR) {
+      // Only nvJitLink reads LTO-IR; it takes the whole object and picks
+      // the entry. Its symbols come later (readPtxSymbols, by the driver).
+      if (!UnitEntries.insert({unsigned(E.Kind), Arch}).second) {
+        ++NextSource;
+        UnitEntries = {{unsigned(E.Kind), Arch}};
+      }
+      DeviceObject Obj;
+      Obj.Origin = EntryOrigin;
+      Obj.Container = Origin.str();
+      Obj.Data = Object;
+      Obj.Arch = std::move(Arch);
+      Obj.IsLTOIR = true;
+      Obj.FromNvcc = true;
+      Obj.Source = NextSource;
+      Set.Objects.push_back(std::move(Obj));
+      ++Found;
       continue;
     }
-    std::string Arch = IsPTX ? "compute_" + std::to_string(E.SM) : E.Arch;
     if (!UnitEntries.insert({unsigned(E.Kind), Arch}).second) {
       ++NextSource; // an arch repeats: the next unit's entries
       UnitEntries = {{unsigned(E.Kind), Arch}};
@@ -720,7 +745,7 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
     CannotRead(std::move(E));
   ++NextSource;
   for (StringRef Contents : RelocatableFatbins)
-    readNvccFatbin(Contents, Origin, Found);
+    readNvccFatbin(MB, Contents, Origin, Found);
 }
 
 void InputReader::readMember(MemoryBufferRef MB, const std::string &Origin,
@@ -871,11 +896,14 @@ void InputReader::readFile(const std::string &Path) {
   }
 }
 
-/// NN of a PTX object's arch "compute_NN"; never 0 (readNvccFatbin makes
-/// the name from the entry's SM).
-static unsigned ptxSm(const DeviceObject &O) {
+/// NN of a PTX or LTO-IR object's arch "compute_NN" or "lto_NN"
+/// (readNvccFatbin makes the name from the entry's SM).
+static unsigned archSm(const DeviceObject &O) {
   unsigned Sm = ~0u;
-  if (StringRef(O.Arch).drop_front(strlen("compute_")).getAsInteger(10, Sm))
+  if (StringRef(O.Arch)
+          .drop_until([](char C) { return C == '_'; })
+          .drop_front()
+          .getAsInteger(10, Sm))
     return ~0u;
   return Sm;
 }
@@ -894,14 +922,23 @@ objectsForTarget(const InputSet &Inputs, const Target &T,
     const DeviceObject *&Chosen = It->second.first;
     if (T.IsPTX)
       continue;
-    if (!O.IsPTX) {
-      if (O.Arch == T.Cpu)
+    // LTO-IR of an arch no newer than T's, the newest, is best (nvJitLink
+    // optimizes across it); then a cubin of T's arch; then PTX of an arch
+    // no newer than T's, the newest.
+    auto Rank = [&](const DeviceObject &X) -> unsigned {
+      if (X.IsLTOIR)
+        return 3;
+      return X.IsPTX ? 1 : 2;
+    };
+    if (!O.IsPTX && !O.IsLTOIR) {
+      if (O.Arch == T.Cpu && (!Chosen || Rank(*Chosen) < 2))
         Chosen = &O;
       continue;
     }
-    if (ptxSm(O) > T.Sm)
+    if (archSm(O) > T.Sm)
       continue;
-    if (!Chosen || (Chosen->IsPTX && ptxSm(*Chosen) < ptxSm(O)))
+    if (!Chosen || Rank(*Chosen) < Rank(O) ||
+        (Rank(*Chosen) == Rank(O) && archSm(*Chosen) < archSm(O)))
       Chosen = &O;
   }
   std::vector<const DeviceObject *> Objs;

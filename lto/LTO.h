@@ -133,9 +133,16 @@ struct DeviceObject {
   /// "libfoo.a(bar.o)".
   std::string Container;
   llvm::MemoryBufferRef Data; ///< owned by the InputSet
-  /// "sm_80" for a cubin; "compute_80" for PTX (Data is its text).
+  /// "sm_80" for a cubin; "compute_80" for PTX (Data is its text);
+  /// "lto_80" for nvcc LTO-IR (Data is the whole object, for nvJitLink:
+  /// only it can read the entry).
   std::string Arch;
   bool IsPTX = false;
+  /// nvcc LTO-IR: linked by nvJitLink, never by nvlink. Its Defined,
+  /// Undefined and Kernels are what nvJitLink's PTX of it alone shows
+  /// (readLtoIrSymbols): the device functions it defines but does not use
+  /// itself are not among them.
+  bool IsLTOIR = false;
   bool FromNvcc = false; ///< nvcc -dc code (else clang's)
   /// The translation unit: the cubins of one unit (one per arch) share it,
   /// as DeviceImage::Source; every unit needs a cubin of each target's arch
@@ -220,6 +227,10 @@ enum class InputMode {
 llvm::Expected<InputSet> readInputs(llvm::ArrayRef<std::string> Paths,
                                     InputMode Mode = InputMode::Device,
                                     unsigned ErrorLimit = DefaultErrorLimit);
+
+/// Fills \p O's Defined, Undefined and Kernels from the PTX of its code
+/// (nvcc's PTX directives: `.visible .entry`, `.extern .func`, ...).
+void readPtxSymbols(llvm::StringRef Ptx, DeviceObject &O);
 
 /// The relocatable device code target \p T links, one object per
 /// translation unit: the unit's cubin of T's exact arch, else (nvcc only)

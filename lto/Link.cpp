@@ -328,6 +328,14 @@ static void resolveWeakReferences(Module &M,
   }
 }
 
+/// Whether the inputs hold nvcc LTO-IR, whose definitions fatlink cannot
+/// list in full (DeviceObject::IsLTOIR): then nvJitLink, which links it,
+/// reports what is undefined.
+static bool hasLtoIr(const InputSet &Inputs) {
+  return any_of(Inputs.Objects,
+                [](const DeviceObject &O) { return O.IsLTOIR; });
+}
+
 static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
                             const StringSet<> &ProvidedByObjects,
                             LibraryResolver &Libs, unsigned ErrorLimit) {
@@ -358,8 +366,7 @@ static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
 /// LibraryResolver::resolveObjects' to report.
 static Error checkObjectsUndefined(const Module *M, const InputSet &Inputs,
                                    const StringSet<> &ProvidedByObjects,
-                                   LibraryResolver &Libs,
-                                   unsigned ErrorLimit) {
+                                   LibraryResolver &Libs, unsigned ErrorLimit) {
   ErrorList Errors(ErrorLimit);
   std::map<std::string, std::vector<StringRef>> Refs; // ordered: stable report
   std::set<unsigned> Units;
@@ -1122,13 +1129,14 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   if (Error E = Libraries.resolve(*Composite, ProvidedByObjects,
                                   isProvidedByPTX, Out))
     return E;
-  if (Error E = checkUndefined(*Composite, Symtab, ProvidedByObjects,
-                                Libraries, Opts.ErrorLimit))
-    return E;
-  if (First)
-    if (Error E = checkObjectsUndefined(Composite.get(), Inputs,
-                                        ProvidedByObjects,
-                                        Libraries, Opts.ErrorLimit))
+  if (!hasLtoIr(Inputs))
+    if (Error E = checkUndefined(*Composite, Symtab, ProvidedByObjects,
+                                 Libraries, Opts.ErrorLimit))
+      return E;
+  if (First && !hasLtoIr(Inputs))
+    if (Error E =
+            checkObjectsUndefined(Composite.get(), Inputs, ProvidedByObjects,
+                                  Libraries, Opts.ErrorLimit))
       return E;
   resolveWeakReferences(*Composite, ProvidedByObjects);
   if (Error E = checkPTXNames(*Composite, Symtab, Opts.ErrorLimit))
@@ -1377,17 +1385,19 @@ static Expected<LinkedProgram> linkAndOptimizeImpl(const InputSet &Inputs,
     for (const DeviceObject &O : Inputs.Objects)
       if (Units.insert(O.Source).second)
         append_range(Out.Kernels, O.Kernels);
-    llvm::stable_sort(Out.Kernels, [](const KernelInfo &A, const KernelInfo &B) {
-      return A.Name < B.Name;
-    });
+    llvm::stable_sort(Out.Kernels,
+                      [](const KernelInfo &A, const KernelInfo &B) {
+                        return A.Name < B.Name;
+                      });
   };
   if (Inputs.Images.empty()) {
     StringSet<> Provided;
     for (const DeviceObject &O : Inputs.Objects)
       Provided.insert_range(O.Defined);
-    if (Error E = checkObjectsUndefined(nullptr, Inputs, Provided,
-                                        DL.libraries(), Opts.ErrorLimit))
-      return std::move(E);
+    if (!hasLtoIr(Inputs))
+      if (Error E = checkObjectsUndefined(nullptr, Inputs, Provided,
+                                          DL.libraries(), Opts.ErrorLimit))
+        return std::move(E);
     SortKernels();
     return std::move(Out); // relocatable code only: nvlink does the link
   }

@@ -13,19 +13,24 @@
 //     8  u64 size of all entries that follow the header
 //
 //   Entry header, 64 bytes plus optional trailing strings:
-//     0  u16 kind: 1 PTX, 2 cubin (ELF), 8 NVVM IR (nvcc -dlto)
+//     0  u16 kind: 1 PTX, 2 cubin (ELF), 8 LTO-IR (nvcc code=lto_NN, -dlto)
 //     2  u16 0x0101
-//     4  u32 header size (64 cubin, 80 PTX, more with strings)
+//     4  u32 header size (64 cubin, 80 PTX, 120 nvcc LTO-IR, more with
+//            strings)
 //     8  u64 payload size, padded to 8
 //    16  u32 compressed size, unpadded (0 when not compressed)
-//    20  u32 offset of the (offset, length) pair of the ptxas options in
-//            this header (0: none; 64 in a plain PTX entry)
-//    24  u16 minor, u16 major: PTX ISA version; a cubin has 1.<ELF ABI>
+//    20  u32 offset of the (offset, length) pair of the ptxas options (PTX)
+//            or NVVM options (LTO-IR) in this header (0: none; 64 in a
+//            PTX or LTO-IR entry)
+//    24  u16 minor, u16 major: PTX ISA version; a cubin has 1.<ELF ABI>,
+//            nvcc 13.0's LTO-IR 1.65
 //    28  u32 SM (80, 90, 100, ...)
 //    32  u32 offset, u32 length of the identifier string (fatbinary --ident)
 //    40  u64 flags: 0x1 64-bit, 0x2 debug, 0x10 Linux host, 0x2000 LZ4,
-//            0x8000 zstd, 0x100000 "a" arch, 0x200000 "f" family
-//    48  u64 0
+//            0x8000 zstd, 0x10000 obfuscated, 0x100000 "a" arch,
+//            0x200000 "f" family
+//    48  u64 0; in an obfuscated entry, the word at offset 0x28 of the
+//            plain LTO-IR
 //    56  u64 uncompressed size (0 when not compressed)
 //    64  optional strings, each NUL-terminated and padded to 8, addressed
 //        by the offsets above (a plain PTX entry carries an empty options
@@ -35,6 +40,15 @@
 // every header stays 8-aligned. A PTX payload is the (minified) text plus a
 // NUL. A compressed payload is one zstd frame (or an LZ4 block) of exactly
 // the uncompressed bytes; its header records both sizes.
+//
+// nvcc's LTO-IR (kind 8) is itself an opaque blob (it starts ed 43 4e 7f;
+// nvJitLink reads it as NVJITLINK_INPUT_LTOIR). Stored plain (fatbinary
+// --compress-mode=none) it is an ordinary payload. Compressed (zstd by
+// default, LZ4 in speed mode), fatbinary also sets flag 0x10000 and the
+// compressed bytes are obfuscated with a key that neither this reader nor
+// NVIDIA's cuobjdump has ("Can't deobfuscate entry ... without obfuscation
+// key"): such an entry is read, checked and kept as stored, never
+// decompressed; nvJitLink takes it inside a fatbin (fatbinOfEntry).
 //
 // The reader trusts nothing: every size and offset is checked in a form
 // that cannot overflow (`Len > Size - Off`) before it is used.
@@ -135,8 +149,8 @@ Error checkOptions(const FatbinOptions &Opts) {
 }
 
 Expected<ParsedArch> checkImage(const FatbinImage &Img) {
-  if (Img.Kind == ImageKind::NvvmIR)
-    return createStringError("cannot write NVVM IR entries (" + Img.Arch +
+  if (Img.Kind == ImageKind::LtoIR)
+    return createStringError("cannot write LTO-IR entries (" + Img.Arch +
                              "): only cubin and PTX are supported");
   return parseArch(Img.Arch);
 }
@@ -376,10 +390,11 @@ Expected<uint64_t> readEntry(StringRef Data, uint64_t Off, uint64_t End,
   E.Major = read16le(P + 26);
   E.SM = read32le(P + 28);
   E.Flags = read64le(P + 40);
+  E.KeyWord = read64le(P + 48);
   E.UncompressedSize = read64le(P + 56);
 
   if (Kind != uint16_t(ImageKind::PTX) && Kind != uint16_t(ImageKind::Cubin) &&
-      Kind != uint16_t(ImageKind::NvvmIR))
+      Kind != uint16_t(ImageKind::LtoIR))
     return createStringError("unknown fatbin entry kind " + Twine(Kind) +
                              " at offset " + hex(Off));
   E.Kind = ImageKind(Kind);
@@ -435,6 +450,13 @@ Expected<uint64_t> readEntry(StringRef Data, uint64_t Off, uint64_t End,
                                " bytes, over the 4 GiB "
                                "limit");
     Payload = Payload.take_front(CompressedSize);
+  }
+  if (E.Flags & FlagObfuscated) {
+    // Obfuscated with a key we do not have: kept as stored, never
+    // decompressed (see the top of this file).
+    E.Payload = Payload.str();
+    E.Encoded = Data.substr(Off, E.HeaderSize + E.StoredSize).str();
+  } else if (Zstd || LZ4) {
     Expected<std::string> Out =
         Zstd ? zstdDecompress(Payload, E.UncompressedSize, Off)
              : lz4Decompress(Payload, E.UncompressedSize, Off);
@@ -549,6 +571,16 @@ fatlink::packager::encodeFatbinEntry(const FatbinImage &Img,
   std::string Out;
   if (Error E = encodeEntry(Out, Img, *A, Opts))
     return std::move(E);
+  return Out;
+}
+
+std::string fatlink::packager::fatbinOfEntry(StringRef Encoded) {
+  std::string Out;
+  appendU32(Out, FATLINK_FATBIN_MAGIC);
+  appendU16(Out, 1);
+  appendU16(Out, ContainerHeaderSize);
+  appendU64(Out, Encoded.size());
+  Out += Encoded;
   return Out;
 }
 

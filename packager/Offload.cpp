@@ -17,8 +17,11 @@
 //   archives of those, with every image's origin ("libfoo.a(bar.o)"). The
 //   archive walk, the section scan and the checked OffloadBinary walk are
 //   intake/'s, shared with the link commands' lto::readInputs; what is
-//   added here is reading the fatbins. Thin archives are refused: this
-//   works on bytes in memory and opens no file.
+//   added here is reading the fatbins, and telling nvcc's kinds of device
+//   code apart: relocatable cubins (ET_REL), the module id of an nvcc -dc
+//   object (section __nv_module_id) for its __nv_relfatbin entries, and
+//   the whole-program .nv_fatbin of a relocatable object. Thin archives
+//   are refused: this works on bytes in memory and opens no file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,8 +52,22 @@ bool isFatbin(StringRef Data) {
          support::endian::read32le(Data.data()) == FATLINK_FATBIN_MAGIC;
 }
 
+/// What an ELF relocatable object says about the fatbins it carries.
+struct ObjectInfo {
+  bool Relocatable = false; ///< an ET_REL host object
+  std::string ModuleId;     ///< section __nv_module_id, up to its NUL
+};
+
+/// True for a cubin that is a relocatable ELF (e_type ET_REL at 16).
+bool isRelocatableCubin(StringRef Data) {
+  return Data.size() >= 18 &&
+         Data.starts_with("\x7f"
+                          "ELF") &&
+         support::endian::read16le(Data.data() + 16) == ELF::ET_REL;
+}
+
 Error addFatbin(StringRef Data, StringRef Origin, StringRef Section,
-                std::vector<EmbeddedImage> &Out) {
+                const ObjectInfo &Obj, std::vector<EmbeddedImage> &Out) {
   Expected<std::vector<FatbinEntry>> Entries = readFatbin(Data);
   if (!Entries)
     return createFileError(Section.empty() ? Origin
@@ -64,13 +81,22 @@ Error addFatbin(StringRef Data, StringRef Origin, StringRef Section,
     Img.Offset = E.Offset;
     Img.Kind = E.Kind == packager::ImageKind::PTX     ? "ptx"
                : E.Kind == packager::ImageKind::Cubin ? "cubin"
-                                            : "nvvm-ir";
+                                                      : "lto-ir";
     Img.Arch = E.Arch;
     Img.Flags = E.Flags;
     Img.Major = E.Major;
     Img.Minor = E.Minor;
     Img.StoredSize = E.StoredSize;
-    Img.Data = std::move(E.Payload);
+    Img.Options = std::move(E.Options);
+    // An obfuscated entry cannot be decompressed: it is passed on as a
+    // fatbin of its own, which nvJitLink and cuobjdump read.
+    Img.Data = E.Flags & FlagObfuscated ? fatbinOfEntry(E.Encoded)
+                                        : std::move(E.Payload);
+    Img.Relocatable =
+        E.Kind == packager::ImageKind::Cubin && isRelocatableCubin(Img.Data);
+    if (Obj.Relocatable && Section == "__nv_relfatbin")
+      Img.ModuleId = Obj.ModuleId;
+    Img.WholeProgram = Obj.Relocatable && Section == ".nv_fatbin";
     Out.push_back(std::move(Img));
   }
   return Error::success();
@@ -109,11 +135,30 @@ Error scanObject(StringRef Data, StringRef Origin,
       ObjectFile::createObjectFile(MemoryBufferRef(Data, Origin));
   if (!ObjOrErr)
     return createFileError(Origin, ObjOrErr.takeError());
+  ObjectInfo Info;
+  if (const auto *ELF = dyn_cast<ELFObjectFileBase>(ObjOrErr->get())) {
+    Info.Relocatable = ELF->getEType() == ELF::ET_REL;
+    // nvcc -dc names the module its host stubs register in __nv_module_id
+    // (a NUL-terminated string; `nvcc -c` writes the placeholder
+    // "__NV_MODULE_ID" there, and it is not reported).
+    for (const SectionRef &Sec : ELF->sections()) {
+      Expected<StringRef> Name = Sec.getName();
+      if (!Name || *Name != "__nv_module_id") {
+        consumeError(Name.takeError());
+        continue;
+      }
+      Expected<StringRef> Contents = Sec.getContents();
+      if (!Contents)
+        return createFileError(Origin + " section __nv_module_id",
+                               Contents.takeError());
+      Info.ModuleId = Contents->take_until([](char C) { return C == 0; });
+    }
+  }
   return intake::forEachDeviceSection(
       **ObjOrErr, Origin,
       [&](intake::SectionKind Kind, StringRef Name, StringRef Contents) {
         return Kind == intake::SectionKind::Fatbin
-                   ? addFatbin(Contents, Origin, Name, Out)
+                   ? addFatbin(Contents, Origin, Name, Info, Out)
                    : addOffloadBinaries(Contents, Origin, Name, Out);
       });
 }
@@ -124,7 +169,7 @@ Error scanObject(StringRef Data, StringRef Origin,
 Error scan(StringRef Data, StringRef Origin, bool InArchive,
            std::vector<EmbeddedImage> &Out) {
   if (isFatbin(Data))
-    return addFatbin(Data, Origin, "", Out);
+    return addFatbin(Data, Origin, "", ObjectInfo(), Out);
   switch (identify_magic(Data)) {
   case file_magic::offload_binary:
     return addOffloadBinaries(Data, Origin, "", Out);

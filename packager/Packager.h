@@ -32,8 +32,9 @@ namespace packager {
 // Fatbin containers
 //===----------------------------------------------------------------------===//
 
-/// Kind field of a fatbin entry header.
-enum class ImageKind : uint16_t { PTX = 1, Cubin = 2, NvvmIR = 8 };
+/// Kind field of a fatbin entry header. LtoIR is NVIDIA's LTO-IR (nvcc
+/// `code=lto_NN` or `-dlto`), which only nvJitLink and nvlink read.
+enum class ImageKind : uint16_t { PTX = 1, Cubin = 2, LtoIR = 8 };
 
 /// Bits of a fatbin entry's 64-bit flags field (as CUDA 13's fatbinary
 /// writes them; see docs/packager.md).
@@ -43,8 +44,12 @@ enum FatbinFlag : uint64_t {
   FlagHostLinux = 0x10,
   FlagLZ4 = 0x2000,
   FlagZstd = 0x8000,
-  FlagArchSpecific = 0x100000, // sm_NNa
-  FlagFamilySpecific = 0x200000, // sm_NNf
+  /// The compressed payload is obfuscated with a key that only NVIDIA's
+  /// tools hold (nvcc's compressed LTO-IR): it cannot be decompressed, and
+  /// the u64 at header offset 48 is nonzero (FatbinEntry::KeyWord).
+  FlagObfuscated = 0x10000,
+  FlagArchSpecific = 0x100000,      // sm_NNa
+  FlagFamilySpecific = 0x200000,    // sm_NNf
   FlagCompatAttributes = 0x1000000, // header carries .nv.compat (SM >= 100)
 };
 
@@ -115,10 +120,19 @@ struct FatbinEntry {
   uint64_t StoredSize = 0;       ///< payload bytes in the file (padded to 8)
   uint64_t UncompressedSize = 0; ///< from the header; 0 if not compressed
   std::string Identifier;        ///< fatbinary --ident, usually empty
-  std::string Options;           ///< ptxas options of a PTX entry
+  std::string Options;           ///< ptxas (PTX) or NVVM (LTO-IR) options
+  /// The u64 at header offset 48: 0, except in an obfuscated entry, where
+  /// it repeats the 32-bit word at offset 0x28 of the plain LTO-IR.
+  uint64_t KeyWord = 0;
   /// The image: the decompressed bytes (exactly UncompressedSize) of a
-  /// compressed entry, else the stored payload including its padding.
+  /// compressed entry, else the stored payload including its padding. An
+  /// obfuscated entry (FlagObfuscated) cannot be decompressed: its Payload
+  /// is the stored compressed bytes, and Encoded holds the entry.
   std::string Payload;
+  /// Only for an obfuscated entry: its header and payload as stored, byte
+  /// for byte, which fatbinOfEntry wraps into a container that NVIDIA's
+  /// tools (nvJitLink, cuobjdump) read.
+  std::string Encoded;
 };
 
 /// Reads every entry of the fatbin container(s) in \p Data. Several
@@ -131,6 +145,10 @@ struct FatbinEntry {
 /// in the container or an entry header, which the runtime's reader
 /// (fatlink_rt_parse_fatbin) checks as well.
 llvm::Expected<std::vector<FatbinEntry>> readFatbin(llvm::StringRef Data);
+
+/// A fatbin container (16-byte header) that holds exactly \p Encoded, one
+/// entry as readFatbin found it (FatbinEntry::Encoded).
+std::string fatbinOfEntry(llvm::StringRef Encoded);
 
 //===----------------------------------------------------------------------===//
 // Host objects
@@ -189,13 +207,30 @@ struct EmbeddedImage {
   std::string Origin;  ///< "libfoo.a(bar.o)", or the file name
   std::string Section; ///< ".nv_fatbin", ".llvm.offloading"; "" for a bare file
   uint64_t Offset = 0; ///< of the fatbin entry / OffloadBinary in the section
-  std::string Kind;    ///< "cubin", "ptx", "nvvm-ir", or OffloadBinary's "bc", ...
+  std::string Kind;    ///< "cubin", "ptx", "lto-ir"; OffloadBinary: "bc", ...
   std::string Arch;    ///< "sm_80"
   std::string Triple;  ///< OffloadBinary only
   uint64_t Flags = 0;  ///< fatbin entry flags
   unsigned Major = 0, Minor = 0; ///< fatbin entries only
   uint64_t StoredSize = 0; ///< bytes in the file (fatbin: padded payload)
-  std::string Data;    ///< the (decompressed) image
+  /// The (decompressed) image. For an obfuscated fatbin entry
+  /// (FlagObfuscated), which cannot be decompressed, a fatbin container
+  /// holding just that entry as stored (fatbinOfEntry).
+  std::string Data;
+  /// A cubin that is a relocatable ELF (ET_REL: nvcc -dc, -rdc=true), to
+  /// be linked by nvlink before it loads; false for a linked one.
+  bool Relocatable = false;
+  /// Where the entry comes from in an ELF relocatable object (a host .o):
+  /// nvcc's module id (section __nv_module_id) for entries in
+  /// __nv_relfatbin, which `nvcc -dlink` (or fatlink) must link and
+  /// register through __cudaRegisterLinkedBinary_<module id>; empty
+  /// otherwise.
+  std::string ModuleId;
+  /// An entry in the .nv_fatbin section of a relocatable object: complete
+  /// device code that the object registers itself (nvcc -c without -rdc,
+  /// or a fatlink host object).
+  bool WholeProgram = false;
+  std::string Options; ///< a fatbin entry's ptxas or NVVM options
 };
 
 /// Finds every fatbin entry (in .nv_fatbin or __nv_relfatbin sections, or a

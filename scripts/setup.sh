@@ -84,35 +84,49 @@ if [ -z "${FATLINK_ZSTD_ROOT:-}" ] &&
   mv "$tmp/zstd" "$DEPS/zstd"
 fi
 
-# NVIDIA's cuobjdump, which the CUDA 13.0 image lacks: corpus_test.sh lists
+# NVIDIA's cuobjdump, which the CUDA 13.0 image lacks: test/corpus/corpus.test lists
 # the kernels of fatlink's outputs with it, a reader independent of
-# fatlink's own. It comes from the nvidia-cuda-cuobjdump wheel, fetched with
+# fatlink's own, and test/inspect/nvcc-*.test (%cuobjdump) compare
+# `fatlink inspect` on nvcc's objects with it. It comes from the nvidia-cuda-cuobjdump wheel, fetched with
 # `pip download` (no pip install), checked against a pinned SHA-256 and
 # unpacked to $DEPS/cuobjdump/bin.
-if [ ! -x "$DEPS/cuobjdump/bin/cuobjdump" ]; then
+# fetch_tool WHEEL VERSION PROGRAM SHA256-AMD64 SHA256-ARM64: one program
+# from one of NVIDIA's wheels, into $DEPS/cuobjdump/bin.
+fetch_tool() {
+  local wheel="$1" version="$2" prog="$3" wplat wsha
+  [ -x "$DEPS/cuobjdump/bin/$prog" ] && return 0
   case "$(dpkg --print-architecture)" in
-    amd64) wplat=manylinux2014_x86_64 wsha=d332c2ffe78e703ca0a3894be927f83124244e2acf0d792b8c12b4362d44d837 ;;
-    arm64) wplat=manylinux2014_aarch64 wsha=9a025b92d5faca837f69841317760df9b27f3871bfa089d80cc428399743fd56 ;;
-    *) echo "setup: error: no pinned cuobjdump wheel for $(dpkg --print-architecture)" >&2; exit 1 ;;
+    amd64) wplat=manylinux2014_x86_64 wsha="$4" ;;
+    arm64) wplat=manylinux2014_aarch64 wsha="$5" ;;
+    *) echo "setup: error: no pinned $wheel wheel for $(dpkg --print-architecture)" >&2; exit 1 ;;
   esac
-  echo "setup: fetching cuobjdump (nvidia-cuda-cuobjdump 13.2.86) into $DEPS/cuobjdump"
+  echo "setup: fetching $prog ($wheel $version) into $DEPS/cuobjdump/bin"
+  local wtmp
   wtmp=$(mktemp -d)
   if ! python3 -m pip download -q --no-deps --only-binary=:all: --platform "$wplat" \
-      --python-version 3.11 nvidia-cuda-cuobjdump==13.2.86 -d "$wtmp" >/dev/null; then
-    echo "setup: error: pip could not download nvidia-cuda-cuobjdump 13.2.86" >&2
+      --python-version 3.11 "$wheel==$version" -d "$wtmp" >/dev/null; then
+    echo "setup: error: pip could not download $wheel $version" >&2
     rm -rf "$wtmp"; exit 1
   fi
+  local whl
   whl=$(ls "$wtmp"/*.whl)
   if ! echo "$wsha  $whl" | sha256sum -c --status; then
     echo "setup: error: $whl does not have the expected SHA-256 $wsha" >&2
     rm -rf "$wtmp"; exit 1
   fi
-  mkdir -p "$wtmp/cuobjdump/bin" "$DEPS"
+  mkdir -p "$DEPS/cuobjdump/bin"
   python3 -c 'import sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])
-open(sys.argv[2], "wb").write(z.read("nvidia/cu13/bin/cuobjdump"))' "$whl" "$wtmp/cuobjdump/bin/cuobjdump"
-  chmod +x "$wtmp/cuobjdump/bin/cuobjdump"
-  rm -rf "$DEPS/cuobjdump"
-  mv "$wtmp/cuobjdump" "$DEPS/cuobjdump"
+open(sys.argv[2], "wb").write(z.read("nvidia/cu13/bin/" + sys.argv[3]))' "$whl" "$wtmp/$prog" "$prog"
+  chmod +x "$wtmp/$prog"
+  mv "$wtmp/$prog" "$DEPS/cuobjdump/bin/$prog"
   rm -rf "$wtmp"
-fi
+}
+fetch_tool nvidia-cuda-cuobjdump 13.2.86 cuobjdump \
+  d332c2ffe78e703ca0a3894be927f83124244e2acf0d792b8c12b4362d44d837 \
+  9a025b92d5faca837f69841317760df9b27f3871bfa089d80cc428399743fd56
+# nvdisasm, which `cuobjdump -sass` runs (found beside it): bench/nvcc_paths.sh
+# counts each kernel's SASS instructions and calls with it.
+fetch_tool nvidia-cuda-nvdisasm 13.2.86 nvdisasm \
+  53606e719ecae07a2335f95902d5a1393a0cc1c317499ee7ffcf628a44385f2c \
+  d02c627f7aecfcac4dd5e923e94adeaa6607c5fdae8df750b01ad948d38941d3

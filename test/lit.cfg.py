@@ -65,17 +65,6 @@ for prog in ["FileCheck", "not", "count", "split-file", "yaml2obj"]:
 
 fatlink = need(os.path.abspath(param_or("fatlink", os.path.join(root, "bazel-bin", "tools", "fatlink", "fatlink"))),
                "fatlink (bazel build //tools/fatlink, or --param fatlink=PATH)")
-# The runtime library, for programs whose CUDA C++ host code the runtime
-# registers (bazel build //runtime:fatlink_rt, or --param fatlink_rt=PATH):
-# next to fatlink in bazel-bin and in Bazel's runfiles, else this tree's
-# bazel-bin. Only the tests that link it need it, so a missing one is not a
-# configuration error: their links fail naming the path.
-fatlink_rt = param_or("fatlink_rt", "")
-if not fatlink_rt:
-    candidates = [os.path.join(os.path.dirname(fatlink), "..", "..", "runtime", "libfatlink_rt.a"),
-                  os.path.join(root, "bazel-bin", "runtime", "libfatlink_rt.a")]
-    fatlink_rt = next((c for c in candidates if os.path.exists(c)), candidates[0])
-fatlink_rt = os.path.abspath(fatlink_rt)
 testdata = need(os.path.join(root, "testdata"), "testdata/")
 clangxx = which("clang++-22", "clang++-22 (clang-22)")
 clang = which("clang-22", "clang-22")
@@ -84,11 +73,13 @@ ptxas = need(os.path.join(cuda, "bin", "ptxas"), "ptxas (CUDA toolkit; set CUDA_
 nvcc = need(os.path.join(cuda, "bin", "nvcc"), "nvcc (CUDA toolkit; set CUDA_PATH)")
 fatbinary = need(os.path.join(cuda, "bin", "fatbinary"), "fatbinary (CUDA toolkit; set CUDA_PATH)")
 python = which("python3", "python3")
+# NVIDIA's cuobjdump, the reference for `fatlink inspect` on nvcc's output:
+# not in the CUDA 13.0 image; scripts/setup.sh unpacks it from its wheel.
+cuobjdump = shutil.which("cuobjdump", path=config.environment["PATH"]) or need(
+    os.path.join(os.environ.get("FATLINK_DEPS_DIR") or os.path.join(home, ".cache", "fatlink", "deps"),
+                 "cuobjdump", "bin", "cuobjdump"),
+    "cuobjdump (scripts/setup.sh: the nvidia-cuda-cuobjdump wheel)")
 
-# As root every directory is writable: tests of unwritable outputs need
-# another user (LLVM's own lit config has the same feature).
-if os.getuid() != 0:
-    config.available_features.add("non-root-user")
 
 # Fake ptxases in tests hand the probes (--version, --help) to the real one.
 config.environment["REAL_PTXAS"] = ptxas
@@ -105,7 +96,6 @@ cuda_flags = "-x cuda --cuda-path=%s -Wno-unknown-cuda-version" % cuda
 # per-test TMPDIR (%t.tmp) and cache, so a test can check that nothing was
 # left behind: `ls -A %t.tmp | count 0`.
 config.substitutions += [
-    ("%fatlink_rt", fatlink_rt),
     ("%fatlink", "env TMPDIR=%t.tmp FATLINK_CACHE_DIR=%t.cache " + fatlink),
     # The device code every feature links: libsaxpy, libvecmath and
     # libminicore rlibs and softplus.cu (.bc for sm_75, .o for sm_75,sm_90),
@@ -133,4 +123,58 @@ config.substitutions += [
     ("%host_elf_machine", elf_machine),
     # Helper scripts for what lit's shell cannot say (test/Inputs).
     ("%inputs", os.path.join(config.test_source_root, "Inputs")),
+    ("%cuobjdump", cuobjdump),
+]
+
+# `%without_dac_override CMD` runs CMD bound by file modes: as root (CI
+# runs as root), without the capabilities that let root write and search
+# any directory (setpriv drops CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH,
+# so a mode 555 directory is read-only even to its owner, root); as another
+# user, CMD as it is. Tests of unwritable outputs run it, never skip.
+if os.getuid() == 0:
+    setpriv = which("setpriv", "setpriv (util-linux)")
+    config.substitutions.append(("%without_dac_override", "%s --inh-caps=-dac_override,-dac_read_search "
+                                 "--bounding-set=-dac_override,-dac_read_search" % setpriv))
+else:
+    config.substitutions.append(("%without_dac_override", ""))
+
+# fatlink itself, for the few tests that must choose its environment
+# (another TMPDIR, a locale): %fatlink fixes TMPDIR and the cache.
+config.substitutions.append(("%{fatlink-exe}", fatlink))
+
+# An address-space limit (KiB, for `ulimit -v`) that stops a fatlink
+# reading without bound before it eats the machine's memory: 4 GiB, or none
+# under --config=asan (its ASAN_OPTIONS reach the tests), whose shadow
+# memory alone reserves terabytes of address space.
+config.substitutions.append(("%{vlimit}", "unlimited" if "ASAN_OPTIONS" in os.environ else "4194304"))
+
+# The host runtime's archive (runtime/, docs/runtime.md) for the tests that
+# link it into programs (test/runtime, test/cargo/example.test): Bazel's
+# runfiles (//runtime:e2e_data, passed by lit_test.sh), or by hand the one
+# under bazel-bin. Only those tests need it, so a missing one is a warning
+# here and fails them at their first RUN line (`test -s %rt_lib`).
+rt_lib = os.path.abspath(param_or("rt_lib", os.path.join(root, "bazel-bin", "runtime", "libfatlink_rt.a")))
+if not os.path.exists(rt_lib):
+    lit_config.warning("libfatlink_rt.a not found (%s): bazel build //runtime:e2e_data, or --param rt_lib=PATH" % rt_lib)
+# Under --config=asan the archive is instrumented: a program that links it
+# needs the sanitizers' runtimes too, gcc's libasan first of all; rustc's
+# links pass -nodefaultlibs, so they name the libraries.
+rt_ldflags = rt_rustflags = ""
+if os.path.exists(rt_lib):
+    rt_syms = subprocess.run(["nm", rt_lib], capture_output=True, text=True).stdout
+    if " U __asan_" in rt_syms:
+        rt_ldflags = "-fsanitize=address,undefined"
+        rt_rustflags = "-ldylib=asan -ldylib=ubsan"
+# A machine with an NVIDIA driver installed: the runtime's "no driver"
+# messages for the default libcuda.so.1 can only be seen without one.
+ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
+if "libcuda.so.1 " in subprocess.run([ldconfig, "-p"], capture_output=True, text=True).stdout:
+    config.available_features.add("libcuda")
+config.substitutions += [
+    ("%rt_lib", rt_lib),
+    ("%rt_ldflags", rt_ldflags),
+    ("%rt_rustflags", rt_rustflags),
+    # The C compiler the runtime's users link with (gcc: its sanitizer
+    # runtimes match an instrumented archive).
+    ("%host_cc", which("cc", "cc (gcc)")),
 ]

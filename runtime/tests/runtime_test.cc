@@ -3,7 +3,7 @@
 // on descriptors built in memory. Malformed fatbins are built byte by byte
 // here, each with a comment on what is wrong with it. Everything that needs
 // a driver (or its absence) runs in separate processes, in
-// tests/e2e/runtime_test.sh.
+// test/runtime/*.test.
 #include "fatlink/runtime.h"
 #include "packager/Descriptor.h"
 

@@ -1,5 +1,5 @@
 //! rust_host.rs: a Rust host over the fatlink-rt crate, for
-//! tests/e2e/runtime_test.sh. Lists the embedded kernels, then runs saxpy
+//! test/runtime/rust-host.test and cargo-host.test. Lists the embedded kernels, then runs saxpy
 //! (from testdata/rust/saxpy.rs) through typed arguments and device
 //! buffers, or reports the runtime's error and exits 1.
 use fatlink_rt::{DeviceBuffer, Kernel};

@@ -1,4 +1,4 @@
-// unit_a.cu: one translation unit of tests/e2e/offload_units_test.sh,
+// unit_a.cu: one translation unit of test/device-link/offload-units-*.test,
 // compiled for other arches than unit_b.cu and merged with it by `ld -r`.
 extern "C" __device__ float unit_a_twice(float x) { return 2.0f * x; }
 

@@ -402,6 +402,149 @@ TEST(FatbinReader, LZ4Block) {
 }
 
 //===----------------------------------------------------------------------===//
+// nvcc's LTO-IR entries (kind 8), laid out as nvcc 13.0 writes them
+//===----------------------------------------------------------------------===//
+
+/// A container with one LTO-IR entry as `nvcc -dc -gencode
+/// arch=compute_80,code=lto_80` writes it: a 120-byte header whose pair at
+/// 64 names the 40-byte NVVM options string at 72, then \p Payload. With
+/// \p Flags 0x18011 (zstd, obfuscated) or 0x12011 (LZ4, obfuscated), the
+/// word at 48 repeats the LTO-IR's own word at 0x28 and the payload is the
+/// obfuscated compressed bytes, which no frame header identifies.
+std::string ltoFatbin(uint64_t Flags, StringRef Payload,
+                      uint64_t Uncompressed) {
+  StringRef Opts = "-ftz=0 -prec_div=1 -prec_sqrt=1 -fmad=1 ";
+  uint64_t Padded = alignTo(Payload.size(), 8);
+  std::string S(16 + 120 + Padded, '\0');
+  put32(S, 0, 0xBA55ED50);
+  put16(S, 4, 1);
+  put16(S, 6, 16);
+  put64(S, 8, 120 + Padded);
+  put16(S, 16 + 0, 8);      // kind: LTO-IR
+  put16(S, 16 + 2, 0x0101); // layout
+  put32(S, 16 + 4, 120);    // header size
+  put64(S, 16 + 8, Padded); // payload size
+  bool Compressed = Flags & (FlagZstd | FlagLZ4);
+  put32(S, 16 + 16, Compressed ? Payload.size() : 0);
+  put32(S, 16 + 20, 64); // options pair at 64
+  put16(S, 16 + 24, 65); // "code version [1,65]" in cuobjdump
+  put16(S, 16 + 26, 1);
+  put32(S, 16 + 28, 80); // sm_80
+  put64(S, 16 + 40, Flags);
+  put64(S, 16 + 48, Flags & FlagObfuscated ? 0x49304acc : 0);
+  put64(S, 16 + 56, Compressed ? Uncompressed : 0);
+  put32(S, 16 + 64, 72); // options string at 72
+  put32(S, 16 + 68, Opts.size());
+  S.replace(16 + 72, Opts.size(), Opts.str());
+  S.replace(16 + 120, Payload.size(), Payload.str());
+  return S;
+}
+
+// Not a zstd frame nor a valid LZ4 block, as the obfuscated bytes are not.
+constexpr StringLiteral Obfuscated = "\x73\x63\x61\x38\x75\xe9\x19\x9e\x71\x06";
+
+TEST(FatbinLtoIR, ObfuscatedZstdIsKeptAsStored) {
+  std::string S = ltoFatbin(0x18011, Obfuscated, 3336);
+  auto EntriesOrErr = readFatbin(S);
+  ASSERT_OK(EntriesOrErr);
+  ASSERT_EQ(EntriesOrErr->size(), 1u);
+  const FatbinEntry &E = (*EntriesOrErr)[0];
+  EXPECT_EQ(E.Kind, ImageKind::LtoIR);
+  EXPECT_EQ(E.Arch, "sm_80");
+  EXPECT_EQ(E.Major, 1u);
+  EXPECT_EQ(E.Minor, 65u);
+  EXPECT_EQ(E.HeaderSize, 120u);
+  EXPECT_EQ(E.StoredSize, 16u);
+  EXPECT_EQ(E.UncompressedSize, 3336u);
+  EXPECT_EQ(E.KeyWord, 0x49304accu);
+  EXPECT_EQ(E.Options, "-ftz=0 -prec_div=1 -prec_sqrt=1 -fmad=1 ");
+  // The compressed bytes, without the container's padding.
+  EXPECT_EQ(E.Payload, Obfuscated.str());
+  // The entry as stored, which wraps back into the same container.
+  EXPECT_EQ(E.Encoded, S.substr(16));
+  EXPECT_EQ(fatbinOfEntry(E.Encoded), S);
+}
+
+TEST(FatbinLtoIR, ObfuscatedLZ4IsKeptAsStored) {
+  // --compress-mode=speed: LZ4 and obfuscated.
+  std::string S = ltoFatbin(0x12011, Obfuscated, 3336);
+  auto EntriesOrErr = readFatbin(S);
+  ASSERT_OK(EntriesOrErr);
+  EXPECT_EQ((*EntriesOrErr)[0].Payload, Obfuscated.str());
+  EXPECT_EQ(fatbinOfEntry((*EntriesOrErr)[0].Encoded), S);
+}
+
+TEST(FatbinLtoIR, PlainIsAnOrdinaryPayload) {
+  // --compress-mode=none: the LTO-IR blob as is (ed 43 4e 7f ...), no
+  // obfuscation flag, no key word.
+  std::string Blob =
+      std::string("\xed\x43\x4e\x7f\x01\x41\x02\x62", 8) + bytes(20, 'q');
+  auto EntriesOrErr = readFatbin(ltoFatbin(0x11, Blob, 0));
+  ASSERT_OK(EntriesOrErr);
+  const FatbinEntry &E = (*EntriesOrErr)[0];
+  EXPECT_EQ(E.Kind, ImageKind::LtoIR);
+  EXPECT_EQ(E.Payload, padded(Blob));
+  EXPECT_EQ(E.KeyWord, 0u);
+  EXPECT_TRUE(E.Encoded.empty());
+}
+
+TEST(FatbinLtoIR, ObfuscatedSizesAreStillChecked) {
+  // 40 compressed bytes declared in a 16-byte payload.
+  std::string S = ltoFatbin(0x18011, Obfuscated, 3336);
+  put32(S, 16 + 16, 40);
+  EXPECT_EQ(errorOf(readFatbin(S)), "fatbin entry at offset 0x10 declares 40 "
+                                    "compressed bytes in a payload of 16");
+  S = ltoFatbin(0x18011, Obfuscated, uint64_t(1) << 40);
+  EXPECT_EQ(errorOf(readFatbin(S)),
+            "fatbin entry at offset 0x10 declares an uncompressed size of "
+            "1099511627776 bytes, over the 4 GiB limit");
+  // Without the obfuscation flag the same bytes are a broken zstd frame.
+  S = ltoFatbin(0x8011, Obfuscated, 3336);
+  EXPECT_EQ(errorOf(readFatbin(S)), "fatbin entry at offset 0x10 is marked "
+                                    "zstd but its payload is not a zstd frame");
+}
+
+TEST(FatbinLtoIR, WriterRefusesLtoIR) {
+  FatbinImage I = cubin("sm_80", "x");
+  I.Kind = ImageKind::LtoIR;
+  EXPECT_EQ(errorOf(writeFatbin({I})),
+            "cannot write LTO-IR entries (sm_80): only cubin and PTX are "
+            "supported");
+}
+
+TEST(ScanFile, TellsTheKindsOfNvccDeviceCode) {
+  // A bare fatbin with a relocatable cubin (e_type ET_REL, as nvcc -dc
+  // writes), a linked one (ET_EXEC) and an obfuscated LTO-IR entry.
+  auto Elf = [](uint16_t Type) {
+    std::string C = "\x7f"
+                    "ELF\x02\x01\x01" +
+                    std::string(57, '\0');
+    put16(C, 16, Type);
+    return C;
+  };
+  auto FatbinOrErr =
+      writeFatbin({cubin("sm_80", Elf(1)), cubin("sm_90", Elf(2))},
+                  FatbinOptions{Compression::None});
+  ASSERT_OK(FatbinOrErr);
+  std::string Lto = ltoFatbin(0x18011, Obfuscated, 3336);
+  std::string All = *FatbinOrErr + Lto;
+  auto ImagesOrErr = scanFile(All, "x.fatbin");
+  ASSERT_OK(ImagesOrErr);
+  ASSERT_EQ(ImagesOrErr->size(), 3u);
+  EXPECT_EQ((*ImagesOrErr)[0].Kind, "cubin");
+  EXPECT_TRUE((*ImagesOrErr)[0].Relocatable);
+  EXPECT_FALSE((*ImagesOrErr)[1].Relocatable);
+  const EmbeddedImage &L = (*ImagesOrErr)[2];
+  EXPECT_EQ(L.Kind, "lto-ir");
+  EXPECT_EQ(L.Arch, "sm_80");
+  EXPECT_EQ(L.Options, "-ftz=0 -prec_div=1 -prec_sqrt=1 -fmad=1 ");
+  EXPECT_EQ(L.Data, Lto); // the entry in a container of its own
+  // A bare fatbin is no object: no module, not a whole program.
+  EXPECT_EQ(L.ModuleId, "");
+  EXPECT_FALSE(L.WholeProgram);
+}
+
+//===----------------------------------------------------------------------===//
 // PTX
 //===----------------------------------------------------------------------===//
 

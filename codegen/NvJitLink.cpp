@@ -1,0 +1,228 @@
+//===- codegen/NvJitLink.cpp - Linking nvcc LTO-IR with nvJitLink ---------===//
+//
+// nvcc's LTO-IR (`-gencode arch=compute_XX,code=lto_XX`, `-dlto`) is NVVM
+// IR that only NVIDIA's nvJitLink can read (cuobjdump cannot even decode
+// the fatbin entry: it is obfuscated). libnvJitLink.so ships with the
+// toolkit; fatlink loads it at run time, on the first link that needs it,
+// so fatlink builds and runs without it. Its plain C API: create a handle
+// with options (-arch=sm_NN, -lto), add inputs (cubins, PTX, host objects
+// carrying fatbins, static libraries), complete, read back the cubin or
+// PTX, or the error log.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Codegen.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/DynamicLibrary.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/TimeProfiler.h"
+
+#include <cstring>
+#include <map>
+#include <mutex>
+
+using namespace llvm;
+
+namespace fatlink::codegen {
+
+namespace {
+
+// nvJitLink.h, CUDA 13.0: the handful of declarations fatlink calls.
+using Handle = void *;
+using Result = int; // nvJitLinkResult; 0 is NVJITLINK_SUCCESS
+enum InputType : int {
+  InputCubin = 1,
+  InputPtx = 2,
+  InputObject = 5,
+  InputLibrary = 6
+};
+
+struct Api {
+  Result (*Create)(Handle *, uint32_t, const char **);
+  Result (*Destroy)(Handle *);
+  Result (*AddData)(Handle, int, const void *, size_t, const char *);
+  Result (*AddFile)(Handle, int, const char *);
+  Result (*Complete)(Handle);
+  Result (*GetLinkedCubinSize)(Handle, size_t *);
+  Result (*GetLinkedCubin)(Handle, void *);
+  Result (*GetLinkedPtxSize)(Handle, size_t *);
+  Result (*GetLinkedPtx)(Handle, char *);
+  Result (*GetErrorLogSize)(Handle, size_t *);
+  Result (*GetErrorLog)(Handle, char *);
+  Result (*Version)(unsigned *, unsigned *);
+  std::string Path;
+  unsigned Major = 0, Minor = 0;
+};
+
+/// What NVJITLINK_ERROR_* values mean (nvJitLink.h), for messages.
+const char *resultName(Result R) {
+  static const char *const Names[] = {"success",
+                                      "unrecognized option",
+                                      "missing arch",
+                                      "invalid input",
+                                      "ptx compilation error",
+                                      "nvvm compilation error",
+                                      "internal error",
+                                      "threadpool error",
+                                      "unrecognized input",
+                                      "finalize error",
+                                      "null input",
+                                      "incompatible options",
+                                      "incorrect input type",
+                                      "arch mismatch",
+                                      "outdated library",
+                                      "missing fatbin"};
+  if (R >= 0 && size_t(R) < std::size(Names))
+    return Names[R];
+  return "unknown error";
+}
+
+/// Loads <cuda>/lib64/libnvJitLink.so.N once per process and path.
+Expected<const Api *> loadApi(StringRef CudaPath) {
+  static std::mutex Mutex;
+  static std::map<std::string, std::unique_ptr<Api>> Loaded;
+  std::lock_guard<std::mutex> Lock(Mutex);
+  auto &Slot = Loaded[CudaPath.str()];
+  if (Slot)
+    return Slot.get();
+  SmallString<256> Dir(CudaPath);
+  sys::path::append(Dir, "lib64");
+  std::string Tried;
+  for (const char *Name : {"libnvJitLink.so.13", "libnvJitLink.so"}) {
+    SmallString<256> Path(Dir);
+    sys::path::append(Path, Name);
+    if (!sys::fs::exists(Path)) {
+      Tried += (Tried.empty() ? "" : ", ") + std::string(Path);
+      continue;
+    }
+    std::string Err;
+    sys::DynamicLibrary Lib =
+        sys::DynamicLibrary::getPermanentLibrary(Path.c_str(), &Err);
+    if (!Lib.isValid())
+      return createStringError("cannot load %s: %s", Path.c_str(), Err.c_str());
+    auto A = std::make_unique<Api>();
+    A->Path = std::string(Path);
+    bool Missing = false;
+    auto Get = [&](auto &Fn, const char *Sym) {
+      Fn = reinterpret_cast<std::remove_reference_t<decltype(Fn)>>(
+          Lib.getAddressOfSymbol(Sym));
+      Missing |= !Fn;
+    };
+    Get(A->Create, "nvJitLinkCreate");
+    Get(A->Destroy, "nvJitLinkDestroy");
+    Get(A->AddData, "nvJitLinkAddData");
+    Get(A->AddFile, "nvJitLinkAddFile");
+    Get(A->Complete, "nvJitLinkComplete");
+    Get(A->GetLinkedCubinSize, "nvJitLinkGetLinkedCubinSize");
+    Get(A->GetLinkedCubin, "nvJitLinkGetLinkedCubin");
+    Get(A->GetLinkedPtxSize, "nvJitLinkGetLinkedPtxSize");
+    Get(A->GetLinkedPtx, "nvJitLinkGetLinkedPtx");
+    Get(A->GetErrorLogSize, "nvJitLinkGetErrorLogSize");
+    Get(A->GetErrorLog, "nvJitLinkGetErrorLog");
+    Get(A->Version, "nvJitLinkVersion");
+    if (Missing)
+      return createStringError(
+          "%s lacks the nvJitLink functions fatlink calls (nvJitLinkCreate, "
+          "...): use the libnvJitLink of a CUDA 12 or 13 toolkit",
+          Path.c_str());
+    A->Version(&A->Major, &A->Minor);
+    Slot = std::move(A);
+    return Slot.get();
+  }
+  return createStringError(
+      "nvcc LTO-IR needs nvJitLink, and there is none at %s: install the "
+      "toolkit's libnvjitlink (or pass --cuda-path=<a CUDA toolkit with "
+      "lib64/libnvJitLink.so>), or compile the nvcc code to relocatable "
+      "cubins (-gencode arch=compute_NN,code=sm_NN) instead",
+      Tried.c_str());
+}
+
+} // namespace
+
+Expected<std::string> nvJitLinkVersion(StringRef CudaPath) {
+  Expected<const Api *> A = loadApi(CudaPath);
+  if (!A)
+    return A.takeError();
+  return (Twine((*A)->Major) + "." + Twine((*A)->Minor) + " (" + (*A)->Path +
+          ")")
+      .str();
+}
+
+Expected<std::string> runNvJitLink(StringRef CudaPath, StringRef Arch,
+                                   bool EmitPtx,
+                                   ArrayRef<NvJitLinkInput> Inputs,
+                                   StringRef What) {
+  TimeTraceScope Scope("nvJitLink", Arch);
+  Expected<const Api *> ApiOrErr = loadApi(CudaPath);
+  if (!ApiOrErr)
+    return ApiOrErr.takeError();
+  const Api &A = **ApiOrErr;
+  std::string ArchOpt = ("-arch=" + Arch).str();
+  std::vector<const char *> Opts = {ArchOpt.c_str(), "-lto"};
+  if (EmitPtx)
+    Opts.push_back("-ptx");
+  Handle H = nullptr;
+  if (Result R = A.Create(&H, Opts.size(), Opts.data()))
+    return createStringError("%s: nvJitLink (%s) refused its options "
+                             "(%s, -lto): %s",
+                             What.str().c_str(), A.Path.c_str(),
+                             ArchOpt.c_str(), resultName(R));
+  auto Destroy = make_scope_exit([&] { A.Destroy(&H); });
+  auto Fail = [&](Result R, const Twine &Step) -> Error {
+    size_t Size = 0;
+    std::string Log;
+    if (!A.GetErrorLogSize(H, &Size) && Size > 1) {
+      Log.resize(Size);
+      A.GetErrorLog(H, Log.data());
+      Log.resize(strnlen(Log.data(), Size));
+    }
+    std::string Hint;
+    if (R == 14 /*outdated library*/ || StringRef(Log).contains("newer"))
+      Hint = formatv("\nnote: this nvJitLink is {0}.{1} ({2}); LTO-IR from a "
+                     "newer nvcc needs a nvJitLink at least as new (pass "
+                     "--cuda-path=<that toolkit>)",
+                     A.Major, A.Minor, A.Path)
+                 .str();
+    return createStringError(
+        "%s: nvJitLink %s failed: %s%s%s%s", What.str().c_str(),
+        Step.str().c_str(), resultName(R), Log.empty() ? "" : "\n",
+        StringRef(Log).rtrim().str().c_str(), Hint.c_str());
+  };
+  for (const NvJitLinkInput &In : Inputs) {
+    int Type = In.Kind == NvJitLinkInput::Cubin    ? InputCubin
+               : In.Kind == NvJitLinkInput::Ptx    ? InputPtx
+               : In.Kind == NvJitLinkInput::Object ? InputObject
+                                                   : InputLibrary;
+    std::string Name = In.Name;
+    Result R = In.Path.empty() ? A.AddData(H, Type, In.Data.data(),
+                                           In.Data.size(), Name.c_str())
+                               : A.AddFile(H, Type, In.Path.c_str());
+    if (R)
+      return Fail(R, "reading " + In.Name);
+  }
+  if (Result R = A.Complete(H))
+    return Fail(R, "linking");
+  size_t Size = 0;
+  std::string Out;
+  if (EmitPtx) {
+    if (Result R = A.GetLinkedPtxSize(H, &Size))
+      return Fail(R, "returning PTX");
+    Out.resize(Size);
+    if (Result R = A.GetLinkedPtx(H, Out.data()))
+      return Fail(R, "returning PTX");
+    Out.resize(strnlen(Out.data(), Size));
+  } else {
+    if (Result R = A.GetLinkedCubinSize(H, &Size))
+      return Fail(R, "returning the cubin");
+    Out.resize(Size);
+    if (Result R = A.GetLinkedCubin(H, Out.data()))
+      return Fail(R, "returning the cubin");
+  }
+  return Out;
+}
+
+} // namespace fatlink::codegen
