@@ -14,8 +14,11 @@ FATLINK_ZSTD_ROOT, the one scripts/setup.sh unpacks under
 """
 
 # The LLVM components the fatlink executable links statically (llvm-config
-# adds what they depend on).
+# adds what they depend on). The x86-64 and AArch64 backends compile the
+# registration code fatlink cc generates for nvcc host code
+# (hostlink/NvccRegistration.cpp).
 LLVM_STATIC_COMPONENTS = [
+    "aarch64codegen",
     "bitreader",
     "bitwriter",
     "irreader",
@@ -27,6 +30,7 @@ LLVM_STATIC_COMPONENTS = [
     "support",
     "target",
     "targetparser",
+    "x86codegen",
 ]
 
 def _words(text):

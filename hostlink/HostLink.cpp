@@ -25,7 +25,11 @@
 //   4. if there is any, runs the device link to a host object (the fatbin,
 //      its registration wrapper and the kernel table) and adds it to the
 //      link; if there is none, only forwards;
-//   5. runs the host linker and returns its exit code, its output unchanged.
+//   5. if nvcc -rdc host code is in the link (objects that call
+//      __cudaRegisterLinkedBinary_<module id>), adds an archive that
+//      defines those functions, registering the device object's fatbin
+//      (NvccRegistration.h);
+//   6. runs the host linker and returns its exit code, its output unchanged.
 //
 // Archives contribute every device image they hold, like --whole-archive:
 // kernels are roots that nothing in the host code references by symbol, so
@@ -36,6 +40,7 @@
 
 #include "codegen/Codegen.h"
 #include "hostlink/HostLink.h"
+#include "hostlink/NvccRegistration.h"
 #include "hostlink/Settings.h"
 #include "linker/Cache.h"
 #include "linker/Context.h"
@@ -661,9 +666,11 @@ static std::string quoteForResponseFile(StringRef Arg) {
 }
 
 /// The host linker's arguments: the forwarded ones, each rewritten response
-/// file written anew, and the device object last.
+/// file written anew, and fatlink's files (the device object, the nvcc
+/// registration archive) last.
 static Expected<std::vector<std::string>>
-hostLinkerArgs(Context &Ctx, const HostLinkLine &Line, StringRef DeviceObject) {
+hostLinkerArgs(Context &Ctx, const HostLinkLine &Line,
+               ArrayRef<std::string> Added) {
   std::vector<std::string> Args;
   size_t NextRewritten = 0;
   for (const std::string &A : Line.Forward) {
@@ -690,8 +697,7 @@ hostLinkerArgs(Context &Ctx, const HostLinkLine &Line, StringRef DeviceObject) {
     }
     Args.push_back("@" + *Path);
   }
-  if (!DeviceObject.empty())
-    Args.push_back(DeviceObject.str());
+  Args.insert(Args.end(), Added.begin(), Added.end());
   return Args;
 }
 
@@ -812,12 +818,29 @@ static Expected<std::string> printPlan(Context &Ctx, const DeviceLinkConfig &C,
   return std::string("<fatlink-device.o>");
 }
 
-/// The device half of the link: device images in, host object path out
-/// (empty when the inputs carry no device code).
-static Expected<std::string> deviceLinkForHost(Context &Ctx,
-                                               const HostLinkLine &Line,
-                                               const Settings &S,
-                                               bool DryRun) {
+namespace {
+
+/// What the device half of the link adds to the host link.
+struct DeviceResult {
+  /// The host object (a placeholder in a dry run); empty when the inputs
+  /// carry no device code.
+  std::string Object;
+  /// Its wrapper symbol (packager::wrapperSymbol), for nvcc registration.
+  std::string WrapperSymbol;
+};
+
+} // namespace
+
+static std::string hostTripleOf(const HostLinkLine &Line) {
+  return Line.TargetTriple.empty() ? sys::getDefaultTargetTriple()
+                                   : Line.TargetTriple;
+}
+
+/// The device half of the link: device images in, host object path out.
+static Expected<DeviceResult> deviceLinkForHost(Context &Ctx,
+                                                const HostLinkLine &Line,
+                                                const Settings &S,
+                                                bool DryRun) {
   TimeTraceScope Scope("Device link");
   Expected<lto::InputSet> Inputs =
       lto::readInputs(Line.Inputs, lto::InputMode::HostLink);
@@ -825,42 +848,92 @@ static Expected<std::string> deviceLinkForHost(Context &Ctx,
     return Inputs.takeError();
   if (Inputs->Images.empty()) {
     Ctx.verbose("fatlink: no device code in the inputs; forwarding only");
-    return std::string();
+    return DeviceResult();
   }
 
   Expected<DeviceLinkConfig> C = deviceConfigFromSettings(S, "all-major");
   if (!C)
     return C.takeError();
-  std::string Triple =
-      Line.TargetTriple.empty() ? sys::getDefaultTargetTriple() : Line.TargetTriple;
-  Expected<packager::HostArch> Host = packager::parseHostArch(Triple);
+  Expected<packager::HostArch> Host =
+      packager::parseHostArch(hostTripleOf(Line));
   if (!Host)
     return Host.takeError();
   C->HostArch = *Host;
 
-  if (DryRun)
-    return printPlan(Ctx, *C, *Inputs);
+  if (DryRun) {
+    Expected<std::string> Placeholder = printPlan(Ctx, *C, *Inputs);
+    if (!Placeholder)
+      return Placeholder.takeError();
+    return DeviceResult{*Placeholder, ""};
+  }
 
   Expected<DeviceBuild> B =
       buildDeviceCached(Ctx, *C, *Inputs, [&] { return probeTools(Ctx, *C); });
   if (!B)
     return B.takeError();
-  Expected<std::string> Path = Ctx.Temps.create("device.o");
+  Expected<std::string> Path = Ctx.Temps.write("device.o", B->Object);
   if (!Path)
     return Path.takeError();
-  std::error_code EC;
-  raw_fd_ostream OS(*Path, EC);
-  if (EC)
-    return createStringError(EC, "cannot write %s: %s", Path->c_str(),
-                             EC.message().c_str());
-  OS << B->Object;
-  OS.close();
-  if (std::error_code EC = OS.error()) {
-    OS.clear_error();
-    return createStringError(EC, "cannot write %s: %s", Path->c_str(),
-                             EC.message().c_str());
+  return DeviceResult{*Path, packager::wrapperSymbol(B->Fatbin)};
+}
+
+/// nvcc -rdc host code in the link: the archive that defines the
+/// __cudaRegisterLinkedBinary_<id> functions it calls, registering the
+/// device object's fatbin (empty when there is none). Every module must
+/// have its device code in that fatbin, so a module without device code,
+/// or a link without a device object, is an error.
+static Expected<std::string> nvccRegistration(Context &Ctx,
+                                              const HostLinkLine &Line,
+                                              const DeviceResult &Device,
+                                              bool DryRun) {
+  TimeTraceScope Scope("nvcc registration");
+  Expected<std::vector<NvccModule>> Modules = [&] {
+    TimeTraceScope Scope("Read nvcc module ids");
+    return findNvccModules(Line.Inputs);
+  }();
+  if (!Modules)
+    return Modules.takeError();
+  if (Modules->empty())
+    return std::string();
+
+  std::string Missing;
+  for (const NvccModule &M : *Modules)
+    if (!M.HasDeviceCode)
+      Missing += "\n>>> " + M.Origin + " (module " + M.Id + ")";
+  if (!Missing.empty())
+    return createStringError(
+        "nvcc host code without its device code (no section __nv_relfatbin): "
+        "its kernels cannot be in fatlink's fatbin; link the object nvcc "
+        "wrote (nvcc -dc or -rdc=true), not one stripped of device code" +
+        Missing);
+  if (Device.Object.empty()) {
+    std::string List;
+    for (const NvccModule &M : *Modules)
+      List += "\n>>> " + M.Origin + " calls " + M.registerFunction();
+    return createStringError(
+        "nvcc -rdc host code registers its kernels with the device link's "
+        "fatbin, but this link has no device code that fatlink links: give "
+        "fatlink cc the objects or archives with the device code of every "
+        "kernel it launches (nvcc -dc, clang, rustc), or link nvcc's host "
+        "code without fatlink (nvcc -dlink)" +
+        List);
   }
-  return *Path;
+  for (const NvccModule &M : *Modules)
+    Ctx.verbose("fatlink: nvcc module " + M.Id + " (" + M.Origin +
+                "): defining " + M.registerFunction());
+  if (DryRun) {
+    raw_ostream &OS = Ctx.Out;
+    OS << "fatlink: nvcc modules, registered with the device link's fatbin:\n";
+    for (const NvccModule &M : *Modules)
+      OS << "  " << M.Origin << " [" << M.Id << "]\n";
+    return std::string("<fatlink-nvcc-register.a>");
+  }
+  TimeTraceScope CodeScope("Compile nvcc registration code");
+  Expected<std::string> Archive =
+      writeNvccRegistration(*Modules, Device.WrapperSymbol, hostTripleOf(Line));
+  if (!Archive)
+    return Archive.takeError();
+  return Ctx.Temps.write("nvcc-register.a", *Archive);
 }
 
 /// The link, once fatlink's settings are known: the device link of the
@@ -880,14 +953,22 @@ static void hostLink(Context &Ctx, LineParser &Parser, HostLinkLine &Line,
                     [&] { return driverLibraryDirs(Ctx, *Linker); });
   for (const std::string &W : Line.Warnings)
     Ctx.warn(W);
-  Expected<std::string> DeviceObject = deviceLinkForHost(Ctx, Line, S, DryRun);
-  if (!DeviceObject)
-    return Ctx.error(DeviceObject.takeError());
+  Expected<DeviceResult> Device = deviceLinkForHost(Ctx, Line, S, DryRun);
+  if (!Device)
+    return Ctx.error(Device.takeError());
+  Expected<std::string> Registration =
+      nvccRegistration(Ctx, Line, *Device, DryRun);
+  if (!Registration)
+    return Ctx.error(Registration.takeError());
+  std::vector<std::string> Added;
+  for (const std::string *F : {&Device->Object, &*Registration})
+    if (!F->empty())
+      Added.push_back(*F);
   Expected<std::vector<std::string>> HostArgs =
       DryRun ? std::vector<std::string>(Line.Forward)
-             : hostLinkerArgs(Ctx, Line, *DeviceObject);
-  if (DryRun && !DeviceObject->empty() && HostArgs)
-    HostArgs->push_back(*DeviceObject);
+             : hostLinkerArgs(Ctx, Line, Added);
+  if (DryRun && HostArgs)
+    HostArgs->insert(HostArgs->end(), Added.begin(), Added.end());
   if (!HostArgs)
     return Ctx.error(HostArgs.takeError());
   if (DryRun) {

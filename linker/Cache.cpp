@@ -29,7 +29,8 @@ using namespace llvm;
 
 namespace fatlink {
 
-static constexpr StringLiteral Magic = "FLCACHE2";
+// 3: host objects define their wrapper symbol (packager::wrapperSymbol).
+static constexpr StringLiteral Magic = "FLCACHE3";
 /// Entry names: the prefix llvm::pruneCache removes, and only it.
 static constexpr StringLiteral EntryPrefix = "llvmcache-";
 

@@ -51,6 +51,34 @@ extern "C" {
 /* Magic of the fatbin container the wrapper points to. */
 #define FATLINK_FATBIN_MAGIC 0xba55ed50u
 
+/* Every host object defines one symbol, weak and hidden, at its wrapper:
+ * this prefix and 16 lower-case hex digits of the fatbin's BLAKE3 hash. */
+#define FATLINK_WRAPPER_SYMBOL_PREFIX "__fatlink_wrapper_"
+
+/* nvcc relocatable device code. nvcc's host code registers its kernels by
+ * calling __cudaRegisterLinkedBinary_<module id>(callback, ...) from a
+ * static constructor, and `fatlink cc` defines those functions (hidden)
+ * in registration code it generates per link. That code registers the
+ * wrapper of its link's fatbin once, when every linked nvcc module has
+ * called in, calls each callback with the handle, then
+ * __cudaRegisterFatBinaryEnd; each linked module adds one pointer to its
+ * id string to the section FATLINK_NVCC_MODULES_SECTION, so the static
+ * linker counts them (__start_/__stop_).
+ *
+ * The runtime, which registers clang's CUDA entries, must not register the
+ * same fatbin a second time (device globals would be duplicated). The
+ * generated code defines, hidden,
+ *
+ *   int FATLINK_CUDART_JOIN(const struct fatlink_fatbin_wrapper *wrapper,
+ *                           void (*callback)(void **handle));
+ *
+ * which returns 0 when it does not register `wrapper`, else 1 and calls
+ * `callback` with the one handle before __cudaRegisterFatBinaryEnd (at
+ * once if that handle exists already). The runtime references it weakly
+ * and hidden, so it sees only its own component's. */
+#define FATLINK_NVCC_MODULES_SECTION "fatlink_nvcc_modules"
+#define FATLINK_CUDART_JOIN __fatlink_cudart_join
+
 struct fatlink_fatbin_wrapper {
   uint32_t magic;            /*  0: FATLINK_FATBINC_MAGIC */
   uint32_t version;          /*  4: FATLINK_FATBINC_VERSION */

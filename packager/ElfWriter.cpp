@@ -9,7 +9,8 @@
 // Section indices: 0 null, 1..N the given sections, then one .rela.<name>
 // per section with relocations, .note.GNU-stack (non-executable stack),
 // .symtab, .strtab, .shstrtab. Symbol I (1..N) is the STT_SECTION symbol of
-// section I; all symbols are local.
+// section I; those are the local symbols, and the named symbols the caller
+// asks for follow them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,9 +86,8 @@ Expected<Elf64_Shdr *> newSection(Elf *E, const void *Buf, size_t Size,
 
 } // namespace
 
-Expected<std::string>
-fatlink::packager::writeRelocatableElf(ArrayRef<ElfSection> Sections,
-                                       HostArch Arch) {
+Expected<std::string> fatlink::packager::writeRelocatableElf(
+    ArrayRef<ElfSection> Sections, HostArch Arch, ArrayRef<ElfSymbol> Symbols) {
   ArchTraits Traits = traitsFor(Arch);
   if (elf_version(EV_CURRENT) == EV_NONE)
     return libelfError("libelf is too old");
@@ -114,6 +114,7 @@ fatlink::packager::writeRelocatableElf(ArrayRef<ElfSection> Sections,
   // Everything libelf points into must live until elf_update.
   std::string ShStrTab(1, '\0'), StrTab(1, '\0');
   std::vector<Elf64_Sym> Syms(1 + Sections.size());
+  size_t NumLocal = Syms.size();
   std::vector<std::vector<Elf64_Rela>> Relas(Sections.size());
 
   for (const ElfSection &S : Sections) {
@@ -129,6 +130,21 @@ fatlink::packager::writeRelocatableElf(ArrayRef<ElfSection> Sections,
     Elf64_Sym &Sym = Syms[I + 1];
     Sym.st_info = ELF64_ST_INFO(STB_LOCAL, STT_SECTION);
     Sym.st_shndx = I + 1;
+  }
+  for (const ElfSymbol &S : Symbols) {
+    assert(S.Section < Sections.size() && "symbol in a missing section");
+    assert(S.Offset <= Sections[S.Section].Data.size() &&
+           S.Size <= Sections[S.Section].Data.size() - S.Offset &&
+           "symbol past its section");
+    Elf64_Sym Sym = {};
+    Sym.st_name = addString(StrTab, S.Name);
+    Sym.st_info = ELF64_ST_INFO(S.Weak ? STB_WEAK : STB_GLOBAL,
+                                S.Function ? STT_FUNC : STT_OBJECT);
+    Sym.st_other = S.Hidden ? STV_HIDDEN : STV_DEFAULT;
+    Sym.st_shndx = S.Section + 1;
+    Sym.st_value = S.Offset;
+    Sym.st_size = S.Size;
+    Syms.push_back(Sym);
   }
 
   // Indices of the sections that follow the given ones.
@@ -176,7 +192,7 @@ fatlink::packager::writeRelocatableElf(ArrayRef<ElfSection> Sections,
   (*SymTab)->sh_name = addString(ShStrTab, ".symtab");
   (*SymTab)->sh_type = SHT_SYMTAB;
   (*SymTab)->sh_link = SymTabIndex + 1;
-  (*SymTab)->sh_info = Syms.size(); // every symbol is local
+  (*SymTab)->sh_info = NumLocal; // one past the last local symbol
   (*SymTab)->sh_entsize = sizeof(Elf64_Sym);
 
   Expected<Elf64_Shdr *> Str =

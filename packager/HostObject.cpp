@@ -20,10 +20,15 @@
 //
 // plus a .rela section for each of the last three (R_X86_64_64 or
 // R_AARCH64_ABS64 against section symbols; the data holds zeros, the
-// addends hold the offsets). No symbol is global, so the objects of any
-// number of device links can go into one program. SHF_GNU_RETAIN keeps the
-// descriptor (and through its relocations everything else) alive under
-// --gc-sections.
+// addends hold the offsets). SHF_GNU_RETAIN keeps the descriptor (and
+// through its relocations everything else) alive under --gc-sections.
+//
+// One symbol is named: __fatlink_wrapper_<16 hex digits of the fatbin's
+// BLAKE3 hash>, at the wrapper, weak and hidden, for host code generated
+// for this link (fatlink cc's registration of nvcc modules, which must
+// register this fatbin and no other). Named by content, weak and hidden,
+// it lets the objects of any number of device links go into one program,
+// and keeps each executable's and shared library's to itself.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +36,8 @@
 #include "packager/ElfWriter.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/TargetParser/Triple.h"
@@ -161,7 +168,19 @@ fatlink::packager::writeHostObject(StringRef Fatbin,
   if (!Sorted.empty())
     Module.Relocs.push_back({offsetof(fatlink_module, kernels), KernelsSec, 0});
 
-  return writeRelocatableElf(Sections, Arch);
+  ElfSymbol WrapperSym;
+  WrapperSym.Name = wrapperSymbol(Fatbin);
+  WrapperSym.Section = WrapperSec;
+  WrapperSym.Size = sizeof(fatlink_fatbin_wrapper);
+  WrapperSym.Weak = true;
+  WrapperSym.Hidden = true;
+  return writeRelocatableElf(Sections, Arch, {WrapperSym});
+}
+
+std::string fatlink::packager::wrapperSymbol(StringRef Fatbin) {
+  BLAKE3Result<8> Hash = BLAKE3::hash<8>(arrayRefFromStringRef(Fatbin));
+  return FATLINK_WRAPPER_SYMBOL_PREFIX +
+         toHex(ArrayRef<uint8_t>(Hash), /*LowerCase=*/true);
 }
 
 Expected<HostArch> fatlink::packager::parseHostArch(StringRef TripleStr) {

@@ -169,11 +169,18 @@ struct KernelInfo {
 
 /// Returns a relocatable ELF object for \p Arch that carries \p Fatbin in
 /// .nv_fatbin, a __fatBinC_Wrapper_t pointing to it in .nvFatBinSegment, and
-/// one fatlink_module descriptor (Descriptor.h) with the kernel table. It
-/// defines no global symbols, so any number of them link together.
+/// one fatlink_module descriptor (Descriptor.h) with the kernel table. Its
+/// one named symbol is the wrapper's, wrapperSymbol(Fatbin), weak and
+/// hidden, so any number of these objects link together.
 llvm::Expected<std::string> writeHostObject(llvm::StringRef Fatbin,
                                             llvm::ArrayRef<KernelInfo> Kernels,
                                             HostArch Arch);
+
+/// The name of the wrapper symbol writeHostObject defines for \p Fatbin:
+/// FATLINK_WRAPPER_SYMBOL_PREFIX and 16 hex digits of the fatbin's BLAKE3
+/// hash, so that host code generated for one device link (fatlink cc's
+/// nvcc registration) names exactly that link's fatbin.
+std::string wrapperSymbol(llvm::StringRef Fatbin);
 
 /// A device bitcode module to embed.
 struct OffloadImage {

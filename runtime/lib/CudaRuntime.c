@@ -25,6 +25,15 @@
  * The descriptor lists kernels but not globals, so a global is registered
  * with the component's first module (with one module, as fatlink
  * device-link writes, that is exact).
+ *
+ * A component that `fatlink cc` linked with nvcc -rdc host code also holds
+ * the registration code fatlink cc generated for nvcc's modules
+ * (hostlink/NvccRegistration.cpp), which registers the fatbin of that
+ * link. A fatbin registered twice would have two copies of its device
+ * globals, so this file registers that module through the generated code
+ * instead (FATLINK_CUDART_JOIN, packager/Descriptor.h): all of this
+ * component's registration then runs once nvcc's modules have all called
+ * in, from the last of their constructors, with the one handle.
 \*===----------------------------------------------------------------------===*/
 
 #define _GNU_SOURCE /* dladdr */
@@ -78,14 +87,26 @@ extern void __cudaRegisterFunction(void **, const char *, char *, const char *,
 extern void __cudaRegisterVar(void **, char *, char *, const char *, int,
                               size_t, int, int) __attribute__((weak));
 
+/* Defined (hidden) by fatlink cc's nvcc registration code when this
+ * component has one; weak and hidden: this component's or none. */
+extern int FATLINK_CUDART_JOIN(const struct fatlink_fatbin_wrapper *Wrapper,
+                               void (*Callback)(void **Handle))
+    __attribute__((weak, visibility("hidden")));
+
 /* This component's handles, unregistered at exit; grown as modules come
  * (a program may link any number of fatlink objects). */
 static void ***Handles;
 static int NumHandles, CapHandles;
 
+/* The module that nvcc's registration registers, its handle once given,
+ * and this component's modules, kept until then. */
+static const struct fatlink_fatbin_wrapper *SharedWrapper;
+static void **SharedHandle;
+static const struct fatlink_module *JoinBegin, *JoinEnd;
+
 static void unregisterAll(void) {
   for (int I = NumHandles - 1; I >= 0; --I)
-    if (Handles[I] && __cudaUnregisterFatBinary)
+    if (Handles[I] && Handles[I] != SharedHandle && __cudaUnregisterFatBinary)
       __cudaUnregisterFatBinary(Handles[I]);
   NumHandles = 0;
 }
@@ -106,6 +127,15 @@ static const char *symbolName(const void *Addr, char *Buf, size_t Size) {
   return Buf;
 }
 
+static void registerModules(const struct fatlink_module *Begin,
+                            const struct fatlink_module *End);
+
+/* nvcc's registration calls this with its handle for SharedWrapper. */
+static void joined(void **Handle) {
+  SharedHandle = Handle;
+  registerModules(JoinBegin, JoinEnd);
+}
+
 void flrt_cudart_register(const struct fatlink_module *Begin,
                           const struct fatlink_module *End) {
   const struct OffloadEntry *EB = __start_llvm_offload_entries;
@@ -124,6 +154,39 @@ void flrt_cudart_register(const struct fatlink_module *Begin,
               NumEntries, EB->Name ? EB->Name : "?");
     return;
   }
+  /* One of the modules is registered by nvcc's registration: hand it the
+   * whole of this component's, to run with its handle. */
+  if (FATLINK_CUDART_JOIN && Begin && End) {
+    const char *Pos = (const char *)Begin, *Stop = (const char *)End;
+    const struct fatlink_module *D;
+    JoinBegin = Begin;
+    JoinEnd = End;
+    while ((D = flrt_next_descriptor(&Pos, Stop))) {
+      if (!D->wrapper || D->wrapper->magic != FATLINK_FATBINC_MAGIC)
+        continue;
+      SharedWrapper = D->wrapper;
+      if (FATLINK_CUDART_JOIN(D->wrapper, joined)) {
+        flrt_log("CUDA runtime: the fatbin of this component's fatlink cc "
+                 "link is registered with nvcc's modules, once they have "
+                 "all called in");
+        return;
+      }
+    }
+    SharedWrapper = NULL;
+  }
+  registerModules(Begin, End);
+}
+
+/* Registers the fatbins and clang's entries; SharedWrapper's handle is
+ * SharedHandle, given, not registered here. */
+static void registerModules(const struct fatlink_module *Begin,
+                            const struct fatlink_module *End) {
+  const struct OffloadEntry *EB = __start_llvm_offload_entries;
+  const struct OffloadEntry *EE = __stop_llvm_offload_entries;
+  size_t NumEntries = 0;
+  for (const struct OffloadEntry *E = EB; EB && EE && E < EE; ++E)
+    if (E->Reserved == 0 && E->Version == 1 && E->Kind == OffloadKindCuda)
+      ++NumEntries;
 
   /* This component's modules: as many as its fatlink_modules section
    * holds. Out of memory, no module is registered, with a word. */
@@ -178,7 +241,9 @@ void flrt_cudart_register(const struct fatlink_module *Begin,
   int Base = NumHandles;
   for (int I = 0; I < NumMods; ++I)
     Handles[NumHandles++] =
-        __cudaRegisterFatBinary((void *)(uintptr_t)Mods[I]->wrapper);
+        SharedHandle && Mods[I]->wrapper == SharedWrapper
+            ? SharedHandle
+            : __cudaRegisterFatBinary((void *)(uintptr_t)Mods[I]->wrapper);
   int Log = flrt_log_level() == 1;
   flrt_str S;
   flrt_str_init(&S);
@@ -234,15 +299,21 @@ void flrt_cudart_register(const struct fatlink_module *Begin,
       break;
     }
   }
-  if (__cudaRegisterFatBinaryEnd)
-    for (int I = Base; I < NumHandles; ++I)
+  /* The shared handle's end is nvcc's registration's, after its own
+   * callbacks. */
+  int Shared = 0;
+  for (int I = Base; I < NumHandles; ++I)
+    if (Handles[I] == SharedHandle)
+      ++Shared;
+    else if (__cudaRegisterFatBinaryEnd)
       __cudaRegisterFatBinaryEnd(Handles[I]);
   free((void *)Mods);
   if (Base == 0)
     atexit(unregisterAll);
-  flrt_log("CUDA runtime: registered %d fatbin%s, %zu kernel%s and %zu "
+  flrt_log("CUDA runtime: registered %d fatbin%s%s, %zu kernel%s and %zu "
            "variable%s: %s",
-           NumHandles - Base, NumHandles - Base == 1 ? "" : "s", Kernels,
+           NumHandles - Base, NumHandles - Base == 1 ? "" : "s",
+           Shared ? " (1 with nvcc's modules, one handle)" : "", Kernels,
            Kernels == 1 ? "" : "s", Vars, Vars == 1 ? "" : "s",
            flrt_str_get(&S));
   flrt_str_free(&S);

@@ -22,6 +22,14 @@
 #              launches a kernel; the device runtime (libcudadevrt.a) is
 #              nvlinked into the cubins for sm_75..sm_120
 #   rust_host  the fatlink-rt crate: saxpy through typed arguments
+#   nvcc_app   nvcc host code with no nvcc -dlink (testdata/nvcc/nv_host.cu,
+#              -rdc=true, launching nv_square_all of nv_math.cu, nvcc -dc,
+#              which calls the Rust crate nvcc_calls), linked by fatlink cc:
+#              the kernel is registered through the __cudaRegisterLinkedBinary
+#              functions fatlink cc defines; it checks every square and the
+#              device global nv_calls (docs/nvcc-host.md)
+#   nvcc_clang_app  nv_host.cu from nvcc with nv_math.cu from clang, whose
+#              kernel the fatlink runtime registers: one handle, shared
 #   corpus_app the corpus (testdata/cuda/corpus, docs/corpus.md), every TU
 #              and the Rust crate corpus_rs in one device link for sm_75..
 #              sm_120 + compute_120: dynamic shared memory across TUs, warp
@@ -100,6 +108,21 @@ build() {
   "$CLANG" "$W/corpus_app.o" $CORPUS_OBJS "$W/kernels_corpus.o" -Wl,--whole-archive "$LIB" \
     -Wl,--no-whole-archive -L"$CUDA/lib64" -lcudart -ldl -lpthread -Wl,-rpath,'$ORIGIN' \
     -o "$OUT/corpus_app"
+  echo "== nvcc host code linked by fatlink cc (no nvcc -dlink)"
+  local NVCC="$CUDA/bin/nvcc" NVARCH="-gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_100,code=sm_100 -gencode arch=compute_120,code=sm_120"
+  "$NVCC" -rdc=true $NVARCH -c "$T/nvcc/nv_host.cu" -o "$W/nv_host.o"
+  "$NVCC" -dc $NVARCH "$T/nvcc/nv_math.cu" -o "$W/nv_math.o"
+  rust nvcc_calls --extern minicore="$W/libminicore.rlib"
+  "$FATLINK" embed "$W/libnvcc_calls.rlib" "$W/libminicore.rlib" -o "$W/nvcc_calls_dev.o"
+  "$FATLINK" cc "$W/nv_host.o" "$W/nv_math.o" "$W/nvcc_calls_dev.o" -L"$CUDA/lib64" -lcudart \
+    -lstdc++ -Wl,-rpath,'$ORIGIN' -o "$OUT/nvcc_app" --fatlink-arch=sm_75,sm_80,sm_90,sm_100,sm_120
+  "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --offload-new-driver \
+    -fgpu-rdc -foffload-lto --offload-arch=sm_75 -O2 -c "$T/nvcc/nv_math.cu" -o "$W/nv_math_clang.o"
+  # nvcc calls a kernel's stub by the kernel's name, clang names it
+  # __device_stub__<name> (docs/runtime.md, "nvcc host code").
+  "$FATLINK" cc "$W/nv_host.o" "$W/nv_math_clang.o" "$W/nvcc_calls_dev.o" \
+    -Wl,--defsym=nv_square_all=__device_stub__nv_square_all -Wl,--whole-archive "$LIB" -Wl,--no-whole-archive -L"$CUDA/lib64" -lcudart -ldl -lpthread \
+    -lstdc++ -Wl,-rpath,'$ORIGIN' -o "$OUT/nvcc_clang_app" --fatlink-arch=sm_75,sm_80,sm_90,sm_100,sm_120
   echo "== Rust host (fatlink-rt crate)"
   rustc --edition 2021 -O --crate-type rlib --crate-name fatlink_rt \
     "$ROOT/runtime/rust/fatlink-rt/src/lib.rs" -o "$W/libfatlink_rt.rlib"
@@ -119,7 +142,7 @@ fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
 
 run() {
   cd "$OUT" || exit 1
-  for f in app_full app_parts app_ptx app_sm75 app_sm120 app_cdp rust_host cargo_app corpus_app; do
+  for f in app_full app_parts app_ptx app_sm75 app_sm120 app_cdp nvcc_app nvcc_clang_app rust_host cargo_app corpus_app; do
     [ -x "$f" ] || { echo "FAIL: $OUT/$f missing: run 'tests/gpu/run.sh build' first"; exit 1; }
   done
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader || true
@@ -181,6 +204,20 @@ run() {
   [ $rc -eq 0 ] && grep -q '^ok$' cdp.txt &&
     pass "app_cdp: child grids launched from the device scaled the data" ||
     fail "app_cdp (exit $rc)"
+
+  echo "== nvcc_app: nvcc host code, <<<>>> through fatlink cc's registration"
+  timeout 60 ./nvcc_app >nvcc.txt 2>&1; rc=$?
+  cat nvcc.txt
+  [ $rc -eq 0 ] && grep -q '^ok: 256 squares, nv_calls 1$' nvcc.txt &&
+    pass "nvcc_app: nv_square_all (nvcc, calling Rust) squared every value" ||
+    fail "nvcc_app (exit $rc)"
+  echo "== nvcc_clang_app: nvcc host code, clang's kernel, one shared handle"
+  FATLINK_RT_LOG=1 timeout 60 ./nvcc_clang_app >nvcc_clang.txt 2>&1; rc=$?
+  cat nvcc_clang.txt
+  [ $rc -eq 0 ] && grep -q '^ok: 256 squares, nv_calls 1$' nvcc_clang.txt &&
+    grep -q "registered 1 fatbin (1 with nvcc's modules, one handle)" nvcc_clang.txt &&
+    pass "nvcc_clang_app: nvcc's launch of clang's kernel, one registration" ||
+    fail "nvcc_clang_app (exit $rc)"
 
   echo "== rust_host: the fatlink-rt crate"
   timeout 60 ./rust_host >rust.txt 2>&1; rc=$?

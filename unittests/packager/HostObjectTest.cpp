@@ -13,6 +13,8 @@
 
 #include "intake/Intake.h"
 
+#include "llvm/Object/ELFObjectFile.h"
+
 using namespace llvm;
 using namespace fatlink::packager;
 using namespace fatlink::packager::test;
@@ -79,6 +81,53 @@ TEST(HostObject, AArch64Relocations) {
   EXPECT_NE(Out.find("Relocation section '.relafatlink_modules'"),
             std::string::npos) << Out;
   EXPECT_EQ(Out.find("R_X86_64"), std::string::npos) << Out;
+}
+
+// The one named symbol: the wrapper's, weak and hidden, named by the
+// fatbin's content, for host code generated for this link (fatlink cc's
+// nvcc registration, docs/nvcc-host.md).
+TEST(HostObject, DefinesItsWrapperSymbol) {
+  std::string Fatbin = smallFatbin(tempDir("host-sym"));
+  std::string Name = wrapperSymbol(Fatbin);
+  EXPECT_EQ(Name.size(), strlen("__fatlink_wrapper_") + 16);
+  EXPECT_EQ(StringRef(Name).take_front(18), "__fatlink_wrapper_");
+  std::string Other = Fatbin;
+  Other.back() ^= 1;
+  EXPECT_NE(wrapperSymbol(Other), Name);
+  EXPECT_EQ(wrapperSymbol(Fatbin), Name);
+
+  for (HostArch Arch : {HostArch::X86_64, HostArch::AArch64}) {
+    auto ObjOrErr = writeHostObject(Fatbin, Kernels, Arch);
+    ASSERT_OK(ObjOrErr);
+    auto FileOrErr = object::ObjectFile::createObjectFile(
+        MemoryBufferRef(*ObjOrErr, "host.o"));
+    ASSERT_OK(FileOrErr);
+    auto *Elf = cast<object::ELF64LEObjectFile>(FileOrErr->get());
+    unsigned Named = 0;
+    for (const object::ELFSymbolRef &Sym : Elf->symbols()) {
+      if (Sym.getELFType() == ELF::STT_SECTION)
+        continue;
+      Expected<StringRef> SymName = Sym.getName();
+      ASSERT_OK(SymName);
+      if (SymName->empty())
+        continue; // the null symbol
+      ++Named;
+      EXPECT_EQ(*SymName, Name);
+      EXPECT_EQ(Sym.getBinding(), ELF::STB_WEAK);
+      EXPECT_EQ(Sym.getOther(), ELF::STV_HIDDEN);
+      EXPECT_EQ(Sym.getELFType(), ELF::STT_OBJECT);
+      EXPECT_EQ(Sym.getSize(), 24u);
+      Expected<uint64_t> Value = Sym.getValue();
+      ASSERT_OK(Value);
+      EXPECT_EQ(*Value, 0u);
+      Expected<object::section_iterator> Sec = Sym.getSection();
+      ASSERT_OK(Sec);
+      Expected<StringRef> SecName = (*Sec)->getName();
+      ASSERT_OK(SecName);
+      EXPECT_EQ(*SecName, ".nvFatBinSegment");
+    }
+    EXPECT_EQ(Named, 1u);
+  }
 }
 
 TEST(HostObject, Errors) {
