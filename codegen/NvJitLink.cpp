@@ -171,7 +171,7 @@ Expected<std::string> runNvJitLink(StringRef CudaPath, StringRef Arch,
                              "(%s, -lto): %s",
                              What.str().c_str(), A.Path.c_str(),
                              ArchOpt.c_str(), resultName(R));
-  auto Destroy = make_scope_exit([&] { A.Destroy(&H); });
+  scope_exit Destroy([&] { A.Destroy(&H); });
   auto Fail = [&](Result R, const Twine &Step) -> Error {
     size_t Size = 0;
     std::string Log;

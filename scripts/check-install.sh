@@ -33,6 +33,8 @@ PROGRAMS=(
   "ld.lld-22             bench/, host links with -fuse-ld=lld"
   "llvm-objdump-22       tests (--offloading)"
   "llvm-readelf-22       tests"
+  "llvm-nm-22            lit tests (symbols of cubins and objects)"
+  "llvm-objcopy-22       lit tests (objects with a section taken out or added)"
   "llvm-link-22          bench/ (the floor)"
   "opt-22                bench/ (the floor)"
   "llc-22                bench/ (the floor)"

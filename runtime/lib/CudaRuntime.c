@@ -88,10 +88,14 @@ extern void __cudaRegisterVar(void **, char *, char *, const char *, int,
                               size_t, int, int) __attribute__((weak));
 
 /* Defined (hidden) by fatlink cc's nvcc registration code when this
- * component has one; weak and hidden: this component's or none. */
+ * component has one. The reference is weak but not hidden: a hidden weak
+ * reference is addressed PC-relative, and in a PIE without the definition
+ * GNU ld resolved it to the image base instead of null (cudart_test
+ * crashed calling it). The definition is hidden, so the reference still
+ * finds this component's or none. */
 extern int FATLINK_CUDART_JOIN(const struct fatlink_fatbin_wrapper *Wrapper,
                                void (*Callback)(void **Handle))
-    __attribute__((weak, visibility("hidden")));
+    __attribute__((weak));
 
 /* This component's handles, unregistered at exit; grown as modules come
  * (a program may link any number of fatlink objects). */
