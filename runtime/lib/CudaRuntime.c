@@ -131,6 +131,18 @@ static const char *symbolName(const void *Addr, char *Buf, size_t Size) {
   return Buf;
 }
 
+/* The number of clang's CUDA entries in this component's
+ * llvm_offload_entries section. */
+static size_t countCudaEntries(void) {
+  const struct OffloadEntry *EB = __start_llvm_offload_entries;
+  const struct OffloadEntry *EE = __stop_llvm_offload_entries;
+  size_t N = 0;
+  for (const struct OffloadEntry *E = EB; EB && EE && E < EE; ++E)
+    if (E->Reserved == 0 && E->Version == 1 && E->Kind == OffloadKindCuda)
+      ++N;
+  return N;
+}
+
 static void registerModules(const struct fatlink_module *Begin,
                             const struct fatlink_module *End);
 
@@ -143,11 +155,7 @@ static void joined(void **Handle) {
 void flrt_cudart_register(const struct fatlink_module *Begin,
                           const struct fatlink_module *End) {
   const struct OffloadEntry *EB = __start_llvm_offload_entries;
-  const struct OffloadEntry *EE = __stop_llvm_offload_entries;
-  size_t NumEntries = 0;
-  for (const struct OffloadEntry *E = EB; EB && EE && E < EE; ++E)
-    if (E->Reserved == 0 && E->Version == 1 && E->Kind == OffloadKindCuda)
-      ++NumEntries;
+  size_t NumEntries = countCudaEntries();
   if (NumEntries == 0)
     return;
   if (!__cudaRegisterFatBinary || !__cudaRegisterFunction) {
@@ -187,10 +195,7 @@ static void registerModules(const struct fatlink_module *Begin,
                             const struct fatlink_module *End) {
   const struct OffloadEntry *EB = __start_llvm_offload_entries;
   const struct OffloadEntry *EE = __stop_llvm_offload_entries;
-  size_t NumEntries = 0;
-  for (const struct OffloadEntry *E = EB; EB && EE && E < EE; ++E)
-    if (E->Reserved == 0 && E->Version == 1 && E->Kind == OffloadKindCuda)
-      ++NumEntries;
+  size_t NumEntries = countCudaEntries();
 
   /* This component's modules: as many as its fatlink_modules section
    * holds. Out of memory, no module is registered, with a word. */
