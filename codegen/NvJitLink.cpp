@@ -27,6 +27,15 @@
 
 using namespace llvm;
 
+// LeakSanitizer's switches, present only in a sanitized build
+// (--config=asan): loading libnvJitLink runs its static constructors, and
+// the libstdc++ linked into it allocates its exception-handling pool
+// (72704 bytes) that lives as long as the process, as every libstdc++'s
+// does. LSan cannot tell it from a leak (the library is not one it
+// symbolizes), so the load runs with leak checking off.
+extern "C" void __lsan_disable() __attribute__((weak));
+extern "C" void __lsan_enable() __attribute__((weak));
+
 namespace fatlink::codegen {
 
 namespace {
@@ -100,8 +109,12 @@ Expected<const Api *> loadApi(StringRef CudaPath) {
       continue;
     }
     std::string Err;
+    if (__lsan_disable)
+      __lsan_disable();
     sys::DynamicLibrary Lib =
         sys::DynamicLibrary::getPermanentLibrary(Path.c_str(), &Err);
+    if (__lsan_enable)
+      __lsan_enable();
     if (!Lib.isValid())
       return createStringError("cannot load %s: %s", Path.c_str(), Err.c_str());
     auto A = std::make_unique<Api>();
