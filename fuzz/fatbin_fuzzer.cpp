@@ -22,10 +22,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   }
   uint64_t Prev = 0;
   for (const packager::FatbinEntry &E : *Entries) {
-    bool Compressed = E.Flags & (packager::FlagZstd | packager::FlagLZ4);
+    // Obfuscated entries (nvcc's LTO-IR) are kept as stored: at most the
+    // stored payload, never decompressed.
+    bool Obfuscated = E.Flags & packager::FlagObfuscated;
+    bool Compressed =
+        !Obfuscated && (E.Flags & (packager::FlagZstd | packager::FlagLZ4));
+    if (Obfuscated && E.Payload.size() > E.StoredSize)
+      __builtin_trap();
     if (Compressed && E.Payload.size() != E.UncompressedSize)
       __builtin_trap();
-    if (!Compressed && E.Payload.size() != E.StoredSize)
+    if (!Obfuscated && !Compressed && E.Payload.size() != E.StoredSize)
       __builtin_trap();
     if (E.Offset < Prev || E.Offset >= Size)
       __builtin_trap();
