@@ -26,6 +26,8 @@
 #ifndef FATLINK_LTO_LTO_H
 #define FATLINK_LTO_LTO_H
 
+#include "packager/Packager.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -113,12 +115,9 @@ struct DeviceImage {
   unsigned Source = 0;
 };
 
-/// A kernel that survived the link, as the runtime sees it.
-struct KernelInfo {
-  std::string Name;
-  /// Size in bytes of each parameter, in order (pointers are 8).
-  std::vector<unsigned> ParamSizes;
-};
+/// A kernel that survived the link, as the runtime sees it: its name and
+/// the size in bytes of each parameter, in order (pointers are 8).
+using KernelInfo = packager::KernelInfo;
 
 /// Relocatable device code that nvlink links after the LTO part is
 /// compiled: a relocatable cubin (clang `--offload-new-driver -fgpu-rdc`
