@@ -183,7 +183,8 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
   if (!C.ListTargets) {
     if (C.Output.empty())
       Fail(createStringError(inconvertibleErrorCode(),
-                             "no output: pass -o <file.cubin|file.ptx|dir>"));
+                             "no output: pass -o <file.o|file.fatbin|file.cubin|"
+                             "file.ptx|file.bc|dir>"));
     StringRef Ext = sys::path::extension(C.Output);
     if (Ext == ".cubin" || Ext == ".ptx")
       C.OutKind = OutputKind::File;
@@ -296,6 +297,10 @@ static void printTargets(Context &Ctx, const ToolFacts &Facts) {
     Ctx.Out << left_justify(T.Name, 15) << " "
             << left_justify(T.IsPTX ? "ptx" : "cubin", 7) << " "
             << T.ptxVersionString() << "\n";
+  for (StringRef Preset : {"all-major", "all"})
+    if (std::optional<std::vector<std::string>> Names =
+            expandPreset(Preset, Facts))
+      Ctx.Out << "# --arch=" << Preset << ": " << join(*Names, ",") << "\n";
 }
 
 /// Relocatable device code is machine code for one arch: every target
