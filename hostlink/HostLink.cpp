@@ -984,6 +984,9 @@ static void hostLink(Context &Ctx, LineParser &Parser, HostLinkLine &Line,
 
 static void hostLinkCommand(Context &Ctx, ArrayRef<const char *> Args,
                             StringSaver &Saver) {
+  // --help belongs to the host linker; fatlink's own is --fatlink-help.
+  if (is_contained(Args, StringRef("--fatlink-help")))
+    return printSettingsHelp(Ctx.Out, "fatlink cc");
   LineParser Parser(Saver);
   Expected<HostLinkLine> Line = Parser.parse(Args);
   if (!Line)

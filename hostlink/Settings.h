@@ -27,6 +27,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <functional>
 #include <optional>
@@ -42,6 +43,10 @@ struct Settings {
   std::optional<llvm::StringRef> get(llvm::StringRef Key) const;
   bool flag(llvm::StringRef Key) const;
 };
+
+/// `--fatlink-help`: every setting, its argument, environment variable,
+/// default and meaning. \p Tool is "fatlink cc" or "fatlink llbc".
+void printSettingsHelp(llvm::raw_ostream &OS, llvm::StringRef Tool);
 
 /// Whether Arg is one of fatlink's own (`--fatlink-...`).
 bool isFatlinkArg(llvm::StringRef Arg);
