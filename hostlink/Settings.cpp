@@ -34,6 +34,8 @@ constexpr KeyInfo Keys[] = {
     {"opt", false, "3", "device optimization level 0-3"},
     {"ptx-version", false, "per arch", "PTX ISA for every target (X.Y)"},
     {"compress", false, "zstd", "fatbin compression: none, zstd, zstd-N"},
+    {"min-driver", false, "R550",
+     "oldest NVIDIA driver to load on; before R550: no compression"},
     {"jobs", false, "all cores", "targets and partitions compiled at once"},
     {"cuda-path", false, "$CUDA_PATH or /usr/local/cuda", "CUDA toolkit"},
     {"ptxas", false, "<cuda-path>/bin/ptxas", "ptxas"},
@@ -223,8 +225,14 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
                              "version such as 7.8)",
                              Source("ptx-version").c_str(), V->str().c_str()));
   }
-  if (std::optional<StringRef> V = S.get("compress")) {
-    Expected<packager::FatbinOptions> F = parseCompression(Source("compress"), *V);
+  {
+    auto Named = [&](StringRef Key) -> std::optional<NamedValue> {
+      if (std::optional<StringRef> V = S.get(Key))
+        return NamedValue{Source(Key), V->str()};
+      return std::nullopt;
+    };
+    Expected<packager::FatbinOptions> F =
+        chooseCompression(Named("compress"), Named("min-driver"));
     if (F)
       C.Fatbin = *F;
     else

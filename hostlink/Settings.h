@@ -11,7 +11,7 @@
 //      or FATLINK_CONFIG.
 //
 // Keys: arch, opt, ptx-version, compress, jobs, cuda-path, ptxas, linker,
-// verbose, dry-run, save-temps, time-trace, config, host-arch, cache-dir,
+// verbose, dry-run, save-temps, time-trace, config, host-arch, cache-dir, min-driver,
 // cache-policy
 // (a directory, or "off"; default $XDG_CACHE_HOME/fatlink), partitions,
 // ptx-per-arch.

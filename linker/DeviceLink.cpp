@@ -94,6 +94,62 @@ Expected<packager::FatbinOptions> parseCompression(StringRef Name,
   return F;
 }
 
+/// "535", "R535", "550.54.15" -> 535, 550; none for anything else.
+static std::optional<unsigned> parseDriverVersion(StringRef V) {
+  V.consume_front("R") || V.consume_front("r");
+  unsigned Major = 0;
+  if (V.consumeInteger(10, Major) || Major < 100 || Major > 9999)
+    return std::nullopt;
+  // Minor and patch fields: digits separated by dots.
+  if (!V.empty() && (V.front() != '.' ||
+                     V.drop_front().find_first_not_of("0123456789.") !=
+                         StringRef::npos))
+    return std::nullopt;
+  return Major;
+}
+
+Expected<packager::FatbinOptions>
+chooseCompression(const std::optional<NamedValue> &Compress,
+                  const std::optional<NamedValue> &MinDriver) {
+  std::optional<unsigned> Driver;
+  if (MinDriver) {
+    Driver = parseDriverVersion(MinDriver->Value);
+    if (!Driver)
+      return createStringError(
+          inconvertibleErrorCode(),
+          "invalid value for %s: '%s' (expected an NVIDIA driver version "
+          "such as 535 or 550.54.15, the oldest the program must load on; "
+          "not a CUDA version)",
+          MinDriver->Name.c_str(), MinDriver->Value.c_str());
+  }
+  bool OldDriver = Driver && *Driver < MinZstdDriver;
+  if (!Compress) {
+    packager::FatbinOptions F;
+    if (OldDriver)
+      F.Compress = packager::Compression::None;
+    return F;
+  }
+  Expected<packager::FatbinOptions> F =
+      parseCompression(Compress->Name, Compress->Value);
+  // "--compress=zstd" on the command line; a setting's source already says
+  // where it came from ("--fatlink-compress=zstd", "FATLINK_COMPRESS").
+  auto Where = [](const NamedValue &N) {
+    StringRef Name = N.Name;
+    return Name.starts_with("--") && !Name.contains('=')
+               ? N.Name + "=" + N.Value
+               : N.Name;
+  };
+  if (F && OldDriver && F->Compress == packager::Compression::Zstd)
+    return createStringError(
+        inconvertibleErrorCode(),
+        "%s needs an R%u or newer driver, but %s names R%u: drivers before "
+        "R%u read only uncompressed entries from fatlink (drop one of the "
+        "two, or ask for none)",
+        Where(*Compress).c_str(), MinZstdDriver, Where(*MinDriver).c_str(),
+        *Driver, MinZstdDriver);
+  return F;
+}
+
 std::string hostTriple(StringRef Arch) {
   if (Arch.empty())
     return sys::getDefaultTargetTriple();
@@ -204,9 +260,15 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
       Fail(std::move(E));
   }
 
-  if (const opt::Arg *A = Args.getLastArg(OPT_compress_EQ)) {
+  {
+    auto Named = [&](unsigned Id, StringRef Name) -> std::optional<NamedValue> {
+      if (const opt::Arg *A = Args.getLastArg(Id))
+        return NamedValue{Name.str(), A->getValue()};
+      return std::nullopt;
+    };
     Expected<packager::FatbinOptions> F =
-        parseCompression("--compress", A->getValue());
+        chooseCompression(Named(OPT_compress_EQ, "--compress"),
+                          Named(OPT_min_driver_EQ, "--min-driver"));
     if (F)
       C.Fatbin = *F;
     else
