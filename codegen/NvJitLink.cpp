@@ -176,6 +176,48 @@ Expected<std::string> nvJitLinkVersion(StringRef CudaPath) {
       .str();
 }
 
+namespace {
+/// The newest LTO-IR code version (fatbin entry header major.minor, as
+/// cuobjdump's "code version = [1,65]") each nvJitLink reads, and the nvcc
+/// of the same toolkit writes. Measured: nvJitLink 13.0 links 1.64 and
+/// 1.65 and refuses 1.66 and 2.x with NVJITLINK_ERROR_OUTDATED_LIBRARY
+/// ("may need newer version of nvJitLink library"). Sorted by toolkit.
+struct LtoIrLimit {
+  unsigned ToolkitMajor, ToolkitMinor; // nvJitLink's version, nvcc's
+  unsigned CodeMajor, CodeMinor;       // the LTO-IR it writes and reads
+};
+constexpr LtoIrLimit LtoIrLimits[] = {{13, 0, 1, 65}};
+} // namespace
+
+Error checkLtoIrVersion(StringRef CudaPath, unsigned Major, unsigned Minor,
+                        StringRef Origin) {
+  Expected<const Api *> ApiOrErr = loadApi(CudaPath);
+  if (!ApiOrErr)
+    return ApiOrErr.takeError();
+  const Api &A = **ApiOrErr;
+  auto Code = std::make_pair(Major, Minor);
+  const LtoIrLimit *Limit = nullptr;
+  for (const LtoIrLimit &L : LtoIrLimits)
+    if (L.ToolkitMajor == A.Major && L.ToolkitMinor == A.Minor)
+      Limit = &L;
+  if (!Limit || Code <= std::make_pair(Limit->CodeMajor, Limit->CodeMinor))
+    return Error::success();
+  // The newest toolkit known to write older LTO-IR than this one: the
+  // producer is newer than that.
+  const LtoIrLimit *Older = Limit;
+  for (const LtoIrLimit &L : LtoIrLimits)
+    if (std::make_pair(L.CodeMajor, L.CodeMinor) < Code)
+      Older = &L;
+  return createStringError(
+      "%s: nvcc LTO-IR of code version %u.%u, from an nvcc newer than CUDA "
+      "%u.%u (which writes %u.%u); this nvJitLink is %u.%u (%s) and reads up "
+      "to %u.%u: pass --cuda-path (or set CUDA_PATH) to a toolkit at least "
+      "as new as the nvcc that compiled it",
+      Origin.str().c_str(), Major, Minor, Older->ToolkitMajor,
+      Older->ToolkitMinor, Older->CodeMajor, Older->CodeMinor, A.Major, A.Minor,
+      A.Path.c_str(), Limit->CodeMajor, Limit->CodeMinor);
+}
+
 Expected<std::string> runNvJitLink(StringRef CudaPath, StringRef Arch,
                                    bool EmitPtx,
                                    ArrayRef<NvJitLinkInput> Inputs,
