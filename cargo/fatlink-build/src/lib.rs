@@ -36,6 +36,7 @@
 //! | `FATLINK_CLANG` | `clang++-22` | clang for CUDA C++ |
 //! | `FATLINK_CUDA_COMPILER` | `clang` | `clang` or `nvcc`, when the build script does not call `.nvcc()` |
 //! | `FATLINK_NVCC` | `$CUDA_PATH/bin/nvcc` | nvcc, in nvcc mode |
+//! | `FATLINK_NVCC_LTO` | `0` | `1`: LTO-IR instead of cubins, when the build script does not call `.nvcc_lto()` |
 //! | `CUDA_PATH` | `/usr/local/cuda` | the CUDA toolkit |
 //! | `FATLINK_ARCH` | `all-major` | targets; the oldest sm is what CUDA C++ is compiled for |
 //! | `FATLINK_RT_LIB_DIR` | none | where `libfatlink_rt.a` is, added to the link search path |
@@ -83,7 +84,7 @@ pub struct Device {
     lib_name: String,
     build_std: bool,
     compiler: Option<CudaCompiler>,
-    nvcc_lto: bool,
+    nvcc_lto: Option<bool>,
     nvcc_flags: Vec<String>,
     cudart: Option<String>,
 }
@@ -97,7 +98,7 @@ impl Device {
             lib_name: "fatlink_device".to_string(),
             build_std: false,
             compiler: None,
-            nvcc_lto: false,
+            nvcc_lto: None,
             nvcc_flags: Vec::new(),
             cudart: None,
         }
@@ -118,9 +119,9 @@ impl Device {
 
     /// nvcc mode: LTO-IR (`code=lto_XX`) instead of cubins for each `sm_XX`
     /// target, linked by nvJitLink with link-time optimization across the
-    /// nvcc code.
+    /// nvcc code. Without this call, `FATLINK_NVCC_LTO=1` asks for it.
     pub fn nvcc_lto(mut self, yes: bool) -> Device {
-        self.nvcc_lto = yes;
+        self.nvcc_lto = Some(yes);
         self
     }
 
@@ -216,6 +217,7 @@ impl Device {
             "FATLINK_CLANG",
             "FATLINK_CUDA_COMPILER",
             "FATLINK_NVCC",
+            "FATLINK_NVCC_LTO",
             "CUDA_PATH",
             "FATLINK_ARCH",
             "FATLINK_RT_LIB_DIR",
@@ -297,13 +299,24 @@ impl Device {
         let out = out_dir.join(format!("nvcc-{}-{}.o", index, stem));
         let mut cmd = Command::new(&nvcc);
         cmd.args(["-rdc=true", "-c", "-Xcompiler", "-fPIC"])
-            .args(nvcc_gencode(&env::var("FATLINK_ARCH").unwrap_or_default(), self.nvcc_lto)?)
+            .args(nvcc_gencode(&env::var("FATLINK_ARCH").unwrap_or_default(), self.lto()?)?)
             .args(&self.nvcc_flags)
             .arg(source)
             .arg("-o")
             .arg(&out);
         run(&mut cmd, "nvcc")?;
         Ok(out)
+    }
+}
+
+impl Device {
+    fn lto(&self) -> Result<bool, Error> {
+        match (self.nvcc_lto, env::var("FATLINK_NVCC_LTO").unwrap_or_default().trim()) {
+            (Some(yes), _) => Ok(yes),
+            (None, "" | "0") => Ok(false),
+            (None, "1") => Ok(true),
+            (None, other) => err(format!("FATLINK_NVCC_LTO={}: use 1 (LTO-IR) or 0 (cubins)", other)),
+        }
     }
 }
 
