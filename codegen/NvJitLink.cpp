@@ -177,16 +177,23 @@ Expected<std::string> nvJitLinkVersion(StringRef CudaPath) {
 }
 
 namespace {
-/// The newest LTO-IR code version (fatbin entry header major.minor, as
-/// cuobjdump's "code version = [1,65]") each nvJitLink reads, and the nvcc
-/// of the same toolkit writes. Measured: nvJitLink 13.0 links 1.64 and
-/// 1.65 and refuses 1.66 and 2.x with NVJITLINK_ERROR_OUTDATED_LIBRARY
-/// ("may need newer version of nvJitLink library"). Sorted by toolkit.
-struct LtoIrLimit {
-  unsigned ToolkitMajor, ToolkitMinor; // nvJitLink's version, nvcc's
-  unsigned CodeMajor, CodeMinor;       // the LTO-IR it writes and reads
+/// The LTO-IR code version (fatbin entry header major.minor, cuobjdump's
+/// "code version = [1,65]") each toolkit's nvcc writes, which is also the
+/// newest its nvJitLink reads. Measured on nv_math.cu, probing nvJitLink
+/// with the container's version bytes patched (a newer one is refused as
+/// "may need newer version of nvJitLink library"): nvcc 13.0 writes 1.65
+/// and nvJitLink 13.0 reads up to 1.65; nvcc 13.5 writes 1.67 and
+/// nvJitLink 13.5 reads up to 1.67; nvJitLink 12.9 refuses 13.0's 1.65.
+/// Sorted by toolkit and by code version.
+struct LtoIrVersion {
+  unsigned ToolkitMajor, ToolkitMinor;
+  unsigned CodeMajor, CodeMinor;
+  std::pair<unsigned, unsigned> toolkit() const {
+    return {ToolkitMajor, ToolkitMinor};
+  }
+  std::pair<unsigned, unsigned> code() const { return {CodeMajor, CodeMinor}; }
 };
-constexpr LtoIrLimit LtoIrLimits[] = {{13, 0, 1, 65}};
+constexpr LtoIrVersion LtoIrVersions[] = {{13, 0, 1, 65}, {13, 5, 1, 67}};
 } // namespace
 
 Error checkLtoIrVersion(StringRef CudaPath, unsigned Major, unsigned Minor,
@@ -195,27 +202,49 @@ Error checkLtoIrVersion(StringRef CudaPath, unsigned Major, unsigned Minor,
   if (!ApiOrErr)
     return ApiOrErr.takeError();
   const Api &A = **ApiOrErr;
-  auto Code = std::make_pair(Major, Minor);
-  const LtoIrLimit *Limit = nullptr;
-  for (const LtoIrLimit &L : LtoIrLimits)
-    if (L.ToolkitMajor == A.Major && L.ToolkitMinor == A.Minor)
-      Limit = &L;
-  if (!Limit || Code <= std::make_pair(Limit->CodeMajor, Limit->CodeMinor))
+  std::pair<unsigned, unsigned> Code{Major, Minor}, Linker{A.Major, A.Minor};
+  // What this nvJitLink reads: up to its own toolkit's code version when
+  // the table has it, else less than that of the next newer toolkit the
+  // table has. An nvJitLink newer than the table is not checked.
+  std::string Reads;
+  bool Refused = false;
+  for (const LtoIrVersion &V : LtoIrVersions) {
+    if (V.toolkit() == Linker) {
+      Refused = Code > V.code();
+      Reads = formatv("reads up to {0}.{1}", V.CodeMajor, V.CodeMinor);
+      break;
+    }
+    if (V.toolkit() > Linker) {
+      Refused = Code >= V.code();
+      Reads = formatv("reads only LTO-IR older than CUDA {0}.{1}'s ({2}.{3})",
+                      V.ToolkitMajor, V.ToolkitMinor, V.CodeMajor, V.CodeMinor);
+      break;
+    }
+  }
+  if (!Refused)
     return Error::success();
-  // The newest toolkit known to write older LTO-IR than this one: the
-  // producer is newer than that.
-  const LtoIrLimit *Older = Limit;
-  for (const LtoIrLimit &L : LtoIrLimits)
-    if (std::make_pair(L.CodeMajor, L.CodeMinor) < Code)
-      Older = &L;
+  // Which nvcc wrote it: a toolkit of the table, or one newer than the
+  // newest there that writes older LTO-IR.
+  std::string From, Fix;
+  for (const LtoIrVersion &V : LtoIrVersions) {
+    if (V.code() == Code) {
+      From =
+          formatv("from CUDA {0}.{1}'s nvcc", V.ToolkitMajor, V.ToolkitMinor);
+      Fix = formatv("a CUDA {0}.{1} toolkit or newer", V.ToolkitMajor,
+                    V.ToolkitMinor);
+    } else if (V.code() < Code && Fix.empty()) {
+      From = formatv("from an nvcc newer than CUDA {0}.{1} (which writes "
+                     "{2}.{3})",
+                     V.ToolkitMajor, V.ToolkitMinor, V.CodeMajor, V.CodeMinor);
+    }
+  }
+  if (Fix.empty())
+    Fix = "a toolkit at least as new as the nvcc that compiled it";
   return createStringError(
-      "%s: nvcc LTO-IR of code version %u.%u, from an nvcc newer than CUDA "
-      "%u.%u (which writes %u.%u); this nvJitLink is %u.%u (%s) and reads up "
-      "to %u.%u: pass --cuda-path (or set CUDA_PATH) to a toolkit at least "
-      "as new as the nvcc that compiled it",
-      Origin.str().c_str(), Major, Minor, Older->ToolkitMajor,
-      Older->ToolkitMinor, Older->CodeMajor, Older->CodeMinor, A.Major, A.Minor,
-      A.Path.c_str(), Limit->CodeMajor, Limit->CodeMinor);
+      "%s: nvcc LTO-IR of code version %u.%u, %s; this nvJitLink is %u.%u "
+      "(%s) and %s: pass --cuda-path (or set CUDA_PATH) to %s",
+      Origin.str().c_str(), Major, Minor, From.c_str(), A.Major, A.Minor,
+      A.Path.c_str(), Reads.c_str(), Fix.c_str());
 }
 
 Expected<std::string> runNvJitLink(StringRef CudaPath, StringRef Arch,
