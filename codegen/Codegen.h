@@ -86,8 +86,9 @@ llvm::Expected<std::string> nvJitLinkVersion(llvm::StringRef CudaPath);
 /// LTO-IR of code version \p Major.\p Minor (the "code version" of its
 /// fatbin entry header, which mirrors the LTO-IR container's own version;
 /// nvJitLink refuses a newer container as "outdated library"). An error
-/// names \p Origin, both versions and what to do. Only nvJitLink versions
-/// whose limit was measured are checked; others are left to nvJitLink.
+/// names \p Origin, both versions, the toolkit that wrote it where known,
+/// and what to do. The limits come from a table of measured toolkits; an
+/// nvJitLink newer than all of them is left to refuse by itself.
 llvm::Error checkLtoIrVersion(llvm::StringRef CudaPath, unsigned Major,
                               unsigned Minor, llvm::StringRef Origin);
 
