@@ -846,7 +846,9 @@ static Expected<DeviceResult> deviceLinkForHost(Context &Ctx,
       lto::readInputs(Line.Inputs, lto::InputMode::HostLink);
   if (!Inputs)
     return Inputs.takeError();
-  if (Inputs->Images.empty()) {
+  // Bitcode, or relocatable device code alone (nvcc -dc objects, clang's
+  // cubins without -foffload-lto): either needs the device link.
+  if (Inputs->Images.empty() && Inputs->Objects.empty()) {
     Ctx.verbose("fatlink: no device code in the inputs; forwarding only");
     return DeviceResult();
   }

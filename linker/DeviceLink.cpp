@@ -902,9 +902,18 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
 }
 
 /// The symbols of each nvcc LTO-IR unit, which only nvJitLink can read:
-/// from the PTX it makes of the unit alone, for the unit's arch.
+/// from the PTX it makes of the unit alone, for the unit's arch. First,
+/// every LTO-IR newer than this nvJitLink reads is reported, all at once.
 static Error readLtoIrSymbols(Context &Ctx, const Config &C,
                               lto::InputSet &Inputs) {
+  Error Newer = Error::success();
+  for (const lto::DeviceObject &O : Inputs.Objects)
+    if (O.IsLTOIR)
+      if (Error E = codegen::checkLtoIrVersion(
+              C.Paths.CudaPath, O.LtoIrMajor, O.LtoIrMinor, O.Origin))
+        Newer = joinErrors(std::move(Newer), std::move(E));
+  if (Newer)
+    return Newer;
   std::map<unsigned, const lto::DeviceObject *> Done; // by unit
   for (lto::DeviceObject &O : Inputs.Objects) {
     if (!O.IsLTOIR)

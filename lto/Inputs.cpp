@@ -291,6 +291,8 @@ void InputReader::readNvccFatbin(MemoryBufferRef Object, StringRef Contents,
       Obj.Data = Object;
       Obj.Arch = std::move(Arch);
       Obj.IsLTOIR = true;
+      Obj.LtoIrMajor = E.Major;
+      Obj.LtoIrMinor = E.Minor;
       Obj.FromNvcc = true;
       Obj.Source = NextSource;
       Set.Objects.push_back(std::move(Obj));

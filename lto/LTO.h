@@ -142,6 +142,9 @@ struct DeviceObject {
   /// (readLtoIrSymbols): the device functions it defines but does not use
   /// itself are not among them.
   bool IsLTOIR = false;
+  /// LTO-IR only: the code version of its fatbin entry header (nvcc 13.0
+  /// writes 1.65), which bounds the nvJitLink that can read it.
+  unsigned LtoIrMajor = 0, LtoIrMinor = 0;
   bool FromNvcc = false; ///< nvcc -dc code (else clang's)
   /// The translation unit: the cubins of one unit (one per arch) share it,
   /// as DeviceImage::Source; every unit needs a cubin of each target's arch
