@@ -184,13 +184,13 @@ impl Device {
         let object = out_dir.join(format!("{}.o", self.lib_name));
         let mut embed = Command::new(&fatlink);
         embed.arg("embed").args(&inputs).arg("-o").arg(&object);
-        run(&mut embed, "fatlink embed (set FATLINK to the fatlink executable)")?;
+        run(&mut embed, "fatlink embed", "set FATLINK to the fatlink executable")?;
         // nvcc's objects are members beside the embedded bitcode: fatlink-cc
         // reads the device code of every member.
         let archive = out_dir.join(format!("lib{}.a", self.lib_name));
         let _ = fs::remove_file(&archive);
         let ar = env::var("AR").unwrap_or_else(|_| "ar".to_string());
-        run(Command::new(ar).arg("crs").arg(&archive).arg(&object).args(&nvcc_objects), "ar")?;
+        run(Command::new(ar).arg("crs").arg(&archive).arg(&object).args(&nvcc_objects), "ar", "set AR to the archiver")?;
 
         println!("cargo:rustc-link-search=native={}", out_dir.display());
         println!("cargo:rustc-link-lib=static={}", self.lib_name);
@@ -256,7 +256,7 @@ impl Device {
         if self.build_std {
             cmd.arg("-Zbuild-std=core");
         }
-        run(&mut cmd, "cargo build --target nvptx64-nvidia-cuda")?;
+        run(&mut cmd, "cargo build --target nvptx64-nvidia-cuda", "cargo runs from PATH or $CARGO")?;
 
         let deps = target_dir.join("nvptx64-nvidia-cuda/release/deps");
         let mut rlibs: Vec<PathBuf> = fs::read_dir(&deps)
@@ -274,7 +274,8 @@ impl Device {
     /// CUDA C++ to device bitcode for the oldest target sm.
     fn build_cuda(&self, source: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
         let clang = env::var("FATLINK_CLANG").unwrap_or_else(|_| "clang++-22".to_string());
-        let cuda = env::var("CUDA_PATH").unwrap_or_else(|_| "/usr/local/cuda".to_string());
+        let cuda = cuda_toolkit()?;
+        let cuda = cuda.display();
         let stem = source.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let out = out_dir.join(format!("{}.bc", stem));
         let mut cmd = Command::new(clang);
@@ -285,7 +286,7 @@ impl Device {
             .arg(source)
             .arg("-o")
             .arg(&out);
-        run(&mut cmd, "clang (CUDA C++ device code; set FATLINK_CLANG)")?;
+        run(&mut cmd, "clang (CUDA C++ device code)", "set FATLINK_CLANG to clang++ 22 or newer")?;
         Ok(out)
     }
 }
@@ -304,7 +305,7 @@ impl Device {
             .arg(source)
             .arg("-o")
             .arg(&out);
-        run(&mut cmd, "nvcc")?;
+        run(&mut cmd, "nvcc", "set FATLINK_NVCC to the nvcc executable, or CUDA_PATH to the toolkit")?;
         Ok(out)
     }
 }
@@ -322,6 +323,25 @@ impl Device {
 
 fn cuda_path() -> PathBuf {
     PathBuf::from(env::var("CUDA_PATH").unwrap_or_else(|_| "/usr/local/cuda".to_string()))
+}
+
+/// The CUDA toolkit clang compiles against: CUDA_PATH or /usr/local/cuda,
+/// checked to be one, so that a wrong CUDA_PATH is named as such rather
+/// than surfacing as a clang error.
+fn cuda_toolkit() -> Result<PathBuf, Error> {
+    let cuda = cuda_path();
+    let header = cuda.join("include").join("cuda_runtime.h");
+    if !header.is_file() {
+        let from = if env::var("CUDA_PATH").is_ok() { "CUDA_PATH is" } else { "CUDA_PATH is not set; the default" };
+        return err(format!(
+            "{} {}, which is not a CUDA toolkit (no {}): set CUDA_PATH to the toolkit's directory \
+             (the one with bin/ptxas and include/cuda_runtime.h)",
+            from,
+            cuda.display(),
+            header.display()
+        ));
+    }
+    Ok(cuda)
 }
 
 /// `FATLINK_NVCC`, else `$CUDA_PATH/bin/nvcc`, which must exist.
@@ -400,10 +420,13 @@ pub fn oldest_sm(arch_list: &str) -> String {
         .unwrap_or_else(|| "sm_75".to_string())
 }
 
-fn run(cmd: &mut Command, what: &str) -> Result<(), Error> {
-    let output = cmd
-        .output()
-        .map_err(|e| Error(format!("cannot run {} ({:?}): {}", what, cmd.get_program(), e)))?;
+/// Runs `cmd`; `what` names it in messages, `hint` says what to set when it
+/// cannot be started at all (a failed run shows its output instead, which
+/// says what went wrong better than any guess here).
+fn run(cmd: &mut Command, what: &str, hint: &str) -> Result<(), Error> {
+    let output = cmd.output().map_err(|e| {
+        Error(format!("cannot run {} ({:?}): {}: {}", what, cmd.get_program(), e, hint))
+    })?;
     if !output.status.success() {
         return err(format!(
             "{} failed ({}):\n{}{}",
