@@ -286,6 +286,19 @@ static Error embed(Context &Ctx, const Config &C) {
     return Inputs.takeError();
   for (const std::string &Note : Inputs->Skipped)
     Ctx.verbose("skipped " + Note);
+  // Relocatable cubins, PTX and LTO-IR (nvcc -dc, clang without
+  // -foffload-lto) are not bitcode: they travel in their own objects, which
+  // the device link reads as they are.
+  if (!Inputs->Objects.empty()) {
+    const lto::DeviceObject &O = Inputs->Objects.front();
+    return createStringError(
+        inconvertibleErrorCode(),
+        "%s: %s is relocatable device code, not bitcode, and is not "
+        "embedded: link the object itself (fatlink cc, fatlink device-link, "
+        "or an archive beside the embedded object)",
+        O.Container.c_str(),
+        O.FromNvcc ? "nvcc -dc output" : "a relocatable cubin");
+  }
   // From here on, the set of images is fixed.
 
   // The arch the images' code may run on from.
