@@ -29,8 +29,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
     if (K & 2)
       Img.Triple = R.bytes(24);
     Img.Bitcode = (K & 4 ? "" : "BC\xc0\xde") + R.bytes(300);
+    if (K & 8)
+      Img.Origin = R.bytes(40); // fatlink embed's origin string, any bytes
     Valid &= !Img.Arch.empty() && Img.Arch.find('\0') == std::string::npos &&
              Img.Triple.find('\0') == std::string::npos &&
+             Img.Origin.find('\0') == std::string::npos &&
              llvm::StringRef(Img.Bitcode).starts_with("BC\xc0\xde");
   }
   packager::HostArch Arch =
@@ -64,6 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
     require(F.Kind == "bc", "kind differs");
     require(F.Arch == Images[I].Arch, "arch differs");
     require(F.Triple == Images[I].Triple, "triple differs");
+    require(F.EmbeddedOrigin == Images[I].Origin, "origin differs");
     require(F.Data == Images[I].Bitcode, "bitcode differs");
   }
   return 0;

@@ -52,6 +52,7 @@
 #include "llvm/Option/OptTable.h"
 #include "llvm/Option/Option.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
@@ -259,6 +260,18 @@ static Expected<std::string> asRegularLTO(MemoryBufferRef Bitcode,
   return std::string(Out.begin(), Out.end());
 }
 
+/// The origin recorded for an image: its origin as read, with the input's
+/// path cut to its file name ("/b/out/libgpu_math-0.1.0.rlib(m.rcgu.o)" ->
+/// "libgpu_math-0.1.0.rlib(m.rcgu.o)"), so that the object does not
+/// depend on where the build ran.
+static std::string recordedOrigin(const Config &C, StringRef Origin) {
+  StringRef Input;
+  for (const std::string &In : C.Inputs)
+    if (Origin.starts_with(In) && In.size() > Input.size())
+      Input = In;
+  return (sys::path::filename(Input) + Origin.drop_front(Input.size())).str();
+}
+
 static Error writeOutput(const Config &C, StringRef Data) {
   TimeTraceScope Scope("Write output");
   if (sys::fs::is_directory(C.Output))
@@ -312,6 +325,7 @@ static Error embed(Context &Ctx, const Config &C) {
   for (const lto::DeviceImage &Image : Inputs->Images) {
     packager::OffloadImage I;
     I.Arch = Image.Arch.empty() ? *Arch : Image.Arch;
+    I.Origin = recordedOrigin(C, Image.Origin);
     Expected<std::string> Bitcode = asRegularLTO(Image.Bitcode, Image.Origin);
     if (!Bitcode)
       return Bitcode.takeError();

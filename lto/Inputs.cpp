@@ -493,8 +493,14 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
   std::optional<std::vector<std::string>> UnitDefined;
   size_t I = 0;
   auto ReadBinary = [&](const object::OffloadBinary &OB) -> Error {
+    // An image fatlink embed wrapped names its own origin (the crate's
+    // rlib and member), which says more than its index.
+    StringRef Embedded = OB.getString(packager::OriginKey);
     std::string ImageOrigin =
-        (Origin + "(.llvm.offloading[" + Twine(I++) + "])").str();
+        Embedded.empty()
+            ? (Origin + "(.llvm.offloading[" + Twine(I) + "])").str()
+            : (Origin + "(" + Embedded + ")").str();
+    ++I;
     Triple T(OB.getTriple());
     if (T.getArch() != Triple::nvptx64) {
       Set.Skipped.push_back(ImageOrigin + ": image for " + OB.getTriple().str() +

@@ -116,6 +116,7 @@ Error addOffloadBinaries(StringRef Data, StringRef Origin, StringRef Section,
         Img.Kind = getImageKindName(Bin.getImageKind()).str();
         Img.Arch = Bin.getArch().str();
         Img.Triple = Bin.getTriple().str();
+        Img.EmbeddedOrigin = Bin.getString(OriginKey).str();
         Img.Flags = Bin.getFlags();
         Img.Data = Bin.getImage().str();
         Img.StoredSize = Img.Data.size();
@@ -212,9 +213,10 @@ fatlink::packager::writeOffloadObject(ArrayRef<OffloadImage> Images,
     // OffloadBinary strings end at their first NUL: one inside would be
     // read back cut short (found by fuzz/embed_roundtrip).
     if (Img.Arch.find('\0') != std::string::npos ||
-        Img.Triple.find('\0') != std::string::npos)
-      return createStringError("arch '" + Img.Arch + "' or triple '" +
-                               Img.Triple +
+        Img.Triple.find('\0') != std::string::npos ||
+        Img.Origin.find('\0') != std::string::npos)
+      return createStringError("arch '" + Img.Arch + "', triple '" +
+                               Img.Triple + "' or origin '" + Img.Origin +
                                "' of device bitcode holds a NUL byte");
     if (identify_magic(Img.Bitcode) != file_magic::bitcode)
       return createStringError("image for " + Img.Arch +
@@ -224,6 +226,8 @@ fatlink::packager::writeOffloadObject(ArrayRef<OffloadImage> Images,
     OI.TheOffloadKind = OFK_Cuda;
     OI.StringData["triple"] = Img.Triple;
     OI.StringData["arch"] = Img.Arch;
+    if (!Img.Origin.empty())
+      OI.StringData[OriginKey] = Img.Origin;
     OI.Image = MemoryBuffer::getMemBuffer(Img.Bitcode, "",
                                           /*RequiresNullTerminator=*/false);
     SmallString<0> Bin = OffloadBinary::write(OI);

@@ -214,12 +214,19 @@ struct OffloadImage {
   std::string Arch;                             ///< "sm_80"
   std::string Triple = "nvptx64-nvidia-cuda";
   std::string Bitcode;
+  /// Where the bitcode came from ("libgpu_math-0.1.0.rlib(x.rcgu.o)"),
+  /// stored as the string OriginKey so that the device link's diagnostics
+  /// name it; none if empty.
+  std::string Origin;
 };
+
+/// The OffloadBinary string fatlink embed stores an image's origin under.
+inline constexpr const char OriginKey[] = "fatlink.origin";
 
 /// Returns a relocatable ELF object for \p Arch whose .llvm.offloading
 /// section (SHT_LLVM_OFFLOADING, SHF_EXCLUDE) holds one OffloadBinary
-/// (IMG_Bitcode, OFK_Cuda, strings triple and arch) per image, as clang
-/// --offload-new-driver objects do.
+/// (IMG_Bitcode, OFK_Cuda, strings triple and arch, and OriginKey when the
+/// image has an origin) per image, as clang --offload-new-driver objects do.
 llvm::Expected<std::string>
 writeOffloadObject(llvm::ArrayRef<OffloadImage> Images, HostArch Arch);
 
@@ -237,6 +244,8 @@ struct EmbeddedImage {
   std::string Kind;    ///< "cubin", "ptx", "lto-ir"; OffloadBinary: "bc", ...
   std::string Arch;    ///< "sm_80"
   std::string Triple;  ///< OffloadBinary only
+  /// OffloadBinary only: the origin fatlink embed recorded (OriginKey).
+  std::string EmbeddedOrigin;
   uint64_t Flags = 0;  ///< fatbin entry flags
   unsigned Major = 0, Minor = 0; ///< fatbin entries only
   uint64_t StoredSize = 0; ///< bytes in the file (fatbin: padded payload)
