@@ -332,11 +332,11 @@ static Error parse(Module &M) {
       continue;
     }
     if (T.is(".section")) {
-      size_t J = I;
-      while (J < N && !M.Toks[J].is("{"))
-        ++J;
-      if (J == N)
-        return error(M, T.Line, ".section without a body");
+      // .section .debug_NAME { ... }: DWARF, the only sections PTX has.
+      size_t J = I + 2;
+      if (J >= N || M.Toks[I + 1].Kind != Token::Directive ||
+          !M.Toks[I + 1].Text.starts_with(".debug") || !M.Toks[J].is("{"))
+        return error(M, T.Line, "expected .section .debug_NAME { ... }");
       Expected<size_t> After = skipBalanced(M, J);
       if (!After)
         return After.takeError();
@@ -451,6 +451,27 @@ Expected<PtxLinkResult> linkPTX(ArrayRef<PtxModule> Inputs,
                        ".loc names file " + Twine(Index) +
                            ", which no .file declares");
       }
+
+  // In one module a name is internal or external, never both (ptxas
+  // refuses the mix; renaming would split it).
+  for (const Module &M : Mods) {
+    StringMap<const Statement *> First;
+    for (const Statement &St : M.Stmts) {
+      if (St.Kind != Statement::Decl)
+        continue;
+      const Statement *&Prev = First[St.Name];
+      if (!Prev) {
+        Prev = &St;
+      } else if ((Prev->Linkage == Statement::Internal) !=
+                 (St.Linkage == Statement::Internal)) {
+        return error(M, M.Toks[St.Begin].Line,
+                     St.Name +
+                         " is declared with a linkage directive and "
+                         "without one (line " +
+                         Twine(M.Toks[Prev->Begin].Line) + ")");
+      }
+    }
+  }
 
   // External names: the definition each resolves to.
   struct Def {

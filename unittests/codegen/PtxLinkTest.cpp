@@ -210,6 +210,23 @@ TEST(PtxLinkTest, MalformedInputNamesTheInputAndLine) {
       FailedWithMessage("z.ptx:5: unsupported module-scope directive .alias: "
                         "fatlink's PTX linker knows .func, .entry and "
                         "variables (.global, .const, .shared, ...)"));
+  // Found by the ptx_link fuzzer: a .section that is no DWARF block was
+  // dropped with everything up to the next brace...
+  std::string Section =
+      header("9.0", "sm_90") + ".section.visible .func f()\n{\n\tret;\n}\n";
+  PtxModule BadSection[] = {{"d.ptx", Section}};
+  EXPECT_THAT_EXPECTED(
+      linkPTX(BadSection, "sm_90"),
+      FailedWithMessage("d.ptx:5: expected .section .debug_NAME { ... }"));
+  // ... and a name both internal and external in one module was renamed
+  // everywhere, its external declaration with it.
+  std::string Mixed =
+      header("9.0", "sm_90") + ".weak .func i();\n.func i()\n{\n\tret;\n}\n";
+  PtxModule MixedLinkage[] = {{"e.ptx", Mixed}, {"f.ptx", Mixed}};
+  EXPECT_THAT_EXPECTED(
+      linkPTX(MixedLinkage, "sm_90"),
+      FailedWithMessage("e.ptx:6: i is declared with a linkage directive and "
+                        "without one (line 5)"));
   std::string Str = header("9.0", "sm_90") + ".file 1 \"a.cu\n";
   PtxModule Unterminated[] = {{"s.ptx", Str}};
   EXPECT_THAT_EXPECTED(linkPTX(Unterminated, "sm_90"),
