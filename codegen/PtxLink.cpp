@@ -17,7 +17,8 @@
 //     .address_size 64;
 //   - external names resolve across modules: two strong definitions are an
 //     error naming both; .weak and .common ones give way to a strong one,
-//     else the first wins; .extern declarations and prototypes of what some
+//     else the first wins (.common copies must agree: ptxas would take the
+//     largest); .extern declarations and prototypes of what some
 //     module defines are dropped (ptxas refuses a definition after an
 //     .extern declaration of it: "Function definition conflicts with
 //     '.extern' declaration"); those nobody defines are kept once;
@@ -77,6 +78,7 @@ struct Statement {
   enum LinkageType { Internal, Visible, Weak, Extern } Linkage = Internal;
   bool IsFunc = false;
   bool IsDef = false;
+  bool IsCommon = false; ///< .common: weak, and every copy must agree
   StringRef Name;
   size_t NameTok = 0;
   size_t SigEnd = 0; ///< functions: one past the parameter list
@@ -209,7 +211,7 @@ static Error classify(const Module &M, Statement &St) {
     else if (T == ".visible")
       St.Linkage = Statement::Visible;
     else if (T == ".weak" || T == ".common")
-      St.Linkage = Statement::Weak;
+      St.Linkage = Statement::Weak, St.IsCommon = T == ".common";
     else
       break;
   }
@@ -505,6 +507,21 @@ Expected<PtxLinkResult> linkPTX(ArrayRef<PtxModule> Inputs,
         return createStringError(
             inconvertibleErrorCode(),
             "duplicate symbol %s: defined in %s (line %u) and in %s (line %u)",
+            St.Name.str().c_str(), Old.M->In->Name.c_str(),
+            Old.M->Toks[Old.St->Begin].Line, M.In->Name.c_str(),
+            M.Toks[St.Begin].Line);
+      // ptxas gives a .common variable the largest of its sizes; fatlink
+      // keeps one declaration, so the copies must be the same.
+      auto Text = [](const Module &X, const Statement &Y) {
+        return X.In->Text.slice(X.Toks[Y.Begin].Offset,
+                                X.Toks[Y.End - 1].end());
+      };
+      if ((St.IsCommon || Old.St->IsCommon) && !OldStrong && !NewStrong &&
+          Text(*Old.M, *Old.St) != Text(M, St))
+        return createStringError(
+            inconvertibleErrorCode(),
+            "common symbol %s is declared differently in %s (line %u) and in "
+            "%s (line %u): fatlink links .common copies only when they agree",
             St.Name.str().c_str(), Old.M->In->Name.c_str(),
             Old.M->Toks[Old.St->Begin].Line, M.In->Name.c_str(),
             M.Toks[St.Begin].Line);

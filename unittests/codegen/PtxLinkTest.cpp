@@ -155,6 +155,23 @@ TEST(PtxLinkTest, WeakGivesWayToStrong) {
   EXPECT_EQ(P.find("exit;"), StringRef::npos);
 }
 
+TEST(PtxLinkTest, CommonCopiesMustAgree) {
+  std::string A =
+      header("9.0", "sm_90") + ".common .global .align 4 .b8 c[4];\n";
+  std::string B =
+      header("9.0", "sm_90") + ".common .global .align 4 .b8 c[8];\n";
+  PtxModule Same[] = {{"a.ptx", A}, {"a2.ptx", A}};
+  Expected<PtxLinkResult> R = linkPTX(Same, "sm_90");
+  ASSERT_THAT_EXPECTED(R, Succeeded());
+  EXPECT_EQ(StringRef(R->PTX).count(".common .global .align 4 .b8 c[4];"), 1u);
+  PtxModule Differ[] = {{"a.ptx", A}, {"b.ptx", B}};
+  EXPECT_THAT_EXPECTED(
+      linkPTX(Differ, "sm_90"),
+      FailedWithMessage("common symbol c is declared differently in a.ptx "
+                        "(line 5) and in b.ptx (line 5): fatlink links "
+                        ".common copies only when they agree"));
+}
+
 TEST(PtxLinkTest, UnresolvedExternKeptOnce) {
   std::string A = header("8.0", "sm_80") +
                   ".extern .func (.param .b32 r) vprintf(.param .b64 f, "
