@@ -434,7 +434,7 @@ private:
 static Expected<std::string>
 linkNvccPTX(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
             StringRef OwnPTX, ArrayRef<const lto::DeviceObject *> Objs) {
-  TimeTraceScope Scope("Link PTX", T.Name);
+  TimeTraceScope Scope("Link nvcc PTX", T.Name);
   std::vector<PtxModule> Modules;
   if (!OwnPTX.empty())
     Modules.push_back({"fatlink's PTX for " + T.Name, OwnPTX});
@@ -487,7 +487,14 @@ linkNvccPTX(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
   for (const std::string &Name : Linked->Unresolved)
     if (!is_contained(SystemCalls, StringRef(Name)))
       Missing.push_back(Name);
-  if (!LtoIR.empty() && !Missing.empty())
+  // (ptxas would take an undefined variable for a definition, with a
+  // warning, so nothing may stay undefined.)
+  if (!Missing.empty() && LtoIR.empty())
+    return createStringError(inconvertibleErrorCode(),
+                             "PTX target %s: %s used but defined by no PTX "
+                             "module",
+                             T.Name.c_str(), join(Missing, ", ").c_str());
+  if (!Missing.empty())
     return createStringError(
         inconvertibleErrorCode(),
         "PTX target %s: %s used but defined by no PTX module; nvJitLink's "
