@@ -83,6 +83,16 @@ llvm::Expected<std::string> runNvJitLink(llvm::StringRef CudaPath,
 /// "13.0 (/usr/local/cuda/lib64/libnvJitLink.so.13)", or why there is none.
 llvm::Expected<std::string> nvJitLinkVersion(llvm::StringRef CudaPath);
 
+/// Checks, before any link, that the nvJitLink of \p CudaPath reads nvcc
+/// LTO-IR of code version \p Major.\p Minor (the "code version" of its
+/// fatbin entry header, which mirrors the LTO-IR container's own version;
+/// nvJitLink refuses a newer container as "outdated library"). An error
+/// names \p Origin, both versions, the toolkit that wrote it where known,
+/// and what to do. The limits come from a table of measured toolkits; an
+/// nvJitLink newer than all of them is left to refuse by itself.
+llvm::Error checkLtoIrVersion(llvm::StringRef CudaPath, unsigned Major,
+                              unsigned Minor, llvm::StringRef Origin);
+
 /// Fills in the defaults of Paths from the environment.
 ToolkitPaths resolveToolkitPaths(llvm::StringRef CudaPath,
                                  llvm::StringRef Ptxas,

@@ -176,6 +176,77 @@ Expected<std::string> nvJitLinkVersion(StringRef CudaPath) {
       .str();
 }
 
+namespace {
+/// The LTO-IR code version (fatbin entry header major.minor, cuobjdump's
+/// "code version = [1,65]") each toolkit's nvcc writes, which is also the
+/// newest its nvJitLink reads. Measured on nv_math.cu, probing nvJitLink
+/// with the container's version bytes patched (a newer one is refused as
+/// "may need newer version of nvJitLink library"): nvcc 13.0 writes 1.65
+/// and nvJitLink 13.0 reads up to 1.65; nvcc 13.5 writes 1.67 and
+/// nvJitLink 13.5 reads up to 1.67; nvJitLink 12.9 refuses 13.0's 1.65.
+/// Sorted by toolkit and by code version.
+struct LtoIrVersion {
+  unsigned ToolkitMajor, ToolkitMinor;
+  unsigned CodeMajor, CodeMinor;
+  std::pair<unsigned, unsigned> toolkit() const {
+    return {ToolkitMajor, ToolkitMinor};
+  }
+  std::pair<unsigned, unsigned> code() const { return {CodeMajor, CodeMinor}; }
+};
+constexpr LtoIrVersion LtoIrVersions[] = {{13, 0, 1, 65}, {13, 5, 1, 67}};
+} // namespace
+
+Error checkLtoIrVersion(StringRef CudaPath, unsigned Major, unsigned Minor,
+                        StringRef Origin) {
+  Expected<const Api *> ApiOrErr = loadApi(CudaPath);
+  if (!ApiOrErr)
+    return ApiOrErr.takeError();
+  const Api &A = **ApiOrErr;
+  std::pair<unsigned, unsigned> Code{Major, Minor}, Linker{A.Major, A.Minor};
+  // What this nvJitLink reads: up to its own toolkit's code version when
+  // the table has it, else less than that of the next newer toolkit the
+  // table has. An nvJitLink newer than the table is not checked.
+  std::string Reads;
+  bool Refused = false;
+  for (const LtoIrVersion &V : LtoIrVersions) {
+    if (V.toolkit() == Linker) {
+      Refused = Code > V.code();
+      Reads = formatv("reads up to {0}.{1}", V.CodeMajor, V.CodeMinor);
+      break;
+    }
+    if (V.toolkit() > Linker) {
+      Refused = Code >= V.code();
+      Reads = formatv("reads only LTO-IR older than CUDA {0}.{1}'s ({2}.{3})",
+                      V.ToolkitMajor, V.ToolkitMinor, V.CodeMajor, V.CodeMinor);
+      break;
+    }
+  }
+  if (!Refused)
+    return Error::success();
+  // Which nvcc wrote it: a toolkit of the table, or one newer than the
+  // newest there that writes older LTO-IR.
+  std::string From, Fix;
+  for (const LtoIrVersion &V : LtoIrVersions) {
+    if (V.code() == Code) {
+      From =
+          formatv("from CUDA {0}.{1}'s nvcc", V.ToolkitMajor, V.ToolkitMinor);
+      Fix = formatv("a CUDA {0}.{1} toolkit or newer", V.ToolkitMajor,
+                    V.ToolkitMinor);
+    } else if (V.code() < Code && Fix.empty()) {
+      From = formatv("from an nvcc newer than CUDA {0}.{1} (which writes "
+                     "{2}.{3})",
+                     V.ToolkitMajor, V.ToolkitMinor, V.CodeMajor, V.CodeMinor);
+    }
+  }
+  if (Fix.empty())
+    Fix = "a toolkit at least as new as the nvcc that compiled it";
+  return createStringError(
+      "%s: nvcc LTO-IR of code version %u.%u, %s; this nvJitLink is %u.%u "
+      "(%s) and %s: pass --cuda-path (or set CUDA_PATH) to %s",
+      Origin.str().c_str(), Major, Minor, From.c_str(), A.Major, A.Minor,
+      A.Path.c_str(), Reads.c_str(), Fix.c_str());
+}
+
 Expected<std::string> runNvJitLink(StringRef CudaPath, StringRef Arch,
                                    bool EmitPtx,
                                    ArrayRef<NvJitLinkInput> Inputs,

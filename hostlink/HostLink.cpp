@@ -846,7 +846,9 @@ static Expected<DeviceResult> deviceLinkForHost(Context &Ctx,
       lto::readInputs(Line.Inputs, lto::InputMode::HostLink);
   if (!Inputs)
     return Inputs.takeError();
-  if (Inputs->Images.empty()) {
+  // Bitcode, or relocatable device code alone (nvcc -dc objects, clang's
+  // cubins without -foffload-lto): either needs the device link.
+  if (Inputs->Images.empty() && Inputs->Objects.empty()) {
     Ctx.verbose("fatlink: no device code in the inputs; forwarding only");
     return DeviceResult();
   }
@@ -984,6 +986,9 @@ static void hostLink(Context &Ctx, LineParser &Parser, HostLinkLine &Line,
 
 static void hostLinkCommand(Context &Ctx, ArrayRef<const char *> Args,
                             StringSaver &Saver) {
+  // --help belongs to the host linker; fatlink's own is --fatlink-help.
+  if (is_contained(Args, StringRef("--fatlink-help")))
+    return printSettingsHelp(Ctx.Out, "fatlink cc");
   LineParser Parser(Saver);
   Expected<HostLinkLine> Line = Parser.parse(Args);
   if (!Line)

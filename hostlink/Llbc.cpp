@@ -117,6 +117,8 @@ static Expected<DeviceLinkConfig> llbcConfig(const opt::InputArgList &Args,
 
 static void llbc(Context &Ctx, ArrayRef<const char *> Args,
                  StringSaver &Saver) {
+  if (is_contained(Args, StringRef("--fatlink-help")))
+    return printSettingsHelp(Ctx.Out, "fatlink llbc");
   // fatlink's own settings travel among rustc's arguments.
   SmallVector<const char *, 64> Argv(Args.begin(), Args.end());
   if (Error E = expandResponseFiles(Argv, Saver))

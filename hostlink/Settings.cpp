@@ -10,6 +10,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 using namespace llvm;
@@ -21,16 +22,39 @@ namespace {
 struct KeyInfo {
   const char *Key;
   bool IsFlag;
+  const char *Default; ///< for --fatlink-help
+  const char *Help;
 };
 
-/// Every key; flags take no value on the command line.
+/// Every key; flags take no value on the command line. docs/cargo.md has the
+/// same table.
 constexpr KeyInfo Keys[] = {
-    {"arch", false},      {"opt", false},        {"ptx-version", false},
-    {"compress", false},  {"jobs", false},       {"cuda-path", false},
-    {"ptxas", false},     {"linker", false},     {"verbose", true},
-    {"dry-run", true},    {"save-temps", true},  {"time-trace", false},
-    {"config", false},    {"host-arch", false},  {"cache-dir", false},
-    {"partitions", false}, {"ptx-per-arch", true}, {"cache-policy", false},
+    {"arch", false, "all-major",
+     "targets, as device-link --arch: sm_XX, compute_XX, all-major, all"},
+    {"opt", false, "3", "device optimization level 0-3"},
+    {"ptx-version", false, "per arch", "PTX ISA for every target (X.Y)"},
+    {"compress", false, "zstd", "fatbin compression: none, zstd, zstd-N"},
+    {"min-driver", false, "R550",
+     "oldest NVIDIA driver to load on; before R550: no compression"},
+    {"jobs", false, "all cores", "targets and partitions compiled at once"},
+    {"cuda-path", false, "$CUDA_PATH or /usr/local/cuda", "CUDA toolkit"},
+    {"ptxas", false, "<cuda-path>/bin/ptxas", "ptxas"},
+    {"linker", false, "cc", "the host linker: clang, ld.lld, a path"},
+    {"verbose", true, "off", "print each device input, target and command"},
+    {"dry-run", true, "off", "print the plan; run nothing"},
+    {"save-temps", true, "off",
+     "keep the device object, PTX and cubins (beside the output, or =DIR)"},
+    {"time-trace", false, "none", "write a Chrome trace of the link to FILE"},
+    {"config", false, "none",
+     "a file of key = value lines (argument or environment only)"},
+    {"host-arch", false, "this machine", "host object arch: x86_64, aarch64"},
+    {"cache-dir", false, "$XDG_CACHE_HOME/fatlink/device-links",
+     "where finished device links are reused; off disables"},
+    {"partitions", false, "0 (one per 8 kernels)",
+     "code generation partitions; 1: no split"},
+    {"ptx-per-arch", true, "off", "generate each arch's PTX on its own"},
+    {"cache-policy", false, "prune_interval=20m:prune_after=168h:cache_size_bytes=2g",
+     "the cache's limits, as lld's --thinlto-cache-policy"},
 };
 
 const KeyInfo *findKey(StringRef Key) {
@@ -201,8 +225,14 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
                              "version such as 7.8)",
                              Source("ptx-version").c_str(), V->str().c_str()));
   }
-  if (std::optional<StringRef> V = S.get("compress")) {
-    Expected<packager::FatbinOptions> F = parseCompression(Source("compress"), *V);
+  {
+    auto Named = [&](StringRef Key) -> std::optional<NamedValue> {
+      if (std::optional<StringRef> V = S.get(Key))
+        return NamedValue{Source(Key), V->str()};
+      return std::nullopt;
+    };
+    Expected<packager::FatbinOptions> F =
+        chooseCompression(Named("compress"), Named("min-driver"));
     if (F)
       C.Fatbin = *F;
     else
@@ -224,6 +254,21 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
   if (Errors)
     return std::move(Errors);
   return C;
+}
+
+void printSettingsHelp(raw_ostream &OS, StringRef Tool) {
+  OS << "OVERVIEW: " << Tool
+     << ": fatlink's settings; every other argument goes to the host "
+        "linker\n\n"
+        "Each key is set, in order of precedence, by --fatlink-<key>[=<value>],\n"
+        "by the environment variable FATLINK_<KEY>, or by a `key = value` line\n"
+        "of the file --fatlink-config= or FATLINK_CONFIG names.\n\nSETTINGS:\n";
+  for (const KeyInfo &K : Keys) {
+    std::string Arg = std::string("--fatlink-") + K.Key + (K.IsFlag ? "" : "=");
+    OS << "  " << left_justify(Arg, 24) << left_justify(envName(K.Key), 22)
+       << K.Help << " (default: " << K.Default << ")\n";
+  }
+  OS << "\n--fatlink-help prints this; --help is the host linker's.\n";
 }
 
 } // namespace fatlink

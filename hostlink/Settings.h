@@ -11,7 +11,7 @@
 //      or FATLINK_CONFIG.
 //
 // Keys: arch, opt, ptx-version, compress, jobs, cuda-path, ptxas, linker,
-// verbose, dry-run, save-temps, time-trace, config, host-arch, cache-dir,
+// verbose, dry-run, save-temps, time-trace, config, host-arch, cache-dir, min-driver,
 // cache-policy
 // (a directory, or "off"; default $XDG_CACHE_HOME/fatlink), partitions,
 // ptx-per-arch.
@@ -27,6 +27,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <functional>
 #include <optional>
@@ -42,6 +43,10 @@ struct Settings {
   std::optional<llvm::StringRef> get(llvm::StringRef Key) const;
   bool flag(llvm::StringRef Key) const;
 };
+
+/// `--fatlink-help`: every setting, its argument, environment variable,
+/// default and meaning. \p Tool is "fatlink cc" or "fatlink llbc".
+void printSettingsHelp(llvm::raw_ostream &OS, llvm::StringRef Tool);
 
 /// Whether Arg is one of fatlink's own (`--fatlink-...`).
 bool isFatlinkArg(llvm::StringRef Arg);

@@ -127,6 +127,24 @@ llvm::Error runDeviceLink(Context &Ctx, const DeviceLinkConfig &C,
 llvm::Expected<packager::FatbinOptions>
 parseCompression(llvm::StringRef Name, llvm::StringRef Value);
 
+/// The oldest NVIDIA driver that reads zstd-compressed fatbin entries.
+constexpr unsigned MinZstdDriver = 550;
+
+/// An option or setting as given: its name (for messages) and value.
+struct NamedValue {
+  std::string Name;
+  std::string Value;
+};
+
+/// The fatbin options for --compress and --min-driver (either may be
+/// absent): the best compression the oldest driver named reads. zstd
+/// (the default) needs R550; before that, entries are stored uncompressed
+/// (fatlink writes no LZ4). A compression the driver cannot read is an
+/// error naming both.
+llvm::Expected<packager::FatbinOptions>
+chooseCompression(const std::optional<NamedValue> &Compress,
+                  const std::optional<NamedValue> &MinDriver);
+
 /// The host triple for an arch name ("aarch64"), or this machine's for "".
 std::string hostTriple(llvm::StringRef Arch);
 

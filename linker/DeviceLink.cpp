@@ -94,6 +94,62 @@ Expected<packager::FatbinOptions> parseCompression(StringRef Name,
   return F;
 }
 
+/// "535", "R535", "550.54.15" -> 535, 550; none for anything else.
+static std::optional<unsigned> parseDriverVersion(StringRef V) {
+  V.consume_front("R") || V.consume_front("r");
+  unsigned Major = 0;
+  if (V.consumeInteger(10, Major) || Major < 100 || Major > 9999)
+    return std::nullopt;
+  // Minor and patch fields: digits separated by dots.
+  if (!V.empty() && (V.front() != '.' ||
+                     V.drop_front().find_first_not_of("0123456789.") !=
+                         StringRef::npos))
+    return std::nullopt;
+  return Major;
+}
+
+Expected<packager::FatbinOptions>
+chooseCompression(const std::optional<NamedValue> &Compress,
+                  const std::optional<NamedValue> &MinDriver) {
+  std::optional<unsigned> Driver;
+  if (MinDriver) {
+    Driver = parseDriverVersion(MinDriver->Value);
+    if (!Driver)
+      return createStringError(
+          inconvertibleErrorCode(),
+          "invalid value for %s: '%s' (expected an NVIDIA driver version "
+          "such as 535 or 550.54.15, the oldest the program must load on; "
+          "not a CUDA version)",
+          MinDriver->Name.c_str(), MinDriver->Value.c_str());
+  }
+  bool OldDriver = Driver && *Driver < MinZstdDriver;
+  if (!Compress) {
+    packager::FatbinOptions F;
+    if (OldDriver)
+      F.Compress = packager::Compression::None;
+    return F;
+  }
+  Expected<packager::FatbinOptions> F =
+      parseCompression(Compress->Name, Compress->Value);
+  // "--compress=zstd" on the command line; a setting's source already says
+  // where it came from ("--fatlink-compress=zstd", "FATLINK_COMPRESS").
+  auto Where = [](const NamedValue &N) {
+    StringRef Name = N.Name;
+    return Name.starts_with("--") && !Name.contains('=')
+               ? N.Name + "=" + N.Value
+               : N.Name;
+  };
+  if (F && OldDriver && F->Compress == packager::Compression::Zstd)
+    return createStringError(
+        inconvertibleErrorCode(),
+        "%s needs an R%u or newer driver, but %s names R%u: drivers before "
+        "R%u read only uncompressed entries from fatlink (drop one of the "
+        "two, or ask for none)",
+        Where(*Compress).c_str(), MinZstdDriver, Where(*MinDriver).c_str(),
+        *Driver, MinZstdDriver);
+  return F;
+}
+
 std::string hostTriple(StringRef Arch) {
   if (Arch.empty())
     return sys::getDefaultTargetTriple();
@@ -183,7 +239,8 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
   if (!C.ListTargets) {
     if (C.Output.empty())
       Fail(createStringError(inconvertibleErrorCode(),
-                             "no output: pass -o <file.cubin|file.ptx|dir>"));
+                             "no output: pass -o <file.o|file.fatbin|file.cubin|"
+                             "file.ptx|file.bc|dir>"));
     StringRef Ext = sys::path::extension(C.Output);
     if (Ext == ".cubin" || Ext == ".ptx")
       C.OutKind = OutputKind::File;
@@ -203,9 +260,15 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
       Fail(std::move(E));
   }
 
-  if (const opt::Arg *A = Args.getLastArg(OPT_compress_EQ)) {
+  {
+    auto Named = [&](unsigned Id, StringRef Name) -> std::optional<NamedValue> {
+      if (const opt::Arg *A = Args.getLastArg(Id))
+        return NamedValue{Name.str(), A->getValue()};
+      return std::nullopt;
+    };
     Expected<packager::FatbinOptions> F =
-        parseCompression("--compress", A->getValue());
+        chooseCompression(Named(OPT_compress_EQ, "--compress"),
+                          Named(OPT_min_driver_EQ, "--min-driver"));
     if (F)
       C.Fatbin = *F;
     else
@@ -296,6 +359,10 @@ static void printTargets(Context &Ctx, const ToolFacts &Facts) {
     Ctx.Out << left_justify(T.Name, 15) << " "
             << left_justify(T.IsPTX ? "ptx" : "cubin", 7) << " "
             << T.ptxVersionString() << "\n";
+  for (StringRef Preset : {"all-major", "all"})
+    if (std::optional<std::vector<std::string>> Names =
+            expandPreset(Preset, Facts))
+      Ctx.Out << "# --arch=" << Preset << ": " << join(*Names, ",") << "\n";
 }
 
 /// Relocatable device code is machine code for one arch: every target
@@ -839,9 +906,18 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
 }
 
 /// The symbols of each nvcc LTO-IR unit, which only nvJitLink can read:
-/// from the PTX it makes of the unit alone, for the unit's arch.
+/// from the PTX it makes of the unit alone, for the unit's arch. First,
+/// every LTO-IR newer than this nvJitLink reads is reported, all at once.
 static Error readLtoIrSymbols(Context &Ctx, const Config &C,
                               lto::InputSet &Inputs) {
+  Error Newer = Error::success();
+  for (const lto::DeviceObject &O : Inputs.Objects)
+    if (O.IsLTOIR)
+      if (Error E = codegen::checkLtoIrVersion(
+              C.Paths.CudaPath, O.LtoIrMajor, O.LtoIrMinor, O.Origin))
+        Newer = joinErrors(std::move(Newer), std::move(E));
+  if (Newer)
+    return Newer;
   std::map<unsigned, const lto::DeviceObject *> Done; // by unit
   for (lto::DeviceObject &O : Inputs.Objects) {
     if (!O.IsLTOIR)

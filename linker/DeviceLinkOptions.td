@@ -59,7 +59,12 @@ def emit_ptx : F<"emit-ptx",
   Group<grp_output>;
 defm compress : JS<"compress", "<none|zstd|zstd-N>",
   "Compression of fatbin entries (default zstd at level 19: the smallest "
-  "output; zstd entries need an R550 or newer driver)">, Group<grp_output>;
+  "output; zstd entries need an R550 or newer driver; see --min-driver)">,
+  Group<grp_output>;
+defm min_driver : JS<"min-driver", "<version>",
+  "The oldest NVIDIA driver the output must load on (535, 550.54.15): "
+  "picks the best compression it reads (R550 and newer: zstd, the "
+  "default; older: none)">, Group<grp_output>;
 defm host_arch : JS<"host-arch", "<x86_64|aarch64>",
   "Host architecture of a .o output (default: this machine's)">,
   Group<grp_output>;

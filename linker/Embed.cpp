@@ -12,6 +12,8 @@
 //   read inputs     -> every device image with its origin, checked to be
 //                      nvptx64 bitcode fatlink can read (lto::readInputs)
 //   choose the arch -> --arch, else the newest "target-cpu" in the bitcode
+//   regular LTO     -> ThinLTO modules (rustc's) rewritten without their
+//                      summary
 //   write object    -> one OffloadBinary per image, in input order
 //
 // The arch an OffloadBinary records is the GPU its code may run on from:
@@ -21,6 +23,16 @@
 // arch CUDA 13's ptxas builds (rustc's nvptx default, sm_30, cannot be
 // built by any current toolkit). Images that already come with an arch (from
 // an OffloadBinary in an input object) keep it.
+//
+// rustc writes ThinLTO summaries into its bitcode. clang-linker-wrapper's
+// device link (clang-nvlink-wrapper) gives every ThinLTO module a backend
+// task of its own, on a thread pool whose output callback is not
+// thread-safe: under load two tasks were handed the same assembly file, and
+// nvlink then failed with "Multiple definition of 'vec_add'" (seen in CI,
+// 1 run in 4). clang embeds regular-LTO modules for -foffload-lto, so embed
+// does too: a module with a ThinLTO summary is read and written back without
+// it (use-list order kept, so fatlink's own link of it is unchanged). One
+// LTO task then compiles everything, as for clang's own objects.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +44,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Option/Arg.h"
@@ -205,6 +218,47 @@ static Expected<std::string> chooseArch(Context &Ctx, const Config &C,
   return Newest;
 }
 
+/// \p Bitcode as a regular-LTO module: the same bytes if no module in it
+/// has a ThinLTO summary, else each module read and written back without
+/// its summary (see the file comment).
+static Expected<std::string> asRegularLTO(MemoryBufferRef Bitcode,
+                                          StringRef Origin) {
+  auto Corrupt = [&](Error E) {
+    return createStringError(inconvertibleErrorCode(),
+                             "%s: corrupt bitcode: %s", Origin.str().c_str(),
+                             toString(std::move(E)).c_str());
+  };
+  Expected<std::vector<BitcodeModule>> Mods = getBitcodeModuleList(Bitcode);
+  if (!Mods)
+    return Corrupt(Mods.takeError());
+  bool AnyThin = false;
+  for (BitcodeModule &BM : *Mods) {
+    Expected<BitcodeLTOInfo> Info = BM.getLTOInfo();
+    if (!Info)
+      return Corrupt(Info.takeError());
+    AnyThin |= Info->IsThinLTO;
+  }
+  if (!AnyThin)
+    return Bitcode.getBuffer().str();
+
+  SmallVector<char, 0> Out;
+  BitcodeWriter Writer(Out);
+  LLVMContext LLVMCtx;
+  std::vector<std::unique_ptr<Module>> Keep;
+  for (BitcodeModule &BM : *Mods) {
+    Expected<std::unique_ptr<Module>> M = BM.parseModule(LLVMCtx);
+    if (!M)
+      return Corrupt(M.takeError());
+    Writer.writeModule(**M, /*ShouldPreserveUseListOrder=*/true);
+    Keep.push_back(std::move(*M));
+  }
+  // The symbol table (irsymtab) is what LTO reads symbols from; the string
+  // table refers to the modules' names, so both come before they go.
+  Writer.writeSymtab();
+  Writer.writeStrtab();
+  return std::string(Out.begin(), Out.end());
+}
+
 static Error writeOutput(const Config &C, StringRef Data) {
   TimeTraceScope Scope("Write output");
   if (sys::fs::is_directory(C.Output))
@@ -245,8 +299,14 @@ static Error embed(Context &Ctx, const Config &C) {
   for (const lto::DeviceImage &Image : Inputs->Images) {
     packager::OffloadImage I;
     I.Arch = Image.Arch.empty() ? *Arch : Image.Arch;
-    I.Bitcode = Image.Bitcode.getBuffer().str();
-    Ctx.verbose("embed " + Image.Origin + " [" + I.Arch + "]");
+    Expected<std::string> Bitcode = asRegularLTO(Image.Bitcode, Image.Origin);
+    if (!Bitcode)
+      return Bitcode.takeError();
+    bool Rewritten = Bitcode->size() != Image.Bitcode.getBufferSize() ||
+                     *Bitcode != Image.Bitcode.getBuffer();
+    I.Bitcode = std::move(*Bitcode);
+    Ctx.verbose("embed " + Image.Origin + " [" + I.Arch + "]" +
+                (Rewritten ? " (ThinLTO summary dropped)" : ""));
     Images.push_back(std::move(I));
   }
   Expected<std::string> Object = packager::writeOffloadObject(Images, C.Host);

@@ -66,6 +66,7 @@ struct Config {
   std::vector<std::string> Inputs;
   std::string ExtractDir; // empty: no extraction
   bool Json = false;
+  bool Kernels = false; // --kernels: the kernel table instead of the entries
 };
 
 /// One image found, with what the report shows about it.
@@ -76,8 +77,12 @@ struct Entry {
   std::string Version;     ///< "8.0" for PTX ISA 8.0; "" when none
   std::string Compression; ///< "none", "zstd", "lz4", "zstd,obfuscated"
   std::string Module;      ///< nvcc module id, "whole-program", or ""
+  std::string Arch;        ///< "sm_90" for code, "compute_90" for PTX
   StringRef Bytes;         ///< the image as extracted (into Image.Data)
   std::string Name;        ///< the file name --extract writes
+  /// The kernels of a cubin or PTX entry, sorted by name; none for other
+  /// kinds and for cubins LLVM cannot read as ELF.
+  std::optional<std::vector<packager::KernelInfo>> Kernels;
 };
 
 } // namespace
@@ -89,6 +94,7 @@ static Expected<Config> parseConfig(Context &Ctx,
     C.Inputs.push_back(A->getValue());
   C.ExtractDir = Args.getLastArgValue(OPT_extract_EQ).str();
   C.Json = Args.hasArg(OPT_json);
+  C.Kernels = Args.hasArg(OPT_kernels);
   Ctx.Verbose = Args.hasArg(OPT_verbose);
   if (C.Inputs.empty())
     return createStringError(inconvertibleErrorCode(), "no input files");
@@ -151,10 +157,22 @@ static void describe(Entry &E) {
                  .Default(I.Kind);
     E.Compression = "none";
   }
-  if (E.Kind == "ptx")
+  // PTX is for a virtual arch: compute_90 (cuobjdump says sm_90, and its
+  // file names, which --extract keeps, do too).
+  E.Arch = I.Arch;
+  if (E.Kind == "ptx" && StringRef(E.Arch).starts_with("sm_"))
+    E.Arch = "compute_" + E.Arch.substr(3);
+  if (E.Kind == "ptx") {
     E.Bytes = E.Bytes.rtrim('\0');
-  else if (E.Kind == "cubin" || E.Kind == "relocatable-cubin")
+    E.Kernels = packager::readPtxSymbols(E.Bytes).Kernels;
+  } else if (E.Kind == "cubin" || E.Kind == "relocatable-cubin") {
     E.Bytes = trimCubin(E.Bytes);
+    if (Expected<packager::ModuleSymbols> S =
+            packager::readCubinSymbols(E.Bytes))
+      E.Kernels = std::move(S->Kernels);
+    else
+      consumeError(S.takeError()); // listed all the same, without kernels
+  }
 }
 
 /// The extension an extracted image gets.
@@ -251,6 +269,29 @@ static Error extract(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
   return Error::success();
 }
 
+/// Prints \p Rows (the first is the header) as aligned columns; the columns
+/// in \p Numbers are right-aligned, the last is not padded.
+static void printRows(Context &Ctx, ArrayRef<std::vector<std::string>> Rows,
+                      ArrayRef<size_t> Numbers) {
+  std::vector<size_t> Width(Rows[0].size());
+  for (const auto &Row : Rows)
+    for (size_t Col = 0; Col != Row.size(); ++Col)
+      Width[Col] = std::max(Width[Col], Row[Col].size());
+  for (const auto &Row : Rows) {
+    std::string Line;
+    for (size_t Col = 0; Col != Row.size(); ++Col) {
+      bool Number = is_contained(Numbers, Col);
+      size_t Pad = Width[Col] - Row[Col].size();
+      if (Number)
+        Line.append(Pad, ' ');
+      Line += Row[Col];
+      if (Col + 1 != Row.size())
+        Line.append(Number ? 2 : Pad + 2, ' ');
+    }
+    Ctx.Out << Line << "\n";
+  }
+}
+
 static void printTable(Context &Ctx, ArrayRef<Entry> Entries) {
   // The module column only when some entry has one (nvcc objects, host
   // objects), so listings of fatbins and executables stay as narrow.
@@ -265,31 +306,38 @@ static void printTable(Context &Ctx, ArrayRef<Entry> Entries) {
   for (const Entry &E : Entries) {
     const packager::EmbeddedImage &I = E.Image;
     auto OrDash = [](StringRef S) { return S.empty() ? "-" : S.str(); };
-    Rows.push_back({I.Origin, OrDash(I.Section), E.Kind, OrDash(I.Arch),
+    Rows.push_back({I.Origin, OrDash(I.Section), E.Kind, OrDash(E.Arch),
                     OrDash(E.Version), std::to_string(I.StoredSize),
                     std::to_string(E.Bytes.size()), E.Compression});
     if (ShowModule)
       Rows.back().push_back(OrDash(E.Module));
     Rows.back().push_back(E.Name);
   }
-  std::vector<size_t> Width(Rows[0].size());
-  for (const auto &Row : Rows)
-    for (size_t Col = 0; Col != Row.size(); ++Col)
-      Width[Col] = std::max(Width[Col], Row[Col].size());
-  for (const auto &Row : Rows) {
-    std::string Line;
-    for (size_t Col = 0; Col != Row.size(); ++Col) {
-      // Sizes are right-aligned; the last column is not padded.
-      bool Number = Col == 5 || Col == 6;
-      size_t Pad = Width[Col] - Row[Col].size();
-      if (Number)
-        Line.append(Pad, ' ');
-      Line += Row[Col];
-      if (Col + 1 != Row.size())
-        Line.append(Number ? 2 : Pad + 2, ' ');
+  printRows(Ctx, Rows, {5, 6});
+}
+
+/// --kernels: one row per kernel of every cubin and PTX entry, with its
+/// parameter sizes in bytes ("-" where the entry does not say them).
+static void printKernelTable(Context &Ctx, ArrayRef<Entry> Entries) {
+  std::vector<std::vector<std::string>> Rows;
+  Rows.push_back({"name", "arch", "kernel", "params"});
+  for (const Entry &E : Entries) {
+    if (!E.Kernels)
+      continue;
+    for (const packager::KernelInfo &K : *E.Kernels) {
+      std::string Params = "-";
+      if (!K.ParamSizes.empty())
+        Params = join(map_range(K.ParamSizes,
+                                [](uint32_t N) { return std::to_string(N); }),
+                      ",");
+      Rows.push_back({E.Name, E.Arch, K.Name, Params});
     }
-    Ctx.Out << Line << "\n";
   }
+  if (Rows.size() == 1) {
+    Ctx.Out << "no kernels found\n";
+    return;
+  }
+  printRows(Ctx, Rows, {});
 }
 
 static void printJson(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
@@ -306,7 +354,7 @@ static void printJson(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
         J.attribute("container", IsFatbin ? "fatbin" : "offload-binary");
         J.attribute("offset", int64_t(I.Offset));
         J.attribute("kind", E.Kind);
-        J.attribute("arch", I.Arch);
+        J.attribute("arch", E.Arch);
         if (!IsFatbin)
           J.attribute("triple", I.Triple);
         J.attribute("version", E.Version.empty() ? json::Value(nullptr)
@@ -323,6 +371,19 @@ static void printJson(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
           J.attribute("whole_program", I.WholeProgram);
         }
         J.attribute("name", E.Name);
+        if (E.Kernels)
+          J.attributeArray("kernels", [&] {
+            for (const packager::KernelInfo &K : *E.Kernels)
+              J.object([&] {
+                J.attribute("name", K.Name);
+                J.attributeArray("param_sizes", [&] {
+                  for (uint32_t Size : K.ParamSizes)
+                    J.value(int64_t(Size));
+                });
+              });
+          });
+        else
+          J.attribute("kernels", nullptr);
         if (!C.ExtractDir.empty()) {
           SmallString<256> Path(C.ExtractDir);
           sys::path::append(Path, E.Name);
@@ -351,6 +412,8 @@ static Error inspect(Context &Ctx, const Config &C) {
     printJson(Ctx, C, Entries);
   else if (Entries.empty())
     Ctx.Out << "no fatbin or OffloadBinary found\n";
+  else if (C.Kernels)
+    printKernelTable(Ctx, Entries);
   else
     printTable(Ctx, Entries);
   return Error::success();

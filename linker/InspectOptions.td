@@ -16,6 +16,10 @@ def grp_diag : OptionGroup<"diag">, HelpText<"DIAGNOSTICS">;
 
 def json : F<"json",
   "Print the entries as a JSON array instead of a table">, Group<grp_output>;
+def kernels : F<"kernels",
+  "Print the kernels of every cubin and PTX entry, with their parameter "
+  "sizes, instead of the entries (--json always has them)">,
+  Group<grp_output>;
 defm extract : JS<"extract", "<dir>",
   "Write every entry to <dir> (created if needed) under the name the table "
   "shows: <file>.<index>.<arch>.<cubin|ptx|bc|...>">, Group<grp_output>;

@@ -88,7 +88,7 @@ static Expected<lto::Target> makeTarget(const Spec &S, const ToolFacts &Facts,
     else
       Msg += ": LLVM " + std::to_string(Facts.LLVMMajor) +
              " knows sm_XX targets from " + supportedRange(Facts) +
-             " (fatlink --list-targets lists them)";
+             " (fatlink device-link --list-targets lists them)";
     return createStringError(Msg);
   }
   std::string PtxasName = S.Name;
@@ -97,7 +97,7 @@ static Expected<lto::Target> makeTarget(const Spec &S, const ToolFacts &Facts,
         "target " + S.Name + " is not supported by ptxas from CUDA " +
         Facts.PtxasRelease + " (it supports " + supportedRange(Facts) +
         "): use a CUDA toolkit that supports it (--cuda-path), or drop " +
-        S.Name + " (fatlink --list-targets lists what this machine can build)");
+        S.Name + " (fatlink device-link --list-targets lists what this machine can build)");
 
   lto::Target T;
   T.Name = S.Name;
@@ -139,8 +139,7 @@ std::vector<lto::Target> allTargets(const ToolFacts &Facts) {
   return Result;
 }
 
-/// Expands a preset to target names; none if Name is not a preset.
-static std::optional<std::vector<std::string>>
+std::optional<std::vector<std::string>>
 expandPreset(StringRef Name, const ToolFacts &Facts) {
   if (Name != "all" && Name != "all-major")
     return std::nullopt;

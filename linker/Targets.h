@@ -51,6 +51,11 @@ planTargets(llvm::ArrayRef<std::string> Lists, const ToolFacts &Facts,
 /// planning order, for --list-targets.
 std::vector<lto::Target> allTargets(const ToolFacts &Facts);
 
+/// The target names a preset ("all", "all-major") stands for on this
+/// machine; none if \p Name is not a preset.
+std::optional<std::vector<std::string>>
+expandPreset(llvm::StringRef Name, const ToolFacts &Facts);
+
 } // namespace fatlink
 
 #endif // FATLINK_LINKER_TARGETS_H

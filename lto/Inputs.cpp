@@ -44,10 +44,8 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
-#include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Object/OffloadBinary.h"
-#include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/TimeProfiler.h"
@@ -109,188 +107,6 @@ Error checkBitcode(MemoryBufferRef MB, StringRef Origin) {
 /// this name is a device library, any other is refused.
 static constexpr const char DeviceRuntimeName[] = "libcudadevrt.a";
 
-/// st_other bit of a cubin's entry functions (kernels).
-static constexpr uint8_t StoCudaEntry = 0x10;
-
-/// The parameter sizes of a cubin's kernel, from its `.nv.info.<kernel>`
-/// section: a list of attributes, each a u8 format, a u8 attribute and a
-/// u16 that is the value (formats 1 to 3) or the size of the value that
-/// follows (format 4, EIFMT_SVAL). EIATTR_KPARAM_INFO (0x17) describes one
-/// parameter in 12 bytes: u32 index, u16 ordinal, u16 offset, u32 whose
-/// bits 18 to 31 are its size (measured against nvcc 13.0's cubins and
-/// cuobjdump -elf). Empty when the section is absent or says nothing.
-static std::vector<unsigned> cubinParamSizes(StringRef Info) {
-  constexpr uint8_t FmtSized = 4, AttrKParamInfo = 0x17;
-  std::map<unsigned, unsigned> ByOrdinal;
-  for (size_t Pos = 0; Pos + 4 <= Info.size();) {
-    uint8_t Fmt = Info[Pos], Attr = Info[Pos + 1];
-    uint16_t Len = support::endian::read16le(Info.data() + Pos + 2);
-    Pos += 4;
-    if (Fmt != FmtSized)
-      continue;
-    if (Pos + Len > Info.size())
-      break;
-    if (Attr == AttrKParamInfo && Len >= 12) {
-      const char *P = Info.data() + Pos;
-      unsigned Ordinal = support::endian::read16le(P + 4);
-      ByOrdinal[Ordinal] = support::endian::read32le(P + 8) >> 18;
-    }
-    Pos += Len;
-  }
-  std::vector<unsigned> Sizes;
-  for (auto [Ordinal, Size] : ByOrdinal) {
-    if (Ordinal != Sizes.size())
-      return {}; // a gap: not what nvcc writes; say nothing rather than guess
-    Sizes.push_back(Size);
-  }
-  return Sizes;
-}
-
-/// The global symbols a relocatable cubin defines and references, and its
-/// kernels with their parameters (if \p Kernels is given).
-static Error readCubinSymbols(MemoryBufferRef MB,
-                              std::vector<std::string> &Defined,
-                              std::vector<std::string> &Undefined,
-                              std::vector<KernelInfo> *Kernels = nullptr,
-                              std::vector<std::string> *Weak = nullptr) {
-  Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
-      object::ObjectFile::createObjectFile(MB);
-  if (!ObjOrErr)
-    return createStringError("corrupt relocatable cubin: %s",
-                             toString(ObjOrErr.takeError()).c_str());
-  for (const object::SymbolRef &Sym : (*ObjOrErr)->symbols()) {
-    Expected<uint32_t> Flags = Sym.getFlags();
-    Expected<StringRef> Name = Sym.getName();
-    if (!Flags || !Name) {
-      if (!Flags)
-        consumeError(Flags.takeError());
-      if (!Name)
-        consumeError(Name.takeError());
-      return createStringError("corrupt symbol table");
-    }
-    if (!(*Flags & object::SymbolRef::SF_Global) || Name->empty())
-      continue;
-    bool IsUndefined = *Flags & object::SymbolRef::SF_Undefined;
-    (IsUndefined ? Undefined : Defined).push_back(Name->str());
-    if (Weak && !IsUndefined && (*Flags & object::SymbolRef::SF_Weak))
-      Weak->push_back(Name->str());
-    if (Kernels && !IsUndefined &&
-        (object::ELFSymbolRef(Sym).getOther() & StoCudaEntry))
-      Kernels->push_back({Name->str(), {}});
-  }
-  if (!Kernels)
-    return Error::success();
-  for (const object::SectionRef &Sec : (*ObjOrErr)->sections()) {
-    Expected<StringRef> Name = Sec.getName();
-    if (!Name) {
-      consumeError(Name.takeError());
-      continue;
-    }
-    if (!Name->consume_front(".nv.info."))
-      continue;
-    auto K =
-        find_if(*Kernels, [&](const KernelInfo &K) { return K.Name == *Name; });
-    Expected<StringRef> Contents = Sec.getContents();
-    if (K == Kernels->end() || !Contents) {
-      if (!Contents)
-        consumeError(Contents.takeError());
-      continue;
-    }
-    K->ParamSizes = cubinParamSizes(*Contents);
-  }
-  llvm::sort(*Kernels, [](const KernelInfo &A, const KernelInfo &B) {
-    return A.Name < B.Name;
-  });
-  return Error::success();
-}
-
-/// The size of a PTX parameter declaration's type: `.u64` 8, `.f32` 4,
-/// `.b8 name[24]` 24; 0 when it is not one.
-static unsigned ptxParamSize(StringRef Decl) {
-  unsigned Elem = 0;
-  for (auto [Suffix, Size] : {std::pair<StringRef, unsigned>{"8", 1},
-                              {"16", 2},
-                              {"32", 4},
-                              {"64", 8}})
-    for (StringRef Ty : {".u", ".s", ".b", ".f"})
-      if (Decl.contains((Ty + Suffix + " ").str()))
-        Elem = Size;
-  if (!Elem)
-    return 0;
-  size_t Open = Decl.find('[');
-  unsigned Count = 1;
-  if (Open != StringRef::npos &&
-      Decl.substr(Open + 1)
-          .take_until([](char C) { return C == ']'; })
-          .getAsInteger(10, Count))
-    return 0;
-  return Elem * Count;
-}
-
-/// The global symbols a PTX module defines and references, from its
-/// directives: `.visible .entry NAME(`, `.visible .func (...) NAME(`,
-/// `.visible .global/.const ... NAME` define; `.extern .func ... NAME(`
-/// and `.extern .global/.const ... NAME` reference. `.weak` counts as
-/// `.visible`. Only nvcc's PTX (one directive per line) is read this way.
-static void readPtxSymbols(StringRef Ptx, std::vector<std::string> &Defined,
-                           std::vector<std::string> &Undefined,
-                           std::vector<KernelInfo> &Kernels) {
-  SmallVector<StringRef, 0> Lines;
-  Ptx.split(Lines, '\n');
-  KernelInfo *InEntry = nullptr; // reading this kernel's parameter list
-  for (StringRef Line : Lines) {
-    Line = Line.trim();
-    if (InEntry) {
-      // `.param .u64 name,` one a line, up to `)`.
-      if (Line.consume_front(".param "))
-        InEntry->ParamSizes.push_back(ptxParamSize(Line));
-      if (Line.contains(')'))
-        InEntry = nullptr;
-      continue;
-    }
-    Line = Line.trim();
-    bool Extern = Line.consume_front(".extern ");
-    bool Visible = !Extern && (Line.consume_front(".visible ") ||
-                               Line.consume_front(".weak "));
-    if (!Extern && !Visible)
-      continue;
-    Line = Line.ltrim();
-    bool IsEntry = Line.starts_with(".entry ");
-    bool IsFunc = Line.starts_with(".func ");
-    bool IsVar = Line.starts_with(".global ") || Line.starts_with(".const ");
-    if (!IsEntry && !IsFunc && !IsVar)
-      continue;
-    StringRef Name;
-    if (IsEntry || IsFunc) {
-      // `.func (.param .b32 r) name(`: the name ends at the parameter list
-      // (or the line), after an optional return value list.
-      StringRef Rest = Line.drop_front(IsEntry ? 7 : 6).ltrim();
-      if (Rest.starts_with("("))
-        Rest = Rest.drop_front(Rest.find(')') + 1).ltrim();
-      Name = Rest.take_until(
-          [](char C) { return C == '(' || C == ' ' || C == ';' || C == '\r'; });
-    } else {
-      // `.global .align 4 .u32 name;`, `.global .align 8 .b8 name[16] = ...`
-      StringRef Decl = Line.take_until([](char C) {
-                             return C == ';' || C == '=' || C == '[';
-                           })
-                           .rtrim();
-      Name = Decl.substr(Decl.rfind(' ') + 1);
-    }
-    if (Name.empty())
-      continue;
-    (Extern ? Undefined : Defined).push_back(Name.str());
-    if (IsEntry && !Extern) {
-      Kernels.push_back({Name.str(), {}});
-      if (!Line.contains(')'))
-        InEntry = &Kernels.back();
-    }
-  }
-  llvm::sort(Kernels, [](const KernelInfo &A, const KernelInfo &B) {
-    return A.Name < B.Name;
-  });
-}
-
 static Expected<DeviceLibrary> readDeviceLibrary(MemoryBufferRef MB,
                                                  StringRef Path) {
   Expected<std::vector<packager::EmbeddedImage>> ImagesOrErr =
@@ -327,12 +143,13 @@ static Expected<DeviceLibrary> readDeviceLibrary(MemoryBufferRef MB,
     return std::make_tuple(SmOf(A), A) < std::make_tuple(SmOf(B), B);
   });
   // Every arch's cubin defines the same interface: read the first one's.
-  std::vector<std::string> Undefined;
-  if (Error E = readCubinSymbols(MemoryBufferRef(First->Data, First->Origin),
-                                 Lib.Defined, Undefined))
+  Expected<packager::ModuleSymbols> Syms =
+      packager::readCubinSymbols(First->Data);
+  if (!Syms)
     return createStringError("%s: its %s cubin: %s", Path.str().c_str(),
                              First->Arch.c_str(),
-                             toString(std::move(E)).c_str());
+                             toString(Syms.takeError()).c_str());
+  Lib.Defined = std::move(Syms->Defined);
   llvm::sort(Lib.Defined);
   Lib.Defined.erase(std::unique(Lib.Defined.begin(), Lib.Defined.end()),
                     Lib.Defined.end());
@@ -349,11 +166,16 @@ Expected<DeviceLibrary> readDeviceLibrary(StringRef Path) {
   return readDeviceLibrary((*MBOrErr)->getMemBufferRef(), Path);
 }
 
+/// Sets \p O's symbols and kernels to \p S's.
+static void setSymbols(DeviceObject &O, packager::ModuleSymbols S) {
+  O.Defined = std::move(S.Defined);
+  O.Undefined = std::move(S.Undefined);
+  O.Weak = std::move(S.Weak);
+  O.Kernels = std::move(S.Kernels);
+}
+
 void readPtxSymbols(StringRef Ptx, DeviceObject &O) {
-  O.Defined.clear();
-  O.Undefined.clear();
-  O.Kernels.clear();
-  readPtxSymbols(Ptx, O.Defined, O.Undefined, O.Kernels);
+  setSymbols(O, packager::readPtxSymbols(Ptx));
 }
 
 namespace {
@@ -415,12 +237,14 @@ void InputReader::addBitcode(MemoryBufferRef MB, std::string Origin,
 void InputReader::addObject(MemoryBufferRef MB, std::string Origin,
                             std::string Arch, size_t &Found) {
   DeviceObject Obj;
-  if (Error E = readCubinSymbols(MB, Obj.Defined, Obj.Undefined, &Obj.Kernels,
-                                 &Obj.Weak)) {
+  Expected<packager::ModuleSymbols> Syms =
+      packager::readCubinSymbols(MB.getBuffer());
+  if (!Syms) {
     Errors.add(createStringError("%s: %s", Origin.c_str(),
-                                 toString(std::move(E)).c_str()));
+                                 toString(Syms.takeError()).c_str()));
     return;
   }
+  setSymbols(Obj, std::move(*Syms));
   Obj.Container = Origin.substr(0, Origin.rfind("(.llvm.offloading"));
   Obj.Origin = std::move(Origin);
   Obj.Data = MB;
@@ -467,6 +291,8 @@ void InputReader::readNvccFatbin(MemoryBufferRef Object, StringRef Contents,
       Obj.Data = Object;
       Obj.Arch = std::move(Arch);
       Obj.IsLTOIR = true;
+      Obj.LtoIrMajor = E.Major;
+      Obj.LtoIrMinor = E.Minor;
       Obj.FromNvcc = true;
       Obj.Source = NextSource;
       Set.Objects.push_back(std::move(Obj));
@@ -492,13 +318,13 @@ void InputReader::readNvccFatbin(MemoryBufferRef Object, StringRef Contents,
     Obj.Source = NextSource;
     Set.addBuffer(std::move(Copy));
     if (IsPTX) {
-      readPtxSymbols(Obj.Data.getBuffer(), Obj.Defined, Obj.Undefined,
-                     Obj.Kernels);
-    } else if (Error Err =
-                   readCubinSymbols(Obj.Data, Obj.Defined, Obj.Undefined,
-                                    &Obj.Kernels, &Obj.Weak)) {
+      setSymbols(Obj, packager::readPtxSymbols(Obj.Data.getBuffer()));
+    } else if (Expected<packager::ModuleSymbols> Syms =
+                   packager::readCubinSymbols(Obj.Data.getBuffer())) {
+      setSymbols(Obj, std::move(*Syms));
+    } else {
       Errors.add(createStringError("%s: %s", EntryOrigin.c_str(),
-                                   toString(std::move(Err)).c_str()));
+                                   toString(Syms.takeError()).c_str()));
       continue;
     }
     Set.Objects.push_back(std::move(Obj));

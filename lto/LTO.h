@@ -26,6 +26,8 @@
 #ifndef FATLINK_LTO_LTO_H
 #define FATLINK_LTO_LTO_H
 
+#include "packager/Packager.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -113,12 +115,9 @@ struct DeviceImage {
   unsigned Source = 0;
 };
 
-/// A kernel that survived the link, as the runtime sees it.
-struct KernelInfo {
-  std::string Name;
-  /// Size in bytes of each parameter, in order (pointers are 8).
-  std::vector<unsigned> ParamSizes;
-};
+/// A kernel that survived the link, as the runtime sees it: its name and
+/// the size in bytes of each parameter, in order (pointers are 8).
+using KernelInfo = packager::KernelInfo;
 
 /// Relocatable device code that nvlink links after the LTO part is
 /// compiled: a relocatable cubin (clang `--offload-new-driver -fgpu-rdc`
@@ -143,6 +142,9 @@ struct DeviceObject {
   /// (readLtoIrSymbols): the device functions it defines but does not use
   /// itself are not among them.
   bool IsLTOIR = false;
+  /// LTO-IR only: the code version of its fatbin entry header (nvcc 13.0
+  /// writes 1.65), which bounds the nvJitLink that can read it.
+  unsigned LtoIrMajor = 0, LtoIrMinor = 0;
   bool FromNvcc = false; ///< nvcc -dc code (else clang's)
   /// The translation unit: the cubins of one unit (one per arch) share it,
   /// as DeviceImage::Source; every unit needs a cubin of each target's arch

@@ -167,6 +167,33 @@ struct KernelInfo {
   std::vector<uint32_t> ParamSizes; ///< bytes per parameter, in order
 };
 
+//===----------------------------------------------------------------------===//
+// Symbols of cubins and PTX (Symbols.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The global symbols a device code module defines and references, and its
+/// kernels, sorted by name, each with its parameter sizes where the module
+/// says them (empty otherwise).
+struct ModuleSymbols {
+  std::vector<std::string> Defined;
+  std::vector<std::string> Undefined;
+  std::vector<std::string> Weak; ///< defined weak (cubins only)
+  std::vector<KernelInfo> Kernels;
+};
+
+/// The symbols of a cubin (relocatable or not): ELF global symbols;
+/// kernels are those with STO_CUDA_ENTRY, their parameter sizes from
+/// `.nv.info.<kernel>` (EIATTR_KPARAM_INFO). A file LLVM cannot read as
+/// ELF is an error.
+llvm::Expected<ModuleSymbols> readCubinSymbols(llvm::StringRef Cubin);
+
+/// The symbols of a PTX module, from its directives, one a line as nvcc
+/// and LLVM write them: `.visible`/`.weak` `.entry NAME(`, `.func (...)
+/// NAME(`, `.global`/`.const ... NAME` define; `.extern` ones reference.
+/// `.entry` definitions are the kernels, their parameter sizes from the
+/// `.param` declarations (`.u64` 8, `.b8 name[24]` 24).
+ModuleSymbols readPtxSymbols(llvm::StringRef Ptx);
+
 /// Returns a relocatable ELF object for \p Arch that carries \p Fatbin in
 /// .nv_fatbin, a __fatBinC_Wrapper_t pointing to it in .nvFatBinSegment, and
 /// one fatlink_module descriptor (Descriptor.h) with the kernel table. Its

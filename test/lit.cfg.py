@@ -66,6 +66,11 @@ for prog in ["FileCheck", "not", "count", "split-file", "yaml2obj"]:
 fatlink = need(os.path.abspath(param_or("fatlink", os.path.join(root, "bazel-bin", "tools", "fatlink", "fatlink"))),
                "fatlink (bazel build //tools/fatlink, or --param fatlink=PATH)")
 testdata = need(os.path.join(root, "testdata"), "testdata/")
+# The shared device code, prebuilt (Bazel: //test:testdata_dev); else each
+# test builds it.
+prebuilt_testdata = lit_config.params.get("prebuilt_testdata", "")
+if prebuilt_testdata:
+    prebuilt_testdata = need(os.path.abspath(prebuilt_testdata), "prebuilt_testdata")
 clangxx = which("clang++-22", "clang++-22 (clang-22)")
 clang = which("clang-22", "clang-22")
 rustc = which("rustc", "rustc (rustup)")
@@ -100,7 +105,11 @@ config.substitutions += [
     # The device code every feature links: libsaxpy, libvecmath and
     # libminicore rlibs and softplus.cu (.bc for sm_75, .o for sm_75,sm_90),
     # built into DIR by test/Inputs/build-testdata.sh.
-    ("%build_testdata", "%s %s %s" % ("bash", os.path.join(config.test_source_root, "Inputs", "build-testdata.sh"), testdata)),
+    # Under Bazel, //test:testdata_dev built it once for every test
+    # (test/testdata.bzl) and each test copies it.
+    ("%build_testdata", "bash %s %s" % (
+        os.path.join(config.test_source_root, "Inputs", "build-testdata.sh"),
+        ("--copy " + prebuilt_testdata) if prebuilt_testdata else testdata)),
     ("%rlibs", "%t.dev/libsaxpy.rlib %t.dev/libvecmath.rlib %t.dev/libminicore.rlib"),
     # CUDA C++ to device bitcode: %clang_cuda_bc --offload-arch=sm_75 a.cu -o a.bc
     ("%clang_cuda_bc", "%s %s --cuda-device-only -fgpu-rdc -O3 -emit-llvm -c" % (clangxx, cuda_flags)),

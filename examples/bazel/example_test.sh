@@ -19,7 +19,7 @@ check() {
 # The program and the fatbin output group carry the same five targets.
 "$FATLINK" inspect "$APP" > "$WORK/app.txt"
 "$FATLINK" inspect "$FATBIN" > "$WORK/fatbin.txt"
-for t in "cubin  sm_80 " "cubin  sm_90 " "cubin  sm_100 " "cubin  sm_120 " "ptx    sm_120 "; do
+for t in "cubin  sm_80 " "cubin  sm_90 " "cubin  sm_100 " "cubin  sm_120 " "ptx    compute_120 "; do
   check "program has $t" grep -q " $t" "$WORK/app.txt"
   check "fatbin has $t" grep -q " $t" "$WORK/fatbin.txt"
 done

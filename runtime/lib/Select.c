@@ -289,7 +289,8 @@ fatlink_rt_status fatlink_rt_select_image(const fatlink_rt_image *Images,
     flrt_str_addf(&S, ": update the NVIDIA driver");
     if (NeedsCompressNone)
       flrt_str_addf(&S, ", or relink with `fatlink device-link "
-                        "--compress=none`");
+                        "--min-driver=<the oldest driver to serve>` (or "
+                        "--compress=none; fatlink cc: FATLINK_MIN_DRIVER)");
     if (NeedsPtxVersion && Newest)
       flrt_str_addf(&S,
                     ", or relink with `fatlink device-link --ptx-version=%u.%u` "

@@ -3,15 +3,28 @@
 # link into DIR, with the real rustc and clang-22: the Rust crates
 # minicore, vecmath and saxpy (rlibs), and softplus.cu as sm_75 bitcode
 # (softplus.bc) and as a host object carrying sm_75 and sm_90 bitcode
-# (softplus.o). The lit substitution %build_testdata runs it.
+# (softplus.o). The lit substitution %build_testdata runs it, or, under
+# Bazel, copies what //test:testdata_dev built with it (test/testdata.bzl).
+# FATLINK_RUSTC and FATLINK_CLANG name the compilers (default: rustc and
+# clang++-22 in PATH), as for the GPU rules.
 set -euo pipefail
+if [ "$1" = --copy ]; then
+  # build-testdata.sh --copy PREBUILT DIR: a writable copy of a build's output.
+  rm -rf "$3"
+  mkdir -p "$3"
+  cp "$2"/* "$3"/
+  chmod -R u+w "$3"
+  exit 0
+fi
 TESTDATA="$1" DIR="$2"
 CUDA="${CUDA_PATH:-/usr/local/cuda}"
+RUSTC="${FATLINK_RUSTC:-rustc}"
+CLANGXX="${FATLINK_CLANG:-clang++-22}"
 rm -rf "$DIR"
 mkdir -p "$DIR"
 rust_crate() {
   local name="$1"; shift
-  RUSTC_BOOTSTRAP=1 rustc --target nvptx64-nvidia-cuda --edition 2021 -O \
+  RUSTC_BOOTSTRAP=1 "$RUSTC" --target nvptx64-nvidia-cuda --edition 2021 -O \
     --crate-type rlib --crate-name "$name" "$TESTDATA/rust/$name.rs" \
     -L "$DIR" -o "$DIR/lib$name.rlib" "$@"
 }
@@ -19,7 +32,7 @@ rust_crate minicore
 rust_crate vecmath --extern minicore="$DIR/libminicore.rlib"
 rust_crate saxpy --extern minicore="$DIR/libminicore.rlib" --extern vecmath="$DIR/libvecmath.rlib"
 CUDA_FLAGS=(-x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version -fgpu-rdc -O3)
-clang++-22 "${CUDA_FLAGS[@]}" --cuda-device-only --offload-arch=sm_75 -emit-llvm -c \
+"$CLANGXX" "${CUDA_FLAGS[@]}" --cuda-device-only --offload-arch=sm_75 -emit-llvm -c \
   "$TESTDATA/cuda/softplus.cu" -o "$DIR/softplus.bc"
-clang++-22 "${CUDA_FLAGS[@]}" --offload-new-driver -foffload-lto --offload-arch=sm_75,sm_90 -c \
+"$CLANGXX" "${CUDA_FLAGS[@]}" --offload-new-driver -foffload-lto --offload-arch=sm_75,sm_90 -c \
   "$TESTDATA/cuda/softplus.cu" -o "$DIR/softplus.o"

@@ -77,7 +77,7 @@ FATLINK=bazel-bin/tools/fatlink/fatlink
 build base
 hashes > "$WORK/base.sha" || { echo "FAIL: an output is missing"; exit 1; }
 check "baseline: fatbin has sm_75, sm_90 and compute_90" bash -c \
-  "$FATLINK inspect bazel-bin/$PKG/kernels.fatbin | awk 'NR>1{print \$3,\$4}' | tr '\n' ' ' | grep -qx 'cubin sm_75 cubin sm_90 ptx sm_90 '"
+  "$FATLINK inspect bazel-bin/$PKG/kernels.fatbin | awk 'NR>1{print \$3,\$4}' | tr '\n' ' ' | grep -qx 'cubin sm_75 cubin sm_90 ptx compute_90 '"
 
 # 1. Edit the vecmath crate (its source goes through a genrule).
 build edit --define=fatlink_rules_test=edited
@@ -112,7 +112,7 @@ GpuDeviceLink: Device-linking //tests/bazel:kernels for sm_80,compute_80
 GpuPackage: Packaging tests/bazel/kernels.fatbin
 GpuPackage: Packaging tests/bazel/kernels.o"
 check "--//rules:archs=sm_80,compute_80: the program carries exactly sm_80 and compute_80" bash -c \
-  "$FATLINK inspect bazel-bin/$PKG/app | awk 'NR>1{print \$3,\$4}' | tr '\n' ' ' | grep -qx 'cubin sm_80 ptx sm_80 '"
+  "$FATLINK inspect bazel-bin/$PKG/app | awk 'NR>1{print \$3,\$4}' | tr '\n' ' ' | grep -qx 'cubin sm_80 ptx compute_80 '"
 
 # 4. From scratch in another working directory: delete every output and
 # build without the sandbox (actions run in the execroot, not in

@@ -30,6 +30,9 @@
 #              device global nv_calls (docs/nvcc-host.md)
 #   nvcc_clang_app  nv_host.cu from nvcc with nv_math.cu from clang, whose
 #              kernel the fatlink runtime registers: one handle, shared
+#   cargo_nvcc_app  examples/cargo-nvcc: a Rust kernel calling nvcc's device
+#              function and nvcc's kernel calling Rust's, cubins sm_75..sm_120
+#              (fatlink-build's nvcc mode, fatlink-cc)
 #   corpus_app the corpus (testdata/cuda/corpus, docs/corpus.md), every TU
 #              and the Rust crate corpus_rs in one device link for sm_75..
 #              sm_120 + compute_120: dynamic shared memory across TUs, warp
@@ -49,8 +52,8 @@ build() {
   cd "$ROOT"
   export PATH="$HOME/.cargo/bin:$PATH"
   local CUDA="${CUDA_PATH:-/usr/local/cuda}" CLANG=clang++-22
-  bazel build //tools/fatlink //runtime:fatlink_rt >/dev/null 2>&1 ||
-    bazel build //tools/fatlink //runtime:fatlink_rt
+  bazel build //tools/fatlink:all //runtime:fatlink_rt >/dev/null 2>&1 ||
+    bazel build //tools/fatlink:all //runtime:fatlink_rt
   local FATLINK="$ROOT/bazel-bin/tools/fatlink/fatlink" LIB="$ROOT/bazel-bin/runtime/libfatlink_rt.a"
   local T="$ROOT/testdata" W="$OUT/work"
   rm -rf "$W" && mkdir -p "$W"
@@ -132,6 +135,9 @@ build() {
   echo "== the cargo example (examples/cargo, fatlink-cc)"
   (cd "$ROOT/examples/cargo" && CARGO_TARGET_DIR="$W/cargo-target" cargo build --release --offline -q)
   cp "$W/cargo-target/release/app" "$OUT/cargo_app"
+  echo "== the cargo + nvcc example (examples/cargo-nvcc, fatlink-cc)"
+  (cd "$ROOT/examples/cargo-nvcc" && CARGO_TARGET_DIR="$W/cargo-nvcc-target" cargo build --release --offline -q)
+  cp "$W/cargo-nvcc-target/release/app" "$OUT/cargo_nvcc_app"
   echo "== built into $OUT ($(du -sh "$OUT" | cut -f1)); run: tests/gpu/run.sh run $OUT"
   set +e
 }
@@ -142,7 +148,7 @@ fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
 
 run() {
   cd "$OUT" || exit 1
-  for f in app_full app_parts app_ptx app_sm75 app_sm120 app_cdp nvcc_app nvcc_clang_app rust_host cargo_app corpus_app; do
+  for f in app_full app_parts app_ptx app_sm75 app_sm120 app_cdp nvcc_app nvcc_clang_app rust_host cargo_app cargo_nvcc_app corpus_app; do
     [ -x "$f" ] || { echo "FAIL: $OUT/$f missing: run 'tests/gpu/run.sh build' first"; exit 1; }
   done
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader || true
@@ -230,6 +236,12 @@ run() {
   cat cargo.txt
   [ $rc -eq 0 ] && grep -q '^ran gelu_affine and axpy on 4096 values' cargo.txt &&
     pass "cargo_app: gelu_affine and axpy match the host" || fail "cargo_app (exit $rc)"
+
+  echo "== cargo_nvcc_app: the cargo + nvcc example (Rust and nvcc kernels calling each other)"
+  timeout 60 ./cargo_nvcc_app >cargo_nvcc.txt 2>&1; rc=$?
+  cat cargo_nvcc.txt
+  [ $rc -eq 0 ] && grep -q '^ran rust_affine and nv_cube_all on 4096 values' cargo_nvcc.txt &&
+    pass "cargo_nvcc_app: rust_affine and nv_cube_all match the host" || fail "cargo_nvcc_app (exit $rc)"
 
   echo "== corpus_app: the corpus programs against the host"
   timeout 180 ./corpus_app >corpus.txt 2>&1; rc=$?

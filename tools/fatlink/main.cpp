@@ -10,12 +10,15 @@
 #include "linker/Linker.h"
 #include "lto/LTO.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <string>
 
 using namespace llvm;
 
@@ -49,6 +52,29 @@ void printUsage(raw_ostream &OS) {
   for (const Command &C : Commands)
     OS << "  " << left_justify(C.Name, 14) << C.Help << "\n";
   OS << "\nRun 'fatlink <command> --help' for the options of a command.\n";
+}
+
+/// When plain `fatlink` was named as a linker (cargo's `linker =`, rustc's
+/// `-C linker=`), the name it should have been given. \p First is the
+/// argument taken for a command.
+std::string linkerHint(StringRef First, ArrayRef<const char *> Rest) {
+  // rustc's llvm-bitcode-linker interface: --target nvptx64-nvidia-cuda,
+  // --target-cpu sm_XX.
+  auto IsLlbc = [](StringRef A) {
+    return A == "--target-cpu" || A.starts_with("--target-cpu=") ||
+           A.starts_with("nvptx64-") || A.starts_with("--target=nvptx64-");
+  };
+  if (IsLlbc(First) || any_of(Rest, [&](const char *A) { return IsLlbc(A); }))
+    return " (this is rustc's nvptx64 linker command line: name "
+           "fatlink-llbc as the linker, -C linker=fatlink-llbc, or run "
+           "'fatlink llbc')";
+  // A cc link line: options, objects and archives.
+  if (First.starts_with("-") || First.ends_with(".o") ||
+      First.ends_with(".a") || First.ends_with(".so") || First.contains('/'))
+    return " (to use fatlink as the host linker, name fatlink-cc: "
+           "linker = \"fatlink-cc\" in .cargo/config.toml, or run "
+           "'fatlink cc')";
+  return "";
 }
 
 } // namespace
@@ -86,6 +112,7 @@ int main(int Argc, char **Argv) {
     if (Name == C.Name)
       return C.Main(Args, outs(), errs());
   WithColor::error(errs(), "fatlink")
-      << "unknown command '" << Name << "': see 'fatlink --help'\n";
+      << "unknown command '" << Name << "'" << linkerHint(Name, Args)
+      << ": see 'fatlink --help'\n";
   return 1;
 }

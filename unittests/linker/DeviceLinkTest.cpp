@@ -134,7 +134,7 @@ TEST(DeviceLinkMain, NoOutput) {
   Result R = deviceLink({"--arch=sm_80", "a.bc"});
   EXPECT_EQ(R.Code, 1);
   EXPECT_EQ(R.Err, "fatlink: error: no output: pass -o "
-                   "<file.cubin|file.ptx|dir>\n");
+                   "<file.o|file.fatbin|file.cubin|file.ptx|file.bc|dir>\n");
 }
 
 TEST(DeviceLinkMain, EveryBadValueReported) {

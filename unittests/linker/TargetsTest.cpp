@@ -261,8 +261,8 @@ TEST(PlanTargets, UnknownTargetFarFromAnyName) {
   EXPECT_THAT_EXPECTED(
       planTargets({"sm_1234567"}, cuda13Facts(), std::nullopt),
       FailedWithMessage("unknown GPU target 'sm_1234567': LLVM 22 knows sm_XX "
-                        "targets from sm_75 to sm_120 (fatlink --list-targets "
-                        "lists them)"));
+                        "targets from sm_75 to sm_120 (fatlink device-link "
+                        "--list-targets lists them)"));
 }
 
 TEST(PlanTargets, TargetLLVMKnowsButPtxasDoesNot) {
@@ -271,8 +271,8 @@ TEST(PlanTargets, TargetLLVMKnowsButPtxasDoesNot) {
       FailedWithMessage(
           "target sm_70 is not supported by ptxas from CUDA 13.0 (it supports "
           "sm_75 to sm_120): use a CUDA toolkit that supports it "
-          "(--cuda-path), or drop sm_70 (fatlink --list-targets lists what "
-          "this machine can build)"));
+          "(--cuda-path), or drop sm_70 (fatlink device-link --list-targets "
+          "lists what this machine can build)"));
 }
 
 TEST(PlanTargets, ArchNeedsNewerPtxThanPtxasAccepts) {

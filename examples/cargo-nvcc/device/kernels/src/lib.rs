@@ -1,0 +1,26 @@
+//! kernels: Rust kernels linked with CUDA C++ that nvcc compiled
+//! (cuda/nv_ops.cu), calls crossing the boundary both ways: the Rust kernel
+//! `rust_affine` calls nvcc's `nv_affine`, and nvcc's kernel `nv_cube_all`
+//! calls `rust_cube`, defined here.
+#![feature(no_core, abi_ptx)]
+#![no_core]
+
+use minicore::*;
+
+extern "C" {
+    /// a * x + b, defined in nv_ops.cu (nvcc).
+    fn nv_affine(a: f32, x: f32, b: f32) -> f32;
+}
+
+/// x * x * x, called by nvcc's kernel nv_cube_all.
+#[no_mangle]
+pub extern "C" fn rust_cube(x: f32) -> f32 {
+    x * x * x
+}
+
+/// y[i] = a * x[i] + b, through nvcc's device function.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn rust_affine(a: f32, b: f32, x: *const f32, y: *mut f32) {
+    let i = gpu::global_index() as usize;
+    *offset(y, i) = nv_affine(a, *offset(x, i), b);
+}

@@ -1,0 +1,201 @@
+//===- packager/Symbols.cpp - Symbols and kernels of cubins and PTX -------===//
+//
+// What a relocatable cubin or a PTX module defines, references and offers
+// as kernels, with each kernel's parameter sizes: the device link resolves
+// nvcc's code against fatlink's with it (lto/Inputs.cpp), and `inspect`
+// lists the kernels of every entry. Cubins are read as ELF (LLVM's object
+// reader; kernels are the symbols with STO_CUDA_ENTRY, parameters come from
+// `.nv.info.<kernel>`), PTX from its directives, one a line, as nvcc and
+// LLVM write it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "packager/Packager.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Object/ELFObjectFile.h"
+#include "llvm/Object/ObjectFile.h"
+#include "llvm/Support/Endian.h"
+
+#include <map>
+
+using namespace llvm;
+
+namespace fatlink::packager {
+
+static void sortKernels(std::vector<KernelInfo> &Kernels) {
+  llvm::sort(Kernels, [](const KernelInfo &A, const KernelInfo &B) {
+    return A.Name < B.Name;
+  });
+}
+
+/// st_other bit of a cubin's entry functions (kernels).
+static constexpr uint8_t StoCudaEntry = 0x10;
+
+/// The parameter sizes of a cubin's kernel, from its `.nv.info.<kernel>`
+/// section: a list of attributes, each a u8 format, a u8 attribute and a
+/// u16 that is the value (formats 1 to 3) or the size of the value that
+/// follows (format 4, EIFMT_SVAL). EIATTR_KPARAM_INFO (0x17) describes one
+/// parameter in 12 bytes: u32 index, u16 ordinal, u16 offset, u32 whose
+/// bits 18 to 31 are its size (measured against nvcc 13.0's cubins and
+/// cuobjdump -elf). Empty when the section is absent or says nothing.
+static std::vector<unsigned> cubinParamSizes(StringRef Info) {
+  constexpr uint8_t FmtSized = 4, AttrKParamInfo = 0x17;
+  std::map<unsigned, unsigned> ByOrdinal;
+  for (size_t Pos = 0; Pos + 4 <= Info.size();) {
+    uint8_t Fmt = Info[Pos], Attr = Info[Pos + 1];
+    uint16_t Len = support::endian::read16le(Info.data() + Pos + 2);
+    Pos += 4;
+    if (Fmt != FmtSized)
+      continue;
+    if (Pos + Len > Info.size())
+      break;
+    if (Attr == AttrKParamInfo && Len >= 12) {
+      const char *P = Info.data() + Pos;
+      unsigned Ordinal = support::endian::read16le(P + 4);
+      ByOrdinal[Ordinal] = support::endian::read32le(P + 8) >> 18;
+    }
+    Pos += Len;
+  }
+  std::vector<unsigned> Sizes;
+  for (auto [Ordinal, Size] : ByOrdinal) {
+    if (Ordinal != Sizes.size())
+      return {}; // a gap: not what nvcc writes; say nothing rather than guess
+    Sizes.push_back(Size);
+  }
+  return Sizes;
+}
+
+Expected<ModuleSymbols> readCubinSymbols(StringRef Cubin) {
+  Expected<std::unique_ptr<object::ObjectFile>> ObjOrErr =
+      object::ObjectFile::createObjectFile(MemoryBufferRef(Cubin, "cubin"));
+  if (!ObjOrErr)
+    return createStringError("corrupt relocatable cubin: %s",
+                             toString(ObjOrErr.takeError()).c_str());
+  ModuleSymbols S;
+  for (const object::SymbolRef &Sym : (*ObjOrErr)->symbols()) {
+    Expected<uint32_t> Flags = Sym.getFlags();
+    Expected<StringRef> Name = Sym.getName();
+    if (!Flags || !Name) {
+      if (!Flags)
+        consumeError(Flags.takeError());
+      if (!Name)
+        consumeError(Name.takeError());
+      return createStringError("corrupt symbol table");
+    }
+    if (!(*Flags & object::SymbolRef::SF_Global) || Name->empty())
+      continue;
+    bool IsUndefined = *Flags & object::SymbolRef::SF_Undefined;
+    (IsUndefined ? S.Undefined : S.Defined).push_back(Name->str());
+    if (!IsUndefined && (*Flags & object::SymbolRef::SF_Weak))
+      S.Weak.push_back(Name->str());
+    if (!IsUndefined &&
+        (object::ELFSymbolRef(Sym).getOther() & StoCudaEntry))
+      S.Kernels.push_back({Name->str(), {}});
+  }
+  for (const object::SectionRef &Sec : (*ObjOrErr)->sections()) {
+    Expected<StringRef> Name = Sec.getName();
+    if (!Name) {
+      consumeError(Name.takeError());
+      continue;
+    }
+    if (!Name->consume_front(".nv.info."))
+      continue;
+    auto K = find_if(S.Kernels,
+                     [&](const KernelInfo &K) { return K.Name == *Name; });
+    Expected<StringRef> Contents = Sec.getContents();
+    if (K == S.Kernels.end() || !Contents) {
+      if (!Contents)
+        consumeError(Contents.takeError());
+      continue;
+    }
+    K->ParamSizes = cubinParamSizes(*Contents);
+  }
+  sortKernels(S.Kernels);
+  return S;
+}
+
+/// The size of a PTX parameter declaration's type: `.u64` 8, `.f32` 4,
+/// `.b8 name[24]` 24; 0 when it is not one.
+static unsigned ptxParamSize(StringRef Decl) {
+  unsigned Elem = 0;
+  for (auto [Suffix, Size] : {std::pair<StringRef, unsigned>{"8", 1},
+                              {"16", 2},
+                              {"32", 4},
+                              {"64", 8}})
+    for (StringRef Ty : {".u", ".s", ".b", ".f"})
+      if (Decl.contains((Ty + Suffix + " ").str()))
+        Elem = Size;
+  if (!Elem)
+    return 0;
+  size_t Open = Decl.find('[');
+  unsigned Count = 1;
+  if (Open != StringRef::npos &&
+      Decl.substr(Open + 1)
+          .take_until([](char C) { return C == ']'; })
+          .getAsInteger(10, Count))
+    return 0;
+  return Elem * Count;
+}
+
+ModuleSymbols readPtxSymbols(StringRef Ptx) {
+  ModuleSymbols S;
+  std::vector<std::string> &Defined = S.Defined, &Undefined = S.Undefined;
+  std::vector<KernelInfo> &Kernels = S.Kernels;
+  SmallVector<StringRef, 0> Lines;
+  Ptx.split(Lines, '\n');
+  KernelInfo *InEntry = nullptr; // reading this kernel's parameter list
+  for (StringRef Line : Lines) {
+    Line = Line.trim();
+    if (InEntry) {
+      // `.param .u64 name,` one a line, up to `)`.
+      if (Line.consume_front(".param "))
+        InEntry->ParamSizes.push_back(ptxParamSize(Line));
+      if (Line.contains(')'))
+        InEntry = nullptr;
+      continue;
+    }
+    Line = Line.trim();
+    bool Extern = Line.consume_front(".extern ");
+    bool Visible = !Extern && (Line.consume_front(".visible ") ||
+                               Line.consume_front(".weak "));
+    if (!Extern && !Visible)
+      continue;
+    Line = Line.ltrim();
+    bool IsEntry = Line.starts_with(".entry ");
+    bool IsFunc = Line.starts_with(".func ");
+    bool IsVar = Line.starts_with(".global ") || Line.starts_with(".const ");
+    if (!IsEntry && !IsFunc && !IsVar)
+      continue;
+    StringRef Name;
+    if (IsEntry || IsFunc) {
+      // `.func (.param .b32 r) name(`: the name ends at the parameter list
+      // (or the line), after an optional return value list.
+      StringRef Rest = Line.drop_front(IsEntry ? 7 : 6).ltrim();
+      if (Rest.starts_with("("))
+        Rest = Rest.drop_front(Rest.find(')') + 1).ltrim();
+      Name = Rest.take_until(
+          [](char C) { return C == '(' || C == ' ' || C == ';' || C == '\r'; });
+    } else {
+      // `.global .align 4 .u32 name;`, `.global .align 8 .b8 name[16] = ...`
+      StringRef Decl = Line.take_until([](char C) {
+                             return C == ';' || C == '=' || C == '[';
+                           })
+                           .rtrim();
+      Name = Decl.substr(Decl.rfind(' ') + 1);
+    }
+    if (Name.empty())
+      continue;
+    (Extern ? Undefined : Defined).push_back(Name.str());
+    if (IsEntry && !Extern) {
+      Kernels.push_back({Name.str(), {}});
+      if (!Line.contains(')'))
+        InEntry = &Kernels.back();
+    }
+  }
+  sortKernels(Kernels);
+  return S;
+}
+
+} // namespace fatlink::packager
