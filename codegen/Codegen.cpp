@@ -4,7 +4,9 @@
 //
 //   whole targets      generatePTX, then ptxas (a cubin for sm_XX, a check
 //                      for compute_XX); nvlink when relocatable cubins or
-//                      device libraries join in
+//                      device libraries join in; a PTX target with nvcc
+//                      units links their PTX into its own (linkPTX) and
+//                      checks the result with whole-program ptxas
 //   partitioned ones   per (partition, target): the cache, else PTX (shared
 //                      between arches where the oldest and newest agree),
 //                      then ptxas -c; the job finishing a target's last
@@ -423,6 +425,88 @@ private:
 
 } // namespace
 
+/// The PTX of PTX target T with nvcc's relocatable code in it: fatlink's
+/// own PTX (OwnPTX, empty when there is no bitcode) linked with each unit's
+/// PTX (Objs, from lto::objectsForTarget): nvcc's PTX entries as they are,
+/// and the LTO-IR units' PTX, which nvJitLink makes from all of them
+/// together (it makes PTX only when every input is LTO-IR, so fatlink's
+/// PTX cannot join that link). docs/nvcc.md, "PTX targets".
+static Expected<std::string>
+linkNvccPTX(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
+            StringRef OwnPTX, ArrayRef<const lto::DeviceObject *> Objs) {
+  TimeTraceScope Scope("Link nvcc PTX", T.Name);
+  std::vector<PtxModule> Modules;
+  if (!OwnPTX.empty())
+    Modules.push_back({"fatlink's PTX for " + T.Name, OwnPTX});
+  std::string LtoPTX;
+  std::vector<NvJitLinkInput> LtoIR;
+  std::vector<std::string> LtoNames;
+  for (const lto::DeviceObject *O : Objs)
+    if (O->IsLTOIR) {
+      LtoIR.push_back(
+          {NvJitLinkInput::Object, O->Container, O->Data.getBuffer(), {}});
+      LtoNames.push_back(O->Container);
+    }
+  if (!LtoIR.empty()) {
+    Ctx.verbose("nvJitLink -arch=" + T.Cpu + " -lto -ptx: " +
+                Twine(LtoIR.size()) + " inputs, for " + T.Name);
+    Expected<std::string> PTX =
+        runNvJitLink(Opts.Paths.CudaPath, T.Cpu, /*EmitPtx=*/true, LtoIR,
+                     "nvJitLink for " + T.Name);
+    if (!PTX)
+      return PTX.takeError();
+    LtoPTX = std::move(*PTX);
+  }
+  bool LtoAdded = false;
+  for (const lto::DeviceObject *O : Objs) {
+    if (O->IsPTX) {
+      Modules.push_back(
+          {O->Origin + " (" + O->Arch + ")", O->Data.getBuffer()});
+    } else if (O->IsLTOIR && !LtoAdded) {
+      // At the place of the first LTO-IR unit: input order decides.
+      Modules.push_back({"nvJitLink's PTX of " + join(LtoNames, ", "), LtoPTX});
+      LtoAdded = true;
+    }
+  }
+  Ctx.verbose("PTX link for " + T.Name + ": " + Twine(Modules.size()) +
+              " modules");
+  Expected<PtxLinkResult> Linked = linkPTX(Modules, T.Cpu);
+  if (!Linked)
+    return createStringError(
+        inconvertibleErrorCode(), "cannot link nvcc's PTX into %s: %s",
+        T.Name.c_str(), toString(Linked.takeError()).c_str());
+  for (const std::string &N : Linked->Notes)
+    Ctx.verbose("PTX link for " + T.Name + ": " + N);
+  // nvJitLink's PTX holds only what the LTO-IR units' kernels reach (it
+  // links as a whole program, even at -Xnvvm=-opt=0: measured with CUDA
+  // 13.0), so a device function only fatlink's side calls is not in it.
+  // The PTX ISA's system calls are the driver's to provide.
+  static const char *const SystemCalls[] = {"vprintf", "malloc", "free",
+                                            "__assertfail"};
+  std::vector<std::string> Missing;
+  for (const std::string &Name : Linked->Unresolved)
+    if (!is_contained(SystemCalls, StringRef(Name)))
+      Missing.push_back(Name);
+  // (ptxas would take an undefined variable for a definition, with a
+  // warning, so nothing may stay undefined.)
+  if (!Missing.empty() && LtoIR.empty())
+    return createStringError(inconvertibleErrorCode(),
+                             "PTX target %s: %s used but defined by no PTX "
+                             "module",
+                             T.Name.c_str(), join(Missing, ", ").c_str());
+  if (!Missing.empty())
+    return createStringError(
+        inconvertibleErrorCode(),
+        "PTX target %s: %s used but defined by no PTX module; nvJitLink's "
+        "PTX of the nvcc LTO-IR (%s) holds only what their own kernels "
+        "reach, not device functions that only the other code calls: "
+        "compile those units with -gencode arch=compute_%u,code=compute_%u "
+        "for PTX targets",
+        T.Name.c_str(), join(Missing, ", ").c_str(),
+        join(LtoNames, ", ").c_str(), T.Sm, T.Sm);
+  return std::move(Linked->PTX);
+}
+
 /// Generates PTX for one target and assembles it (sm_XX) or checks it
 /// (compute_XX) with ptxas. With relocatable cubins of the target's arch in
 /// the inputs, the PTX is assembled relocatable (ptxas -c) and nvlink links
@@ -440,12 +524,21 @@ compileTarget(Context &Ctx, const CodegenOptions &Opts,
       return PTX.takeError();
     Out.PTX = std::move(*PTX);
   }
+  std::vector<const lto::DeviceObject *> Objs =
+      lto::objectsForTarget(Inputs, T);
+  // A PTX target is one module: nvcc's code joins it as PTX.
+  bool LinkedPTX = T.IsPTX && !Objs.empty();
+  if (LinkedPTX) {
+    Expected<std::string> PTX = linkNvccPTX(Ctx, Opts, T, Out.PTX, Objs);
+    if (!PTX)
+      return PTX.takeError();
+    Out.PTX = std::move(*PTX);
+    HasBitcode = true; // from here on, Out.PTX is the target's whole code
+  }
   if (!Opts.RunPtxas)
     return Out;
 
   TimeTraceScope Scope("ptxas", T.Name);
-  std::vector<const lto::DeviceObject *> Objs =
-      lto::objectsForTarget(Inputs, T);
   // Relocatable code to link with nvlink: objects or device libraries.
   bool Relocatable = !Objs.empty() || !Program.Libraries.empty();
   std::string OptFlag = "-O" + std::to_string(Opts.OptLevel);
@@ -455,6 +548,22 @@ compileTarget(Context &Ctx, const CodegenOptions &Opts,
     Expected<std::string> PTXPath = Ctx.Temps.write(T.Name + ".ptx", Out.PTX);
     if (!PTXPath)
       return PTXPath.takeError();
+    if (LinkedPTX) {
+      // Linked PTX is checked as the driver will compile it, whole
+      // program for the real arch: a reference no module defines fails
+      // here, not on the user's GPU. (A virtual arch only parses.)
+      Expected<std::string> CubinPath =
+          Ctx.Temps.create(T.Name + ".check.cubin");
+      if (!CubinPath)
+        return CubinPath.takeError();
+      std::string Arch = "-arch=" + T.Cpu;
+      Expected<std::string> R = runProgram(
+          Ctx, Opts.Paths.Ptxas, {"ptxas", Arch, *PTXPath, "-o", *CubinPath},
+          Opts.PtxasTimeout, What + " (nvcc's code linked in)");
+      if (!R)
+        return R.takeError();
+      return Out;
+    }
     if (T.IsPTX) {
       // A virtual arch makes ptxas parse and check the PTX without
       // generating code: the driver will compile it on the user's GPU.

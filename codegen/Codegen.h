@@ -5,7 +5,8 @@
 // partitions) and the targets, and gives each target's code: PTX from the
 // NVPTX backend (generatePTX), a cubin from ptxas, linked by nvlink
 // with relocatable inputs and device libraries where there are any, and,
-// for packaged outputs, the target's fatbin entry. Targets (and partitions
+// for packaged outputs, the target's fatbin entry; a PTX target's PTX has
+// nvcc's relocatable code linked in (linkPTX). Targets (and partitions
 // of targets) are compiled in parallel, each into its own slot, so the
 // result does not depend on -j.
 //
@@ -143,6 +144,37 @@ generatePTX(llvm::StringRef Bitcode, const lto::Target &T, unsigned OptLevel);
 std::optional<std::string> retargetPTX(llvm::StringRef PTX,
                                        const lto::Target &From,
                                        const lto::Target &To);
+
+//===----------------------------------------------------------------------===//
+// Linking PTX (text to text)
+//===----------------------------------------------------------------------===//
+
+/// One PTX module to link: its text and its name in messages
+/// ("nv_math.o(__nv_relfatbin[3])").
+struct PtxModule {
+  std::string Name;
+  llvm::StringRef Text;
+};
+
+struct PtxLinkResult {
+  std::string PTX;
+  /// What was changed beyond the merge, for -v: internal symbols renamed,
+  /// DWARF sections dropped.
+  std::vector<std::string> Notes;
+  /// Functions and variables still .extern: declared, defined by no module
+  /// (dynamic shared memory, declared by nature, is not listed).
+  std::vector<std::string> Unresolved;
+};
+
+/// Links PTX modules into one, for \p TargetCpu ("sm_120"): the newest
+/// .version of the inputs, `.target TargetCpu`, external symbols resolved
+/// across modules (two strong definitions of one symbol are an error naming
+/// both inputs; .weak gives way), colliding internal symbols renamed, every
+/// use after a declaration. What it cannot handle faithfully (.alias, DWARF
+/// it would have to merge, preprocessor lines) is an error or a note, never
+/// a silent change. docs/codegen.md, "Linking PTX".
+llvm::Expected<PtxLinkResult> linkPTX(llvm::ArrayRef<PtxModule> Modules,
+                                      llvm::StringRef TargetCpu);
 
 //===----------------------------------------------------------------------===//
 // Code generation

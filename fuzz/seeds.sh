@@ -18,7 +18,7 @@ T="$ROOT/testdata"
 W="$OUT/.work"
 rm -rf "$OUT"
 mkdir -p "$W" "$OUT"/{fatbin,image,scan,archive,bitcode,link,options,settings} \
-  "$OUT"/{fatbin_roundtrip,hostobj_roundtrip,embed_roundtrip,fatbin_diff}
+  "$OUT"/{fatbin_roundtrip,hostobj_roundtrip,embed_roundtrip,fatbin_diff,ptx_link}
 cd "$W"
 
 rust() {
@@ -72,6 +72,14 @@ cp k.fatbin nv-size.fatbin nv-speed.fatbin k.o emb.o softplus.o mix.a plain.o "$
 cp libsaxpy.rlib libminicore.rlib libhost_only.rlib mix.a "$OUT/archive/"
 ar rc empty.a && cp empty.a "$OUT/archive/"
 cp softplus.bc x86.bc ./*.rcgu.o softplus.o emb.o "$OUT/bitcode/"
+# ptx_link: PTX modules separated by NUL, as a PTX target links them:
+# fatlink's PTX and nvcc's relocatable PTX of two units.
+"$CUDA/bin/nvcc" -ptx -rdc=true -arch=compute_80 "$T/nvcc/nv_math.cu" -o nv_math.ptx
+"$CUDA/bin/nvcc" -ptx -rdc=true -arch=compute_80 "$T/nvcc/nv_extra.cu" -o nv_extra.ptx
+{ cat dir/compute_80.ptx; printf '\0'; cat nv_math.ptx; printf '\0'; cat nv_extra.ptx; } \
+  > "$OUT/ptx_link/three-modules"
+{ cat nv_math.ptx; printf '\0'; cat nv_extra.ptx; } > "$OUT/ptx_link/nvcc-units"
+
 # The whole link: inputs that link on their own (a kernel and its callees).
 mkdir vm && (cd vm && ar x ../libvecmath.rlib)
 cp softplus.bc softplus.o libvecmath.rlib vm/*.rcgu.o "$OUT/link/"

@@ -368,7 +368,8 @@ static void printTargets(Context &Ctx, const ToolFacts &Facts) {
 /// Relocatable device code is machine code for one arch: every target
 /// needs an object of its own arch from each translation unit (a container
 /// merged by `ld -r` holds several), or, from nvcc, PTX that ptxas can
-/// assemble for it; PTX targets cannot use any. Checked before any work.
+/// assemble for it; PTX targets take nvcc's PTX or LTO-IR (linked into
+/// their one PTX module), never a cubin. Checked before any work.
 static Error checkObjects(const lto::InputSet &Inputs,
                           ArrayRef<lto::Target> Targets) {
   // Unit by unit (in input order), target by target.
@@ -397,10 +398,13 @@ static Error checkObjects(const lto::InputSet &Inputs,
                     O->Container, join(Arches, ", "), T.Name,
                     T.IsPTX ? "" : " or add --offload-arch=" + T.Cpu);
     else if (T.IsPTX)
-      Msg = formatv("{0}: nvcc relocatable device code ({1}) cannot serve "
-                    "PTX target {2}: a PTX target's code is one module, "
-                    "and nvcc's PTX cannot join it; drop {2}, or build a "
-                    "cubin target (sm_{3})",
+      Msg = formatv("{0}: nvcc relocatable device code for {1} only, which "
+                    "cannot serve PTX target {2}: a PTX target's code is one "
+                    "PTX module, which takes nvcc's PTX or LTO-IR of an arch "
+                    "no newer than the target's, never a cubin; compile it "
+                    "with "
+                    "-gencode arch=compute_{3},code=compute_{3} (or "
+                    "code=lto_{3}), or drop {2}",
                     O->Container, join(Arches, ", "), T.Name, T.Sm);
     else
       Msg = formatv("{0}: nvcc device code for {1} only, which cannot serve "

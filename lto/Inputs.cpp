@@ -752,18 +752,20 @@ objectsForTarget(const InputSet &Inputs, const Target &T,
     if (New)
       Order.push_back(O.Source);
     const DeviceObject *&Chosen = It->second.first;
-    if (T.IsPTX)
-      continue;
     // LTO-IR of an arch no newer than T's, the newest, is best (nvJitLink
     // optimizes across it); then a cubin of T's arch; then PTX of an arch
-    // no newer than T's, the newest.
+    // no newer than T's, the newest. A PTX target takes no cubin (its code
+    // is one PTX module) and prefers PTX to LTO-IR: nvJitLink's PTX of
+    // LTO-IR keeps only what the unit's own kernels reach.
     auto Rank = [&](const DeviceObject &X) -> unsigned {
+      if (T.IsPTX)
+        return X.IsPTX ? 3 : 1;
       if (X.IsLTOIR)
         return 3;
       return X.IsPTX ? 1 : 2;
     };
     if (!O.IsPTX && !O.IsLTOIR) {
-      if (O.Arch == T.Cpu && (!Chosen || Rank(*Chosen) < 2))
+      if (!T.IsPTX && O.Arch == T.Cpu && (!Chosen || Rank(*Chosen) < 2))
         Chosen = &O;
       continue;
     }

@@ -237,8 +237,10 @@ void readPtxSymbols(llvm::StringRef Ptx, DeviceObject &O);
 /// The relocatable device code target \p T links, one object per
 /// translation unit: the unit's cubin of T's exact arch, else (nvcc only)
 /// its PTX of the newest arch no newer than T's, which ptxas assembles for
-/// T. Units with neither are left out: \p Missing (if given) gets one of
-/// their objects each. A PTX target (compute_XX) can link none.
+/// T (nvcc LTO-IR of such an arch before both). Units with neither are left
+/// out: \p Missing (if given) gets one of their objects each. A PTX target
+/// (compute_XX) takes no cubin, only nvcc's PTX or LTO-IR: codegen links
+/// their PTX into its one module.
 std::vector<const DeviceObject *>
 objectsForTarget(const InputSet &Inputs, const Target &T,
                  std::vector<const DeviceObject *> *Missing = nullptr);
