@@ -309,6 +309,10 @@ impl Device {
                 let (deps, env) = parse_dep_info(&text);
                 read.files.extend(deps.into_iter().map(|p| ws_root.join(p)));
                 read.env.extend(env);
+            } else if let Some(src) = msg.get("target").and_then(|t| t.get("src_path")).and_then(Json::as_str) {
+                // No dep-info (a cargo that writes none): the folder of the
+                // crate's root source, which cargo scans as a whole.
+                read.files.insert(Path::new(src).parent().unwrap_or(Path::new(src)).to_path_buf());
             }
             let Some(rlib) = files.iter().find(|f| f.extension().is_some_and(|x| x == "rlib")) else {
                 continue; // build scripts, proc macros: not device code
