@@ -41,10 +41,19 @@
 //! | `FATLINK_ARCH` | `all-major` | targets; the oldest sm is what CUDA C++ is compiled for |
 //! | `FATLINK_RT_LIB_DIR` | none | where `libfatlink_rt.a` is, added to the link search path |
 //!
+//! Rebuilds: the build script asks cargo to rerun exactly when something
+//! the device build read changes: each source in the nested build's
+//! dep-info files, the crates' and the device workspace's Cargo.toml and
+//! Cargo.lock, the CUDA C++ sources and every header the compiler read
+//! (`-MD`), and the variables above. Only the rlibs the nested build
+//! reported (its JSON `compiler-artifact` messages) are embedded, as
+//! `OUT_DIR/device-rlibs/<crate>-<version>.rlib` (docs/cargo.md).
+//!
 //! Device crates use `#![no_core]` over a small lang-item crate here; on a
 //! nightly toolchain with the nvptx target installed, a real `core` works
 //! the same way: set `DeviceOptions::build_std` (`-Zbuild-std=core`).
 
+use std::collections::BTreeSet;
 use std::env;
 use std::fmt;
 use std::fs;
@@ -171,13 +180,16 @@ impl Device {
             Some(c) => c,
             None => compiler_from_env(&env::var("FATLINK_CUDA_COMPILER").unwrap_or_default())?,
         };
-        let mut inputs = self.build_crate(&crate_dir, &out_dir)?;
+        let mut read = Tracked::default();
+        let artifacts = self.build_crate(&crate_dir, &out_dir, &mut read)?;
+        let mut inputs = stage_rlibs(&artifacts, &out_dir)?;
         let mut nvcc_objects = Vec::new();
         for (i, source) in self.cuda.iter().enumerate() {
             let source = manifest_dir.join(source);
+            read.files.insert(source.clone());
             match compiler {
-                CudaCompiler::Clang => inputs.push(self.build_cuda(&source, &out_dir)?),
-                CudaCompiler::Nvcc => nvcc_objects.push(self.build_nvcc(&source, i, &out_dir)?),
+                CudaCompiler::Clang => inputs.push(self.build_cuda(&source, &out_dir, &mut read)?),
+                CudaCompiler::Nvcc => nvcc_objects.push(self.build_nvcc(&source, i, &out_dir, &mut read)?),
             }
         }
 
@@ -212,38 +224,39 @@ impl Device {
             }
             Some(other) => return err(format!("cudart(\"{}\"): use \"static\", \"shared\" or \"none\"", other)),
         }
-        for var in [
-            "FATLINK",
-            "FATLINK_CLANG",
-            "FATLINK_CUDA_COMPILER",
-            "FATLINK_NVCC",
-            "FATLINK_NVCC_LTO",
-            "CUDA_PATH",
-            "FATLINK_ARCH",
-            "FATLINK_RT_LIB_DIR",
-        ] {
+        read.env.extend(BUILD_ENV.iter().map(|v| v.to_string()));
+        // Sorted and without duplicates: the same lines for any build order.
+        for var in &read.env {
             println!("cargo:rerun-if-env-changed={}", var);
         }
-        println!("cargo:rerun-if-changed={}", crate_dir.display());
-        for source in &self.cuda {
-            println!("cargo:rerun-if-changed={}", manifest_dir.join(source).display());
+        for file in &read.files {
+            println!("cargo:rerun-if-changed={}", file.display());
         }
         Ok(())
     }
 
     /// `cargo build --target nvptx64-nvidia-cuda` of the device crate, in a
     /// target directory of its own (the outer build holds the main one).
-    fn build_crate(&self, crate_dir: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    /// Returns the rlibs this build produced (cargo's `compiler-artifact`
+    /// messages: never a stale rlib of an earlier build left in `deps/`),
+    /// and adds to `read` every file the build read: the sources in each
+    /// crate's dep-info, each crate's Cargo.toml, the workspace's Cargo.toml
+    /// and Cargo.lock.
+    fn build_crate(&self, crate_dir: &Path, out_dir: &Path, read: &mut Tracked) -> Result<Vec<Artifact>, Error> {
         let target_dir = out_dir.join("device-target");
         let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-        let mut cmd = Command::new(cargo);
+        let manifest = crate_dir.join("Cargo.toml");
+        let mut cmd = Command::new(&cargo);
         cmd.arg("build")
             .arg("--release")
             .arg("--offline")
             .arg("--target")
             .arg("nvptx64-nvidia-cuda")
             .arg("--manifest-path")
-            .arg(crate_dir.join("Cargo.toml"))
+            .arg(&manifest)
+            // JSON messages on stdout; rustc's diagnostics rendered as usual
+            // on stderr, which a failed build shows.
+            .arg("--message-format=json-render-diagnostics")
             .env("CARGO_TARGET_DIR", &target_dir)
             // #![no_core] and the ptx-kernel ABI are unstable features.
             .env("RUSTC_BOOTSTRAP", "1")
@@ -256,37 +269,90 @@ impl Device {
         if self.build_std {
             cmd.arg("-Zbuild-std=core");
         }
-        run(&mut cmd, "cargo build --target nvptx64-nvidia-cuda", "cargo runs from PATH or $CARGO")?;
+        let messages = run(&mut cmd, "cargo build --target nvptx64-nvidia-cuda", "cargo runs from PATH or $CARGO")?;
 
-        let deps = target_dir.join("nvptx64-nvidia-cuda/release/deps");
-        let mut rlibs: Vec<PathBuf> = fs::read_dir(&deps)
-            .map_err(|e| Error(format!("{}: {}", deps.display(), e)))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().map_or(false, |x| x == "rlib"))
-            .collect();
-        rlibs.sort();
-        if rlibs.is_empty() {
-            return err(format!("{}: the device build produced no rlib", deps.display()));
+        // rustc runs in the workspace's root and names the sources of its
+        // members relative to it in the dep-info.
+        let mut locate = Command::new(&cargo);
+        locate
+            .args(["locate-project", "--workspace", "--message-format", "plain", "--offline", "--manifest-path"])
+            .arg(&manifest);
+        let ws_manifest = PathBuf::from(
+            run(&mut locate, "cargo locate-project", "cargo runs from PATH or $CARGO")?.trim(),
+        );
+        let ws_root = ws_manifest.parent().map(Path::to_path_buf).unwrap_or_default();
+        read.files.insert(ws_manifest.clone());
+        let lock = ws_root.join("Cargo.lock");
+        if lock.is_file() {
+            read.files.insert(lock);
         }
-        Ok(rlibs)
+
+        let mut artifacts = Vec::new();
+        for line in messages.lines().filter(|l| l.starts_with('{')) {
+            let msg = parse_json(line).map_err(|e| Error(format!("cargo's JSON message {}: {}", line, e)))?;
+            if msg.get("reason").and_then(Json::as_str) != Some("compiler-artifact") {
+                continue;
+            }
+            let files: Vec<PathBuf> = msg
+                .get("filenames")
+                .and_then(Json::as_array)
+                .unwrap_or(&[])
+                .iter()
+                .filter_map(Json::as_str)
+                .map(PathBuf::from)
+                .collect();
+            if let Some(m) = msg.get("manifest_path").and_then(Json::as_str) {
+                read.files.insert(PathBuf::from(m));
+            }
+            if let Some(d) = dep_info_of(&files) {
+                let text = fs::read_to_string(&d).map_err(|e| Error(format!("{}: {}", d.display(), e)))?;
+                let (deps, env) = parse_dep_info(&text);
+                read.files.extend(deps.into_iter().map(|p| ws_root.join(p)));
+                read.env.extend(env);
+            } else if let Some(src) = msg.get("target").and_then(|t| t.get("src_path")).and_then(Json::as_str) {
+                // No dep-info (a cargo that writes none): the folder of the
+                // crate's root source, which cargo scans as a whole.
+                read.files.insert(Path::new(src).parent().unwrap_or(Path::new(src)).to_path_buf());
+            }
+            let Some(rlib) = files.iter().find(|f| f.extension().is_some_and(|x| x == "rlib")) else {
+                continue; // build scripts, proc macros: not device code
+            };
+            let name = msg
+                .get("target")
+                .and_then(|t| t.get("name"))
+                .and_then(Json::as_str)
+                .unwrap_or("crate")
+                .replace('-', "_");
+            let version = msg.get("package_id").and_then(Json::as_str).map(package_version).unwrap_or_default();
+            artifacts.push(Artifact { name, version, rlib: rlib.clone() });
+        }
+        if artifacts.is_empty() {
+            return err(format!("{}: the device build produced no rlib", manifest.display()));
+        }
+        Ok(artifacts)
     }
 
     /// CUDA C++ to device bitcode for the oldest target sm.
-    fn build_cuda(&self, source: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
+    fn build_cuda(&self, source: &Path, out_dir: &Path, read: &mut Tracked) -> Result<PathBuf, Error> {
         let clang = env::var("FATLINK_CLANG").unwrap_or_else(|_| "clang++-22".to_string());
         let cuda = cuda_toolkit()?;
         let cuda = cuda.display();
         let stem = source.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let out = out_dir.join(format!("{}.bc", stem));
+        let deps = out_dir.join(format!("{}.bc.d", stem));
         let mut cmd = Command::new(clang);
         cmd.args(["-x", "cuda", "--cuda-device-only", "-fgpu-rdc", "-O3", "-emit-llvm", "-c"])
             .arg(format!("--cuda-path={}", cuda))
             .arg("-Wno-unknown-cuda-version")
             .arg(format!("--offload-arch={}", oldest_sm(&env::var("FATLINK_ARCH").unwrap_or_default())))
+            .arg("-MD")
+            .arg("-MF")
+            .arg(&deps)
             .arg(source)
             .arg("-o")
             .arg(&out);
         run(&mut cmd, "clang (CUDA C++ device code)", "set FATLINK_CLANG to clang++ 22 or newer")?;
+        read.add_dep_info(&deps)?;
         Ok(out)
     }
 }
@@ -294,18 +360,23 @@ impl Device {
 impl Device {
     /// CUDA C++ to an nvcc relocatable-device-code object (host code and
     /// `__nv_relfatbin`) for every target of `FATLINK_ARCH`.
-    fn build_nvcc(&self, source: &Path, index: usize, out_dir: &Path) -> Result<PathBuf, Error> {
+    fn build_nvcc(&self, source: &Path, index: usize, out_dir: &Path, read: &mut Tracked) -> Result<PathBuf, Error> {
         let nvcc = nvcc_path()?;
         let stem = source.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let out = out_dir.join(format!("nvcc-{}-{}.o", index, stem));
+        let deps = out_dir.join(format!("nvcc-{}-{}.o.d", index, stem));
         let mut cmd = Command::new(&nvcc);
         cmd.args(["-rdc=true", "-c", "-Xcompiler", "-fPIC"])
             .args(nvcc_gencode(&env::var("FATLINK_ARCH").unwrap_or_default(), self.lto()?)?)
             .args(&self.nvcc_flags)
+            .arg("-MD")
+            .arg("-MF")
+            .arg(&deps)
             .arg(source)
             .arg("-o")
             .arg(&out);
         run(&mut cmd, "nvcc", "set FATLINK_NVCC to the nvcc executable, or CUDA_PATH to the toolkit")?;
+        read.add_dep_info(&deps)?;
         Ok(out)
     }
 }
@@ -317,6 +388,347 @@ impl Device {
             (None, "" | "0") => Ok(false),
             (None, "1") => Ok(true),
             (None, other) => err(format!("FATLINK_NVCC_LTO={}: use 1 (LTO-IR) or 0 (cubins)", other)),
+        }
+    }
+}
+
+/// The environment variables that change what `build()` produces: this
+/// crate's settings, the archiver, and the nested cargo's own settings for
+/// the device target (the host's RUSTFLAGS are removed from it).
+const BUILD_ENV: &[&str] = &[
+    "FATLINK",
+    "FATLINK_CLANG",
+    "FATLINK_CUDA_COMPILER",
+    "FATLINK_NVCC",
+    "FATLINK_NVCC_LTO",
+    "CUDA_PATH",
+    "FATLINK_ARCH",
+    "FATLINK_RT_LIB_DIR",
+    "AR",
+    "CARGO_TARGET_NVPTX64_NVIDIA_CUDA_RUSTFLAGS",
+    "CARGO_TARGET_NVPTX64_NVIDIA_CUDA_LINKER",
+];
+
+/// What the device build read: cargo reruns the build script when one of
+/// these files or variables changes, and only then.
+#[derive(Default)]
+struct Tracked {
+    files: BTreeSet<PathBuf>,
+    env: BTreeSet<String>,
+}
+
+impl Tracked {
+    /// Adds the prerequisites of a compiler's dep-info file (clang and
+    /// nvcc `-MD -MF`: absolute paths, or relative to this process's
+    /// directory, which is theirs).
+    fn add_dep_info(&mut self, file: &Path) -> Result<(), Error> {
+        let text = fs::read_to_string(file).map_err(|e| Error(format!("{}: {}", file.display(), e)))?;
+        let cwd = env::current_dir().unwrap_or_default();
+        let (deps, env) = parse_dep_info(&text);
+        self.files.extend(deps.into_iter().map(|p| cwd.join(p)));
+        self.env.extend(env);
+        Ok(())
+    }
+}
+
+/// One rlib of the nested device build.
+struct Artifact {
+    /// The crate's name (`gpu_kernels`).
+    name: String,
+    /// Its package's version (`0.1.0`), empty when cargo's package id has none.
+    version: String,
+    rlib: PathBuf,
+}
+
+/// Links (or copies) every rlib into `OUT_DIR/device-rlibs` under
+/// `<crate>-<version>.rlib`, the name fatlink's diagnostics show for its
+/// device code, and returns those paths sorted by name, so that the
+/// embedded order does not depend on the order cargo finished the crates.
+fn stage_rlibs(artifacts: &[Artifact], out_dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    let dir = out_dir.join("device-rlibs");
+    if dir.exists() {
+        fs::remove_dir_all(&dir).map_err(|e| Error(format!("{}: {}", dir.display(), e)))?;
+    }
+    fs::create_dir_all(&dir).map_err(|e| Error(format!("{}: {}", dir.display(), e)))?;
+    let mut sorted: Vec<&Artifact> = artifacts.iter().collect();
+    sorted.sort_by(|a, b| (&a.name, &a.version, &a.rlib).cmp(&(&b.name, &b.version, &b.rlib)));
+    let mut staged = Vec::new();
+    let mut taken = BTreeSet::new();
+    for a in sorted {
+        let base = if a.version.is_empty() { a.name.clone() } else { format!("{}-{}", a.name, a.version) };
+        // Two rlibs of one crate and version (a crate built twice with
+        // different features): the second gets a number.
+        let mut stem = base.clone();
+        let mut n = 2;
+        while !taken.insert(stem.clone()) {
+            stem = format!("{}.{}", base, n);
+            n += 1;
+        }
+        let to = dir.join(format!("{}.rlib", stem));
+        if fs::hard_link(&a.rlib, &to).is_err() {
+            fs::copy(&a.rlib, &to)
+                .map_err(|e| Error(format!("copying {} to {}: {}", a.rlib.display(), to.display(), e)))?;
+        }
+        staged.push(to);
+    }
+    Ok(staged)
+}
+
+/// rustc's dep-info for an artifact: `deps/<crate>-<hash>.d` beside the
+/// file in `deps/` (`lib<crate>-<hash>.rlib` or `.rmeta`; the rlib of the
+/// crate cargo was asked for is a copy outside `deps/`).
+fn dep_info_of(files: &[PathBuf]) -> Option<PathBuf> {
+    files.iter().find_map(|f| {
+        let dir = f.parent()?;
+        if dir.file_name()? != "deps" {
+            return None;
+        }
+        let stem = f.file_stem()?.to_str()?;
+        let d = dir.join(format!("{}.d", stem.strip_prefix("lib").unwrap_or(stem)));
+        d.is_file().then_some(d)
+    })
+}
+
+/// The prerequisites of a make-style dep-info file (`target: dep dep ...`,
+/// lines continued by a trailing backslash, `\ ` a space in a name, `$$` a
+/// dollar), and the variables of rustc's `# env-dep:NAME=value` lines.
+pub fn parse_dep_info(text: &str) -> (Vec<String>, Vec<String>) {
+    let mut deps = Vec::new();
+    let mut env = Vec::new();
+    let joined = text.replace("\\\r\n", " ").replace("\\\n", " ");
+    for line in joined.lines() {
+        if let Some(var) = line.strip_prefix("# env-dep:") {
+            env.push(var.split('=').next().unwrap_or(var).to_string());
+            continue;
+        }
+        if line.starts_with('#') {
+            continue;
+        }
+        // Split into words at unescaped blanks; the first word that ends
+        // with an unescaped ':' ends the targets.
+        let mut words = Vec::new();
+        let mut word = String::new();
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' if matches!(chars.peek(), Some(' ') | Some('#') | Some('\\') | Some(':')) => {
+                    word.push(chars.next().unwrap_or(c))
+                }
+                '$' if chars.peek() == Some(&'$') => {
+                    chars.next();
+                    word.push('$');
+                }
+                ' ' | '\t' => {
+                    if !word.is_empty() {
+                        words.push(std::mem::take(&mut word));
+                    }
+                }
+                ':' if matches!(chars.peek(), None | Some(' ') | Some('\t')) && !words.contains(&":".to_string()) => {
+                    if !word.is_empty() {
+                        words.push(std::mem::take(&mut word));
+                    }
+                    words.push(":".to_string());
+                }
+                _ => word.push(c),
+            }
+        }
+        if !word.is_empty() {
+            words.push(word);
+        }
+        if let Some(colon) = words.iter().position(|w| w == ":") {
+            deps.extend(words.into_iter().skip(colon + 1));
+        }
+    }
+    deps.sort();
+    deps.dedup();
+    (deps, env)
+}
+
+/// The version in a cargo package id: `path+file:///d/gpu_math#0.1.0`,
+/// `registry+https://...#serde@1.0.0`, or the older
+/// `gpu_math 0.1.0 (path+file:///d/gpu_math)`.
+pub fn package_version(id: &str) -> String {
+    if let Some((_, frag)) = id.rsplit_once('#') {
+        return frag.rsplit_once('@').map_or(frag, |(_, v)| v).to_string();
+    }
+    id.split_whitespace().nth(1).unwrap_or("").to_string()
+}
+
+/// A JSON value, for cargo's messages (this crate has no dependencies).
+#[derive(Debug, PartialEq)]
+pub enum Json {
+    Null,
+    Bool(bool),
+    Number(String),
+    String(String),
+    Array(Vec<Json>),
+    Object(Vec<(String, Json)>),
+}
+
+impl Json {
+    /// The member `key` of an object.
+    pub fn get(&self, key: &str) -> Option<&Json> {
+        match self {
+            Json::Object(members) => members.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Json::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&[Json]> {
+        match self {
+            Json::Array(items) => Some(items),
+            _ => None,
+        }
+    }
+}
+
+/// Parses one JSON document.
+pub fn parse_json(text: &str) -> Result<Json, String> {
+    let mut p = JsonParser { s: text.as_bytes(), i: 0 };
+    let v = p.value()?;
+    p.ws();
+    if p.i != p.s.len() {
+        return Err(format!("text after the value at byte {}", p.i));
+    }
+    Ok(v)
+}
+
+struct JsonParser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl JsonParser<'_> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() && matches!(self.s[self.i], b' ' | b'\t' | b'\n' | b'\r') {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, lit: &str) -> bool {
+        if self.s[self.i..].starts_with(lit.as_bytes()) {
+            self.i += lit.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn value(&mut self) -> Result<Json, String> {
+        self.ws();
+        match self.s.get(self.i) {
+            None => Err("unexpected end".to_string()),
+            Some(b'{') => {
+                self.i += 1;
+                let mut members = Vec::new();
+                self.ws();
+                if self.eat("}") {
+                    return Ok(Json::Object(members));
+                }
+                loop {
+                    self.ws();
+                    let key = self.string()?;
+                    self.ws();
+                    if !self.eat(":") {
+                        return Err(format!("':' expected at byte {}", self.i));
+                    }
+                    members.push((key, self.value()?));
+                    self.ws();
+                    if self.eat("}") {
+                        return Ok(Json::Object(members));
+                    }
+                    if !self.eat(",") {
+                        return Err(format!("',' or '}}' expected at byte {}", self.i));
+                    }
+                }
+            }
+            Some(b'[') => {
+                self.i += 1;
+                let mut items = Vec::new();
+                self.ws();
+                if self.eat("]") {
+                    return Ok(Json::Array(items));
+                }
+                loop {
+                    items.push(self.value()?);
+                    self.ws();
+                    if self.eat("]") {
+                        return Ok(Json::Array(items));
+                    }
+                    if !self.eat(",") {
+                        return Err(format!("',' or ']' expected at byte {}", self.i));
+                    }
+                }
+            }
+            Some(b'"') => Ok(Json::String(self.string()?)),
+            Some(_) if self.eat("null") => Ok(Json::Null),
+            Some(_) if self.eat("true") => Ok(Json::Bool(true)),
+            Some(_) if self.eat("false") => Ok(Json::Bool(false)),
+            Some(c) if *c == b'-' || c.is_ascii_digit() => {
+                let start = self.i;
+                while self.i < self.s.len()
+                    && matches!(self.s[self.i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    self.i += 1;
+                }
+                Ok(Json::Number(String::from_utf8_lossy(&self.s[start..self.i]).into_owned()))
+            }
+            Some(_) => Err(format!("unexpected character at byte {}", self.i)),
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u32, String> {
+        let digits = self.s.get(self.i..self.i + 4).ok_or("short \\u escape")?;
+        let v = u32::from_str_radix(std::str::from_utf8(digits).map_err(|e| e.to_string())?, 16)
+            .map_err(|_| format!("bad \\u escape at byte {}", self.i))?;
+        self.i += 4;
+        Ok(v)
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        if !self.eat("\"") {
+            return Err(format!("string expected at byte {}", self.i));
+        }
+        let mut out = Vec::new();
+        loop {
+            let c = *self.s.get(self.i).ok_or("unterminated string")?;
+            self.i += 1;
+            match c {
+                b'"' => return String::from_utf8(out).map_err(|e| e.to_string()),
+                b'\\' => {
+                    let e = *self.s.get(self.i).ok_or("unterminated string")?;
+                    self.i += 1;
+                    let ch = match e {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            let mut cp = self.hex4()?;
+                            if (0xD800..0xDC00).contains(&cp) && self.eat("\\u") {
+                                let lo = self.hex4()?;
+                                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo.wrapping_sub(0xDC00) & 0x3FF);
+                            }
+                            char::from_u32(cp).unwrap_or('\u{FFFD}')
+                        }
+                        _ => return Err(format!("bad escape at byte {}", self.i)),
+                    };
+                    let mut buf = [0; 4];
+                    out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                }
+                _ => out.push(c),
+            }
         }
     }
 }
@@ -423,25 +835,27 @@ pub fn oldest_sm(arch_list: &str) -> String {
 /// Runs `cmd`; `what` names it in messages, `hint` says what to set when it
 /// cannot be started at all (a failed run shows its output instead, which
 /// says what went wrong better than any guess here).
-fn run(cmd: &mut Command, what: &str, hint: &str) -> Result<(), Error> {
+/// Returns its standard output.
+fn run(cmd: &mut Command, what: &str, hint: &str) -> Result<String, Error> {
     let output = cmd.output().map_err(|e| {
         Error(format!("cannot run {} ({:?}): {}: {}", what, cmd.get_program(), e, hint))
     })?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     if !output.status.success() {
-        return err(format!(
-            "{} failed ({}):\n{}{}",
-            what,
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ));
+        // cargo's JSON messages are for this crate, not for the user: its
+        // diagnostics are rendered on stderr.
+        let text: String = stdout.lines().filter(|l| !l.starts_with('{')).map(|l| format!("{}\n", l)).collect();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return err(format!("{} failed ({}):\n{}{}", what, output.status, text, stderr));
     }
-    Ok(())
+    Ok(stdout)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{compiler_from_env, nvcc_gencode, oldest_sm, CudaCompiler};
+    use super::{
+        compiler_from_env, nvcc_gencode, oldest_sm, package_version, parse_dep_info, parse_json, CudaCompiler, Json,
+    };
 
     #[test]
     fn nvcc_gencode_of_a_list() {
@@ -477,5 +891,44 @@ mod tests {
         assert_eq!(oldest_sm("compute_90a"), "sm_90");
         assert_eq!(oldest_sm("all-major"), "sm_75");
         assert_eq!(oldest_sm(""), "sm_75");
+    }
+
+    #[test]
+    fn dep_info_of_rustc_and_clang() {
+        let rustc = "/t/deps/k-1.d: k/src/lib.rs k/src/my\\ mod.rs /abs/minicore.rs\n\n\
+                     k/src/lib.rs:\nk/src/my\\ mod.rs:\n/abs/minicore.rs:\n\n# env-dep:KERNEL_SCALE=2\n";
+        let (deps, env) = parse_dep_info(rustc);
+        assert_eq!(deps, ["/abs/minicore.rs", "k/src/lib.rs", "k/src/my mod.rs"]);
+        assert_eq!(env, ["KERNEL_SCALE"]);
+        let clang = "/o/act.bc: /d/cuda/act.cu \\\n  /d/cuda/act.h /cuda/include/cuda_runtime.h \\\n  /d/a$$b.h\n";
+        let (deps, env) = parse_dep_info(clang);
+        assert_eq!(deps, ["/cuda/include/cuda_runtime.h", "/d/a$b.h", "/d/cuda/act.cu", "/d/cuda/act.h"]);
+        assert!(env.is_empty());
+    }
+
+    #[test]
+    fn package_id_versions() {
+        assert_eq!(package_version("path+file:///d/gpu_math#0.1.0"), "0.1.0");
+        assert_eq!(package_version("path+file:///d/math#gpu_math@0.2.0"), "0.2.0");
+        assert_eq!(package_version("registry+https://github.com/rust-lang/crates.io-index#serde@1.0.1"), "1.0.1");
+        assert_eq!(package_version("gpu_math 0.3.0 (path+file:///d/gpu_math)"), "0.3.0");
+    }
+
+    #[test]
+    fn cargo_json_messages() {
+        let line = concat!(
+            r#"{"reason":"compiler-artifact","target":{"name":"gpu_math","kind":["lib"]},"#,
+            r#""filenames":["/t/deps/libgpu_math-1.rlib","/t/a \"q\" \u00e9\ud83d\ude00"],"#,
+            r#""fresh":false,"n":-1.5e3,"x":null}"#
+        );
+        let v = parse_json(line).unwrap();
+        assert_eq!(v.get("reason").and_then(Json::as_str), Some("compiler-artifact"));
+        assert_eq!(v.get("target").and_then(|t| t.get("name")).and_then(Json::as_str), Some("gpu_math"));
+        let files = v.get("filenames").and_then(Json::as_array).unwrap();
+        assert_eq!(files[1].as_str(), Some("/t/a \"q\" \u{e9}\u{1F600}"));
+        assert_eq!(v.get("fresh"), Some(&Json::Bool(false)));
+        assert_eq!(v.get("n"), Some(&Json::Number("-1.5e3".to_string())));
+        assert!(parse_json("{\"a\":1,}").is_err());
+        assert!(parse_json("[1] x").is_err());
     }
 }
