@@ -364,6 +364,13 @@ TEST(FuzzRegression, OffloadArchWithNul) {
                 {{std::string("\0:", 2), "nvptx64-nvidia-cuda", Bitcode}},
                 packager::HostArch::X86_64)),
             std::string("arch '") + '\0' +
-                ":' or triple 'nvptx64-nvidia-cuda' of device bitcode holds a "
-                "NUL byte");
+                ":', triple 'nvptx64-nvidia-cuda' or origin '' of device "
+                "bitcode holds a NUL byte");
+  // The origin fatlink embed records is held to the same rule.
+  packager::OffloadImage WithOrigin{"sm_80", "nvptx64-nvidia-cuda", Bitcode,
+                                    std::string("lib.rlib(\0)", 11)};
+  EXPECT_NE(errorOf(packager::writeOffloadObject({WithOrigin},
+                                                 packager::HostArch::X86_64))
+                .find("holds a NUL byte"),
+            std::string::npos);
 }

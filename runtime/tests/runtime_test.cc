@@ -328,7 +328,8 @@ TEST(Select, DriverTooOldForCompression) {
                       "which needs a driver for CUDA 12.4 (Linux >= "
                       "550.54.14); this driver supports CUDA 12.2: update the "
                       "NVIDIA driver, or relink with `fatlink device-link "
-                      "--compress=none`");
+                      "--min-driver=<the oldest driver to serve>` (or "
+                      "--compress=none; fatlink cc: FATLINK_MIN_DRIVER)");
   // An uncompressed PTX still loads, and the reason says why not the cubin.
   P = pick({cubin(80, 0, Zstd), ptx(80, 7, 0)}, 80, 12020);
   EXPECT_EQ(P.Index, 1);

@@ -344,15 +344,16 @@ impl Device {
         cmd.args(["-x", "cuda", "--cuda-device-only", "-fgpu-rdc", "-O3", "-emit-llvm", "-c"])
             .arg(format!("--cuda-path={}", cuda))
             .arg("-Wno-unknown-cuda-version")
-            .arg(format!("--offload-arch={}", oldest_sm(&env::var("FATLINK_ARCH").unwrap_or_default())))
-            .arg("-MD")
-            .arg("-MF")
-            .arg(&deps)
-            .arg(source)
-            .arg("-o")
-            .arg(&out);
-        run(&mut cmd, "clang (CUDA C++ device code)", "set FATLINK_CLANG to clang++ 22 or newer")?;
-        read.add_dep_info(&deps)?;
+            .arg(format!("--offload-arch={}", oldest_sm(&env::var("FATLINK_ARCH").unwrap_or_default())));
+        compile_tracked(
+            &mut cmd,
+            source,
+            &out,
+            &deps,
+            read,
+            "clang (CUDA C++ device code)",
+            "set FATLINK_CLANG to clang++ 22 or newer",
+        )?;
         Ok(out)
     }
 }
@@ -368,15 +369,16 @@ impl Device {
         let mut cmd = Command::new(&nvcc);
         cmd.args(["-rdc=true", "-c", "-Xcompiler", "-fPIC"])
             .args(nvcc_gencode(&env::var("FATLINK_ARCH").unwrap_or_default(), self.lto()?)?)
-            .args(&self.nvcc_flags)
-            .arg("-MD")
-            .arg("-MF")
-            .arg(&deps)
-            .arg(source)
-            .arg("-o")
-            .arg(&out);
-        run(&mut cmd, "nvcc", "set FATLINK_NVCC to the nvcc executable, or CUDA_PATH to the toolkit")?;
-        read.add_dep_info(&deps)?;
+            .args(&self.nvcc_flags);
+        compile_tracked(
+            &mut cmd,
+            source,
+            &out,
+            &deps,
+            read,
+            "nvcc",
+            "set FATLINK_NVCC to the nvcc executable, or CUDA_PATH to the toolkit",
+        )?;
         Ok(out)
     }
 }
@@ -830,6 +832,23 @@ pub fn oldest_sm(arch_list: &str) -> String {
         .min()
         .map(|n| format!("sm_{}", n))
         .unwrap_or_else(|| "sm_75".to_string())
+}
+
+/// Finishes a compiler command line (`-MD -MF deps source -o out`, which
+/// clang and nvcc both take), runs it, and tracks every file the compiler
+/// read (the dep-info file it wrote).
+fn compile_tracked(
+    cmd: &mut Command,
+    source: &Path,
+    out: &Path,
+    deps: &Path,
+    read: &mut Tracked,
+    what: &str,
+    hint: &str,
+) -> Result<(), Error> {
+    cmd.arg("-MD").arg("-MF").arg(deps).arg(source).arg("-o").arg(out);
+    run(cmd, what, hint)?;
+    read.add_dep_info(deps)
 }
 
 /// Runs `cmd`; `what` names it in messages, `hint` says what to set when it
