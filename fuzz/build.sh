@@ -60,7 +60,13 @@ if [ "${#stale[@]}" -gt 0 ]; then
     esac' _ {}
   rm -f "$OUT/libfatlink_fuzz.a"
 fi
-[ -e "$OUT/libfatlink_fuzz.a" ] || ar rcs "$OUT/libfatlink_fuzz.a" "$OUT"/obj/*.o
+# The objects of today's sources only: one left from a source since moved
+# or removed would define its symbols twice.
+objs=()
+for src in $SRCS; do
+  objs+=("$OUT/obj/$(basename "$(dirname "$src")")_$(basename "${src%.*}").o")
+done
+[ -e "$OUT/libfatlink_fuzz.a" ] || ar rcs "$OUT/libfatlink_fuzz.a" "${objs[@]}"
 
 for f in "$ROOT"/fuzz/*_fuzzer.cpp; do
   bin="$OUT/$(basename "${f%.cpp}")"
