@@ -70,7 +70,10 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
+#include <vector>
 
 using namespace llvm;
 
@@ -612,11 +615,28 @@ static std::string memoKey(const Twine &Fact, StringRef Bytes) {
   return (Fact + "-" + toHex(ArrayRef<uint8_t>(H), /*LowerCase=*/true)).str();
 }
 
+/// Keeps \p Ctx alive for the rest of the run. LLVM 22's bitcode reader,
+/// failing on some corrupt input ("Invalid type for value"), leaves the
+/// context holding an object whose destruction frees a pointer into the
+/// middle of an allocation (AddressSanitizer: bad-free in
+/// ~LLVMContextImpl; found by fuzz/link_fuzzer, the input is
+/// fuzz/corpus/link/bad-free-invalid-type). Such a context is never
+/// destroyed: it stays reachable from here, so leak checkers do not report
+/// it either. Only images that fail to parse get here, and the link then
+/// fails on them.
+static void keepForever(std::unique_ptr<LLVMContext> Ctx) {
+  static std::mutex Mu;
+  static auto *Kept = new std::vector<std::unique_ptr<LLVMContext>>;
+  std::lock_guard<std::mutex> Lock(Mu);
+  Kept->push_back(std::move(Ctx));
+}
+
 /// A digest of an image's bitcode without the function attributes that name
 /// the arch ("target-cpu", "target-features"), which linkGroup overwrites
 /// anyway. Images with equal digests are the same program for every target.
 static std::optional<BLAKE3Result<32>> archNeutralDigest(MemoryBufferRef MB) {
-  LLVMContext Ctx;
+  auto CtxOwner = std::make_unique<LLVMContext>();
+  LLVMContext &Ctx = *CtxOwner;
   Ctx.setDiagnosticHandlerCallBack([](const DiagnosticInfo *, void *) {});
   Expected<std::unique_ptr<Module>> MOrErr = nullptr;
   // parse() reports a bad image with its origin; here it is only unequal.
@@ -627,6 +647,7 @@ static std::optional<BLAKE3Result<32>> archNeutralDigest(MemoryBufferRef MB) {
           },
           "digest")) {
     consumeError(std::move(E));
+    keepForever(std::move(CtxOwner));
     return std::nullopt;
   }
   for (Function &F : **MOrErr) {
@@ -1060,7 +1081,8 @@ static void collectInterface(const Module &M, LinkedProgram &Out) {
 
 Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
                               bool First) {
-  LLVMContext Ctx;
+  auto CtxOwner = std::make_unique<LLVMContext>();
+  LLVMContext &Ctx = *CtxOwner;
   Diags.install(Ctx);
 
   // Parse every image, recording who defines and uses what.
@@ -1082,8 +1104,11 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
       Modules.push_back(std::move(*MOrErr));
     }
   }
-  if (Error E = Errors.take())
+  if (Error E = Errors.take()) {
+    Modules.clear();
+    keepForever(std::move(CtxOwner));
     return E;
+  }
   // Relocatable code's definitions (one object per unit: every arch's
   // defines the same), so that one in both it and the bitcode is reported
   // here, naming both, rather than by nvlink.
