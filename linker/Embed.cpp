@@ -57,6 +57,7 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <optional>
 #include <tuple>
 
 using namespace llvm;
@@ -219,11 +220,11 @@ static Expected<std::string> chooseArch(Context &Ctx, const Config &C,
   return Newest;
 }
 
-/// \p Bitcode as a regular-LTO module: the same bytes if no module in it
-/// has a ThinLTO summary, else each module read and written back without
-/// its summary (see the file comment).
-static Expected<std::string> asRegularLTO(MemoryBufferRef Bitcode,
-                                          StringRef Origin) {
+/// \p Bitcode as regular-LTO modules: none if no module in it has a
+/// ThinLTO summary (the bytes are used as they are), else each module read
+/// and written back without its summary (see the file comment).
+static Expected<std::optional<std::string>>
+asRegularLTO(MemoryBufferRef Bitcode, StringRef Origin) {
   auto Corrupt = [&](Error E) {
     return createStringError(inconvertibleErrorCode(),
                              "%s: corrupt bitcode: %s", Origin.str().c_str(),
@@ -240,7 +241,7 @@ static Expected<std::string> asRegularLTO(MemoryBufferRef Bitcode,
     AnyThin |= Info->IsThinLTO;
   }
   if (!AnyThin)
-    return Bitcode.getBuffer().str();
+    return std::nullopt;
 
   SmallVector<char, 0> Out;
   BitcodeWriter Writer(Out);
@@ -326,14 +327,13 @@ static Error embed(Context &Ctx, const Config &C) {
     packager::OffloadImage I;
     I.Arch = Image.Arch.empty() ? *Arch : Image.Arch;
     I.Origin = recordedOrigin(C, Image.Origin);
-    Expected<std::string> Bitcode = asRegularLTO(Image.Bitcode, Image.Origin);
-    if (!Bitcode)
-      return Bitcode.takeError();
-    bool Rewritten = Bitcode->size() != Image.Bitcode.getBufferSize() ||
-                     *Bitcode != Image.Bitcode.getBuffer();
-    I.Bitcode = std::move(*Bitcode);
+    Expected<std::optional<std::string>> Regular =
+        asRegularLTO(Image.Bitcode, Image.Origin);
+    if (!Regular)
+      return Regular.takeError();
+    I.Bitcode = *Regular ? std::move(**Regular) : Image.Bitcode.getBuffer().str();
     Ctx.verbose("embed " + Image.Origin + " [" + I.Arch + "]" +
-                (Rewritten ? " (ThinLTO summary dropped)" : ""));
+                (*Regular ? " (ThinLTO summary dropped)" : ""));
     Images.push_back(std::move(I));
   }
   Expected<std::string> Object = packager::writeOffloadObject(Images, C.Host);

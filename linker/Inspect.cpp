@@ -134,7 +134,9 @@ static StringRef trimCubin(StringRef Data) {
   return Data.take_front(End);
 }
 
-static void describe(Entry &E) {
+/// Fills in what the report shows about E; the kernels only when
+/// \p WantKernels (--kernels, --json): reading them parses every cubin.
+static void describe(Entry &E, bool WantKernels) {
   using packager::EmbeddedImage;
   const EmbeddedImage &I = E.Image;
   E.Bytes = I.Data;
@@ -164,9 +166,12 @@ static void describe(Entry &E) {
     E.Arch = "compute_" + E.Arch.substr(3);
   if (E.Kind == "ptx") {
     E.Bytes = E.Bytes.rtrim('\0');
-    E.Kernels = packager::readPtxSymbols(E.Bytes).Kernels;
+    if (WantKernels)
+      E.Kernels = packager::readPtxSymbols(E.Bytes).Kernels;
   } else if (E.Kind == "cubin" || E.Kind == "relocatable-cubin") {
     E.Bytes = trimCubin(E.Bytes);
+    if (!WantKernels)
+      return;
     if (Expected<packager::ModuleSymbols> S =
             packager::readCubinSymbols(E.Bytes))
       E.Kernels = std::move(S->Kernels);
@@ -230,7 +235,7 @@ static std::vector<Entry> scanFiles(Context &Ctx, const Config &C) {
   }
   // From here on, the list of entries is fixed.
   for (auto [Index, E] : enumerate(Entries)) {
-    describe(E);
+    describe(E, C.Kernels || C.Json);
     E.Name = (sys::path::filename(E.File) + "." + Twine(Index) + "." +
               (E.Image.Arch.empty() ? "noarch" : E.Image.Arch) + "." +
               extensionOf(E))
