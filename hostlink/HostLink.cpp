@@ -49,6 +49,7 @@
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/BinaryFormat/Magic.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -60,11 +61,30 @@
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <map>
+
 using namespace llvm;
 
 namespace fatlink {
 
 namespace {
+
+/// Where an argument stands: in the command line itself (List -1) or in
+/// the response file ResponseFiles[List], at Index; Split: `-l NAME`, two
+/// arguments.
+struct ArgRef {
+  int List = -1;
+  size_t Index = 0;
+  bool Split = false;
+};
+
+/// A response file on the command line: forwarded as it is, or, when
+/// fatlink takes arguments out of it or changes one, written anew.
+struct ResponseFile {
+  std::string Spelling; ///< "@file"
+  std::vector<std::string> Args;
+  bool Rewrite = false;
+};
 
 /// What fatlink learned from a cc command line.
 struct HostLinkLine {
@@ -74,19 +94,24 @@ struct HostLinkLine {
   std::vector<std::string> Own;
   /// Files whose device code goes into the device link, in link order.
   std::vector<std::string> Inputs;
+  /// For each input, the argument that names it, when the command line
+  /// names it by its path or as -lNAME (not through -Wl, or a script).
+  std::vector<std::optional<ArgRef>> InputArgs;
   std::string Output;
   std::string TargetTriple; ///< from --target= / -target, if given
-  /// Contents of response files that held fatlink arguments, without them;
-  /// each replaces one RewrittenMarker in Forward.
-  std::vector<std::vector<std::string>> Rewritten;
+  /// The response files, in order, fatlink's arguments taken out; each
+  /// stands as one ResponseFileMarker in Forward (or in another's Args).
+  std::vector<ResponseFile> ResponseFiles;
   /// What fatlink could not follow, each naming the argument or file: the
   /// host linker may take device code from it that the device link lacks.
   std::vector<std::string> Warnings;
 };
 
-/// Stands in Forward for a response file that must be rewritten.
+/// Stands in Forward for a response file.
 // Two literals: "\x01fatlink" would be one hex escape, \x01fa (out of range).
-constexpr const char *RewrittenMarker = "\x01" "fatlink-rewritten-rsp";
+constexpr const char *ResponseFileMarker = "\x01" "fatlink-response-file";
+/// Stands where an argument was taken out of the line.
+constexpr const char *DroppedMarker = "\x01" "fatlink-dropped";
 
 /// cc options whose value is the next argument.
 bool takesSeparateValue(StringRef Arg) {
@@ -128,6 +153,9 @@ struct LinkItem {
   /// File: the driver compiles it (a source file by its extension or after
   /// `-x LANG`), so the linker never sees it as a script.
   bool Source = false;
+  /// The argument that names it, for a file or library the command line
+  /// names itself (not through -Wl, or -Xlinker).
+  std::optional<ArgRef> Arg = std::nullopt;
 };
 
 /// Whether the compiler driver compiles a file of this name rather than
@@ -160,7 +188,8 @@ public:
                   std::function<Expected<std::vector<std::string>>()> AskDriver);
 
 private:
-  Error walk(ArrayRef<const char *> Args, std::vector<std::string> &Forward);
+  Error walk(ArrayRef<const char *> Args, std::vector<std::string> &Forward,
+             int List);
   void linkerArg(StringRef Arg);
   void linkerResponseFile(StringRef Arg);
 
@@ -168,9 +197,11 @@ private:
   std::string sysrooted(StringRef Path) const;
   std::optional<std::string> searchLibrary(StringRef Name, bool StaticOnly);
   std::optional<std::string> searchFile(StringRef Name);
-  void addLibrary(StringRef Name, bool StaticOnly, unsigned Depth);
+  void addLibrary(StringRef Name, bool StaticOnly, unsigned Depth,
+                  std::optional<ArgRef> Arg = std::nullopt);
   void addFile(StringRef Path, unsigned Depth, bool SkipShared = false,
-               bool MayBeScript = true);
+               bool MayBeScript = true,
+               std::optional<ArgRef> Arg = std::nullopt);
   void readScript(StringRef Path, unsigned Depth);
   void warn(const Twine &Msg) { Line->Warnings.push_back(Msg.str()); }
 
@@ -278,9 +309,10 @@ void LineParser::linkerResponseFile(StringRef Arg) {
   }
 }
 
-/// Walks the arguments, appending those for the host linker to Forward.
+/// Walks the arguments, appending those for the host linker to Forward,
+/// which is the command line (List -1) or ResponseFiles[List]'s.
 Error LineParser::walk(ArrayRef<const char *> Args,
-                       std::vector<std::string> &Forward) {
+                       std::vector<std::string> &Forward, int List) {
   for (size_t I = 0; I < Args.size(); ++I) {
     StringRef Arg = Args[I];
     if (isFatlinkArg(Arg)) {
@@ -288,22 +320,21 @@ Error LineParser::walk(ArrayRef<const char *> Args,
       continue;
     }
     if (Arg.starts_with("@") && Arg.size() > 1) {
-      // Read the response file (and those it names); forward the file
-      // itself unless it holds fatlink arguments, which must not reach the
-      // host linker: then its other arguments go into a rewritten one.
+      // Read the response file (and those it names); the file itself is
+      // forwarded unless it holds fatlink arguments, which must not reach
+      // the host linker: then its other arguments go into a rewritten one.
       SmallVector<const char *, 64> Expanded = {Arg.data()};
       if (Error E = expandResponseFiles(Expanded, Saver))
         return E;
       size_t OwnBefore = Parsed.Own.size();
+      int Index = static_cast<int>(Parsed.ResponseFiles.size());
+      Parsed.ResponseFiles.push_back({Arg.str(), {}, false});
       std::vector<std::string> Inner;
-      if (Error E = walk(Expanded, Inner))
+      if (Error E = walk(Expanded, Inner, Index))
         return E;
-      if (Parsed.Own.size() == OwnBefore) {
-        Forward.push_back(Arg.str());
-      } else {
-        Parsed.Rewritten.push_back(std::move(Inner));
-        Forward.push_back(RewrittenMarker);
-      }
+      Parsed.ResponseFiles[Index].Args = std::move(Inner);
+      Parsed.ResponseFiles[Index].Rewrite = Parsed.Own.size() != OwnBefore;
+      Forward.push_back(ResponseFileMarker + std::to_string(Index));
       continue;
     }
     Forward.push_back(Arg.str());
@@ -324,9 +355,11 @@ Error LineParser::walk(ArrayRef<const char *> Args,
     else if (Arg.starts_with("-L"))
       LibDirs.push_back(Arg.drop_front(2).str());
     else if (Arg == "-l")
-      Items.push_back({LinkItem::Library, Next().str(), Static});
+      Items.push_back({LinkItem::Library, Next().str(), Static, false,
+                       ArgRef{List, Forward.size() - 2, true}});
     else if (Arg.starts_with("-l"))
-      Items.push_back({LinkItem::Library, Arg.drop_front(2).str(), Static});
+      Items.push_back({LinkItem::Library, Arg.drop_front(2).str(), Static,
+                       false, ArgRef{List, Forward.size() - 1, false}});
     else if (Arg == "-Xlinker")
       linkerArg(Next());
     else if (Arg.consume_front("-Wl,")) {
@@ -362,13 +395,14 @@ Error LineParser::walk(ArrayRef<const char *> Args,
     else if (!Arg.starts_with("-") && Arg != "-")
       Items.push_back({LinkItem::File, Arg.str(), false,
                        (!Language.empty() && Language != "none") ||
-                           isSourceFile(Arg)});
+                           isSourceFile(Arg),
+                       ArgRef{List, Forward.size() - 1, false}});
   }
   return Error::success();
 }
 
 Expected<HostLinkLine> LineParser::parse(ArrayRef<const char *> Args) {
-  if (Error E = walk(Args, Parsed.Forward))
+  if (Error E = walk(Args, Parsed.Forward, /*List=*/-1))
     return std::move(E);
   if (!PendingLinkerOpt.empty())
     Parsed.Warnings.push_back("linker option " + PendingLinkerOpt +
@@ -470,9 +504,10 @@ std::optional<std::string> LineParser::searchFile(StringRef Name) {
   return std::nullopt;
 }
 
-void LineParser::addLibrary(StringRef Name, bool StaticOnly, unsigned Depth) {
+void LineParser::addLibrary(StringRef Name, bool StaticOnly, unsigned Depth,
+                            std::optional<ArgRef> Arg) {
   if (std::optional<std::string> Path = searchLibrary(Name, StaticOnly))
-    addFile(*Path, Depth, /*SkipShared=*/true);
+    addFile(*Path, Depth, /*SkipShared=*/true, /*MayBeScript=*/true, Arg);
 }
 
 /// A file the linker opens: an object or archive is an input (the reader
@@ -481,12 +516,14 @@ void LineParser::addLibrary(StringRef Name, bool StaticOnly, unsigned Depth) {
 /// and is not read: SkipShared); any other file is a linker script to GNU
 /// ld, whose inputs are followed.
 void LineParser::addFile(StringRef Path, unsigned Depth, bool SkipShared,
-                         bool MayBeScript) {
+                         bool MayBeScript, std::optional<ArgRef> Arg) {
   file_magic Magic;
   if (!MayBeScript || !sys::fs::is_regular_file(Path) ||
       identify_magic(Path, Magic) || Magic != file_magic::unknown) {
-    if (!(SkipShared && Magic == file_magic::elf_shared_object))
+    if (!(SkipShared && Magic == file_magic::elf_shared_object)) {
       Line->Inputs.push_back(Path.str());
+      Line->InputArgs.push_back(Arg);
+    }
     return;
   }
   readScript(Path, Depth);
@@ -636,10 +673,10 @@ void LineParser::findInputs(
   for (const LinkItem &Item : Items) {
     switch (Item.Kind) {
     case LinkItem::File:
-      addFile(Item.Name, 0, /*SkipShared=*/false, !Item.Source);
+      addFile(Item.Name, 0, /*SkipShared=*/false, !Item.Source, Item.Arg);
       break;
     case LinkItem::Library:
-      addLibrary(Item.Name, Item.StaticOnly, 0);
+      addLibrary(Item.Name, Item.StaticOnly, 0, Item.Arg);
       break;
     case LinkItem::Script:
       // -T script: searched in the current directory, then the search path.
@@ -665,21 +702,35 @@ static std::string quoteForResponseFile(StringRef Arg) {
   return Q + "'";
 }
 
-/// The host linker's arguments: the forwarded ones, each rewritten response
-/// file written anew, and fatlink's files (the device object, the nvcc
-/// registration archive) last.
-static Expected<std::vector<std::string>>
-hostLinkerArgs(Context &Ctx, const HostLinkLine &Line,
-               ArrayRef<std::string> Added) {
-  std::vector<std::string> Args;
-  size_t NextRewritten = 0;
-  for (const std::string &A : Line.Forward) {
-    if (A != RewrittenMarker) {
-      Args.push_back(A);
+/// Resolves the markers in \p In into \p Out: taken-out arguments dropped,
+/// each response file forwarded as it was or, when fatlink changed it,
+/// written anew (in a dry run only named, `@<link-N.rsp>`).
+static Error resolveArgs(Context &Ctx, const HostLinkLine &Line,
+                         ArrayRef<std::string> In,
+                         std::vector<std::string> &Out, bool DryRun) {
+  for (const std::string &A : In) {
+    if (A == DroppedMarker)
+      continue;
+    StringRef Rest = A;
+    size_t Index;
+    if (!Rest.consume_front(ResponseFileMarker) || Rest.getAsInteger(10, Index)) {
+      Out.push_back(A);
       continue;
     }
-    Expected<std::string> Path =
-        Ctx.Temps.create("link-" + std::to_string(NextRewritten) + ".rsp");
+    const ResponseFile &RF = Line.ResponseFiles[Index];
+    if (!RF.Rewrite) {
+      Out.push_back(RF.Spelling);
+      continue;
+    }
+    std::string Name = "link-" + std::to_string(Index) + ".rsp";
+    if (DryRun) {
+      Out.push_back("@<" + Name + ">");
+      continue;
+    }
+    std::vector<std::string> Inner;
+    if (Error E = resolveArgs(Ctx, Line, RF.Args, Inner, DryRun))
+      return E;
+    Expected<std::string> Path = Ctx.Temps.create(Name);
     if (!Path)
       return Path.takeError();
     std::error_code EC;
@@ -687,16 +738,27 @@ hostLinkerArgs(Context &Ctx, const HostLinkLine &Line,
     if (EC)
       return createStringError(EC, "cannot write %s: %s", Path->c_str(),
                                EC.message().c_str());
-    for (const std::string &Inner : Line.Rewritten[NextRewritten++])
-      OS << quoteForResponseFile(Inner) << "\n";
+    for (const std::string &Arg : Inner)
+      OS << quoteForResponseFile(Arg) << "\n";
     OS.close();
     if (std::error_code EC = OS.error()) {
       OS.clear_error();
       return createStringError(EC, "cannot write %s: %s", Path->c_str(),
                                EC.message().c_str());
     }
-    Args.push_back("@" + *Path);
+    Out.push_back("@" + *Path);
   }
+  return Error::success();
+}
+
+/// The host linker's arguments: the forwarded ones (resolveArgs), then
+/// fatlink's files (the device object, the nvcc registration archive).
+static Expected<std::vector<std::string>>
+hostLinkerArgs(Context &Ctx, const HostLinkLine &Line,
+               ArrayRef<std::string> Added, bool DryRun) {
+  std::vector<std::string> Args;
+  if (Error E = resolveArgs(Ctx, Line, Line.Forward, Args, DryRun))
+    return std::move(E);
   Args.insert(Args.end(), Added.begin(), Added.end());
   return Args;
 }
@@ -886,15 +948,11 @@ static Expected<DeviceResult> deviceLinkForHost(Context &Ctx,
 /// or a link without a device object, is an error.
 static Expected<std::string> nvccRegistration(Context &Ctx,
                                               const HostLinkLine &Line,
+                                              const NvccInputs &Nvcc,
                                               const DeviceResult &Device,
                                               bool DryRun) {
   TimeTraceScope Scope("nvcc registration");
-  Expected<std::vector<NvccModule>> Modules = [&] {
-    TimeTraceScope Scope("Read nvcc module ids");
-    return findNvccModules(Line.Inputs);
-  }();
-  if (!Modules)
-    return Modules.takeError();
+  const std::vector<NvccModule> *Modules = &Nvcc.Modules;
   if (Modules->empty())
     return std::string();
 
@@ -938,6 +996,84 @@ static Expected<std::string> nvccRegistration(Context &Ctx,
   return Ctx.Temps.write("nvcc-register.a", *Archive);
 }
 
+/// nvcc -dlink outputs in a link whose nvcc modules fatlink registers (the
+/// `cc` crate adds <lib>_dlink.o to every archive it builds with .cuda(true);
+/// CMake links cmake_device_link.o): each defines the modules'
+/// __cudaRegisterLinkedBinary_<id> globally, so the host linker would take
+/// it, and register nvlink's copy of their device code, over fatlink's
+/// hidden definitions. Such an object is left out of the host link: named
+/// on the line, it is dropped; an archive member, the archive is replaced
+/// by a copy without it. One that registers a module fatlink does not, or
+/// that the line names through -Wl, or a script, stays, with a warning.
+static Error leaveOutNvccDeviceLinks(Context &Ctx, HostLinkLine &Line,
+                                     const NvccInputs &Nvcc, bool DryRun) {
+  StringSet<> Registered;
+  for (const NvccModule &M : Nvcc.Modules)
+    if (M.HasDeviceCode)
+      Registered.insert(M.Id);
+  // By input, in link order.
+  std::map<size_t, std::vector<const NvccDeviceLink *>> ByInput;
+  for (const NvccDeviceLink &L : Nvcc.DeviceLinks) {
+    std::string Others;
+    for (const std::string &Id : L.Ids)
+      if (!Registered.contains(Id))
+        Others += (Others.empty() ? "" : ", ") + Id;
+    if (!Others.empty()) {
+      Ctx.warn(L.Origin + ": nvcc -dlink output for nvcc modules this link "
+               "does not register with fatlink's fatbin (" + Others +
+               "): it stays in the link and registers its own copy of their "
+               "device code");
+      continue;
+    }
+    ByInput[L.Input].push_back(&L);
+  }
+  for (const auto &[Input, Links] : ByInput) {
+    std::string Replacement = DroppedMarker;
+    if (Links.front()->Member) {
+      std::vector<size_t> Members;
+      for (const NvccDeviceLink *L : Links)
+        Members.push_back(*L->Member);
+      StringRef File = sys::path::filename(Line.Inputs[Input]);
+      if (DryRun) {
+        Replacement = ("<" + File + " without nvcc -dlink members>").str();
+      } else {
+        Expected<std::string> Archive =
+            archiveWithout(Line.Inputs[Input], Members);
+        if (!Archive)
+          return Archive.takeError();
+        Expected<std::string> Path = Ctx.Temps.write(
+            ("nodlink-" + Twine(Input) + "-" + File).str(), *Archive);
+        if (!Path)
+          return Path.takeError();
+        Replacement = *Path;
+      }
+    }
+    std::optional<ArgRef> Ref = Line.InputArgs[Input];
+    for (const NvccDeviceLink *L : Links) {
+      if (!Ref) {
+        Ctx.warn(L->Origin + ": nvcc -dlink output, named through -Wl, or a "
+                 "linker script, where fatlink cannot leave it out: it "
+                 "registers its own copy of its modules' device code over "
+                 "fatlink's; name the file on the command line itself, or "
+                 "link without the nvcc -dlink step");
+        continue;
+      }
+      Ctx.verbose("fatlink: leaving out " + L->Origin +
+                  ": nvcc -dlink's device link, which fatlink's replaces");
+    }
+    if (!Ref)
+      continue;
+    std::vector<std::string> &Args =
+        Ref->List < 0 ? Line.Forward : Line.ResponseFiles[Ref->List].Args;
+    Args[Ref->Index] = Replacement;
+    if (Ref->Split)
+      Args[Ref->Index + 1] = DroppedMarker;
+    if (Ref->List >= 0)
+      Line.ResponseFiles[Ref->List].Rewrite = true;
+  }
+  return Error::success();
+}
+
 /// The link, once fatlink's settings are known: the device link of the
 /// inputs' device code, then the host link with its object added. The host
 /// linker's exit status becomes fatlink's.
@@ -958,19 +1094,25 @@ static void hostLink(Context &Ctx, LineParser &Parser, HostLinkLine &Line,
   Expected<DeviceResult> Device = deviceLinkForHost(Ctx, Line, S, DryRun);
   if (!Device)
     return Ctx.error(Device.takeError());
+  Expected<NvccInputs> Nvcc = [&] {
+    TimeTraceScope Scope("Read nvcc module ids");
+    return findNvccInputs(Line.Inputs);
+  }();
+  if (!Nvcc)
+    return Ctx.error(Nvcc.takeError());
   Expected<std::string> Registration =
-      nvccRegistration(Ctx, Line, *Device, DryRun);
+      nvccRegistration(Ctx, Line, *Nvcc, *Device, DryRun);
   if (!Registration)
     return Ctx.error(Registration.takeError());
+  if (!Registration->empty())
+    if (Error E = leaveOutNvccDeviceLinks(Ctx, Line, *Nvcc, DryRun))
+      return Ctx.error(std::move(E));
   std::vector<std::string> Added;
   for (const std::string *F : {&Device->Object, &*Registration})
     if (!F->empty())
       Added.push_back(*F);
   Expected<std::vector<std::string>> HostArgs =
-      DryRun ? std::vector<std::string>(Line.Forward)
-             : hostLinkerArgs(Ctx, Line, Added);
-  if (DryRun && HostArgs)
-    HostArgs->insert(HostArgs->end(), Added.begin(), Added.end());
+      hostLinkerArgs(Ctx, Line, Added, DryRun);
   if (!HostArgs)
     return Ctx.error(HostArgs.takeError());
   if (DryRun) {

@@ -96,12 +96,20 @@ static bool isIdentifier(StringRef S) {
          all_of(S, [](char C) { return isAlnum(C) || C == '_'; });
 }
 
-/// The nvcc -rdc modules of one relocatable ELF object, appended to \p Out:
-/// the __cudaRegisterLinkedBinary_<id> functions it calls (undefined
-/// symbols). Its __nv_module_id section names the same ids, but nvcc -c
-/// whole-program objects carry one too, and they register themselves.
-static Error readObject(MemoryBufferRef MB, StringRef Origin,
-                        std::vector<NvccModule> &Out) {
+/// Where an object stands: a file on the line, or a member of one.
+struct ObjectPlace {
+  size_t Input;
+  std::optional<size_t> Member;
+  std::string Origin;
+};
+
+/// The nvcc pieces of one relocatable ELF object, appended to \p Out: the
+/// __cudaRegisterLinkedBinary_<id> functions it calls (undefined symbols),
+/// or, when it defines them, the nvcc -dlink output it is. Its
+/// __nv_module_id section names the same ids, but nvcc -c whole-program
+/// objects carry one too, and they register themselves.
+static Error readObject(MemoryBufferRef MB, ObjectPlace Place,
+                        NvccInputs &Out) {
   Expected<std::unique_ptr<object::ObjectFile>> Obj =
       object::ObjectFile::createObjectFile(MB);
   if (!Obj) {
@@ -109,7 +117,8 @@ static Error readObject(MemoryBufferRef MB, StringRef Origin,
     consumeError(Obj.takeError());
     return Error::success();
   }
-  std::vector<StringRef> Ids;
+  std::vector<StringRef> Called, Defined;
+  bool DefinesOthers = false;
   for (const object::SymbolRef &Sym : (*Obj)->symbols()) {
     Expected<uint32_t> Flags = Sym.getFlags();
     Expected<StringRef> Name = Sym.getName();
@@ -119,21 +128,32 @@ static Error readObject(MemoryBufferRef MB, StringRef Origin,
       continue;
     }
     StringRef Id = *Name;
-    if (!(*Flags & object::SymbolRef::SF_Undefined) ||
-        !Id.consume_front(RegisterPrefix))
+    if (!(*Flags & object::SymbolRef::SF_Global))
+      continue; // nvcc -dlink's helper __cudaRegisterLinkedBinary is local
+    if (!Id.consume_front(RegisterPrefix)) {
+      DefinesOthers |= !(*Flags & object::SymbolRef::SF_Undefined);
       continue;
+    }
     if (Id.size() > MaxIdLength || !isIdentifier(Id)) {
       std::string Shown;
       raw_string_ostream(Shown).write_escaped(Name->take_front(96));
       return createStringError(
           "%s: '%s%s' names no nvcc module id (an identifier after %s): the "
           "object is corrupt or not from nvcc",
-          Origin.str().c_str(), Shown.c_str(), Name->size() > 96 ? "..." : "",
+          Place.Origin.c_str(), Shown.c_str(), Name->size() > 96 ? "..." : "",
           RegisterPrefix.data());
     }
-    Ids.push_back(Id);
+    (*Flags & object::SymbolRef::SF_Undefined ? Called : Defined).push_back(Id);
   }
-  if (Ids.empty())
+  // Only what nvcc -dlink writes: an object that defines more is not one,
+  // and leaving it out of the link would lose those definitions.
+  if (!Defined.empty() && !DefinesOthers) {
+    NvccDeviceLink Link{Place.Input, Place.Member, Place.Origin, {}};
+    for (StringRef Id : Defined)
+      Link.Ids.push_back(Id.str());
+    Out.DeviceLinks.push_back(std::move(Link));
+  }
+  if (Called.empty())
     return Error::success();
   bool HasDeviceCode = false;
   for (const object::SectionRef &Sec : (*Obj)->sections()) {
@@ -142,14 +162,15 @@ static Error readObject(MemoryBufferRef MB, StringRef Origin,
       HasDeviceCode = true;
     consumeError(Name.takeError());
   }
-  for (StringRef Id : Ids)
-    Out.push_back({Id.str(), Origin.str(), HasDeviceCode});
+  for (StringRef Id : Called)
+    Out.Modules.push_back({Id.str(), Place.Origin, HasDeviceCode});
   return Error::success();
 }
 
-Expected<std::vector<NvccModule>> findNvccModules(ArrayRef<std::string> Paths) {
-  std::vector<NvccModule> Modules;
-  for (const std::string &Path : Paths) {
+Expected<NvccInputs> findNvccInputs(ArrayRef<std::string> Paths) {
+  NvccInputs Found;
+  for (size_t I = 0; I < Paths.size(); ++I) {
+    const std::string &Path = Paths[I];
     ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(
         Path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
     if (!MB)
@@ -157,26 +178,71 @@ Expected<std::vector<NvccModule>> findNvccModules(ArrayRef<std::string> Paths) {
     MemoryBufferRef Ref = (*MB)->getMemBufferRef();
     file_magic Magic = identify_magic(Ref.getBuffer());
     if (Magic == file_magic::elf_relocatable) {
-      if (Error E = readObject(Ref, Path, Modules))
+      if (Error E = readObject(Ref, {I, std::nullopt, Path}, Found))
         return std::move(E);
       continue;
     }
     if (Magic != file_magic::archive)
       continue;
+    size_t Member = 0;
     if (Error E = intake::forEachMember(
             Ref, Path, intake::ThinArchive::Follow,
             [&](intake::Member &M) -> Error {
+              size_t Index = Member++;
               if (identify_magic(M.Data.getBuffer()) !=
                   file_magic::elf_relocatable)
                 return Error::success();
-              return readObject(M.Data, (Path + "(" + M.Name + ")").str(),
-                                Modules);
+              return readObject(
+                  M.Data, {I, Index, (Path + "(" + M.Name + ")").str()},
+                  Found);
             },
             // A thin member that cannot be read: the host linker says so.
-            [](Error E) { consumeError(std::move(E)); }))
+            [&](Error E) {
+              ++Member;
+              consumeError(std::move(E));
+            }))
       return std::move(E);
   }
-  return Modules;
+  return std::move(Found);
+}
+
+Expected<std::string> archiveWithout(StringRef Path, ArrayRef<size_t> Drop) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(
+      Path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!MB)
+    return createStringError(MB.getError(), "cannot read %s: %s",
+                             Path.str().c_str(),
+                             MB.getError().message().c_str());
+  Expected<std::unique_ptr<object::Archive>> Ar =
+      object::Archive::create((*MB)->getMemBufferRef());
+  if (!Ar)
+    return createStringError("%s: %s", Path.str().c_str(),
+                             toString(Ar.takeError()).c_str());
+  std::vector<NewArchiveMember> Members;
+  Error Err = Error::success();
+  size_t Index = 0;
+  for (const object::Archive::Child &C : (*Ar)->children(Err)) {
+    if (is_contained(Drop, Index++))
+      continue;
+    Expected<NewArchiveMember> M =
+        NewArchiveMember::getOldMember(C, /*Deterministic=*/true);
+    if (!M)
+      return createStringError("%s: %s", Path.str().c_str(),
+                               toString(M.takeError()).c_str());
+    Members.push_back(std::move(*M));
+  }
+  if (Err)
+    return createStringError("%s: %s", Path.str().c_str(),
+                             toString(std::move(Err)).c_str());
+  Expected<std::unique_ptr<MemoryBuffer>> Out = writeArchiveToBuffer(
+      Members, SymtabWritingMode::NormalSymtab, object::Archive::K_GNU,
+      /*Deterministic=*/true, /*Thin=*/false);
+  if (!Out)
+    return createStringError("%s: cannot write it without its nvcc -dlink "
+                             "members: %s",
+                             Path.str().c_str(),
+                             toString(Out.takeError()).c_str());
+  return (*Out)->getBuffer().str();
 }
 
 //===----------------------------------------------------------------------===//

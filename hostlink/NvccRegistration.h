@@ -7,8 +7,11 @@
 // `fatlink cc` defines them instead, registering the fatbin of its own
 // device link: no nvcc -dlink step, and one copy of the device code.
 //
-//   findNvccModules:        the modules of the objects and archive members
-//                           on the host link line (the functions they call);
+//   findNvccInputs:         the modules of the objects and archive members
+//                           on the host link line (the functions they call),
+//                           and the nvcc -dlink outputs among them;
+//   archiveWithout:         an archive less some members (the host link
+//                           takes an nvcc -dlink output's archive so);
 //   writeNvccRegistration:  an archive of host objects (compiled in-process
 //                           by LLVM's x86-64 or AArch64 backend) that define
 //                           them, one member per module, so that the host
@@ -26,6 +29,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,17 +49,42 @@ struct NvccModule {
   }
 };
 
+/// An nvcc -dlink output on the host link line (`nvcc -dlink`, CMake's
+/// cmake_device_link.o, the `cc` crate's <lib>_dlink.o archive member): an
+/// object that defines __cudaRegisterLinkedBinary_<id> for the modules
+/// nvlink linked and registers nvlink's fatbin, a second copy of their
+/// device code.
+struct NvccDeviceLink {
+  size_t Input = 0; ///< the index of its file among the paths searched
+  /// Its index among the archive's members; none for an object file.
+  std::optional<size_t> Member;
+  std::string Origin;           ///< "libnv_ops.a(nv_ops_dlink.o)"
+  std::vector<std::string> Ids; ///< the modules it registers
+};
+
+/// What the host link line holds of nvcc's relocatable host code.
+struct NvccInputs {
+  std::vector<NvccModule> Modules;
+  std::vector<NvccDeviceLink> DeviceLinks;
+};
+
 /// Reads the nvcc -rdc modules of the relocatable objects among \p Paths
 /// and of every relocatable object in the archives among them (members of
 /// thin archives are followed, as the host linker does), in link order: the
 /// undefined __cudaRegisterLinkedBinary_<id> symbols. (The object's
 /// __nv_module_id section names the same ids, but nvcc -c whole-program
-/// objects, which register themselves, carry one too.) Shared libraries and
+/// objects, which register themselves, carry one too.) An object that
+/// defines such a symbol is an nvcc -dlink output. Shared libraries and
 /// other files are skipped: a shared library registers its own modules. A
 /// module id that is not an identifier, or an unreadable archive, is an
 /// error naming the file.
-llvm::Expected<std::vector<NvccModule>>
-findNvccModules(llvm::ArrayRef<std::string> Paths);
+llvm::Expected<NvccInputs> findNvccInputs(llvm::ArrayRef<std::string> Paths);
+
+/// The ar archive at \p Path, less the members whose indices (in member
+/// order) are in \p Drop: a regular archive (a thin one's members read in),
+/// deterministic, with a symbol index, for the host link to take instead.
+llvm::Expected<std::string> archiveWithout(llvm::StringRef Path,
+                                           llvm::ArrayRef<size_t> Drop);
 
 /// Returns an ar archive (deterministic, with a symbol index) for the host
 /// \p Triple (x86_64 or aarch64) defining, hidden,

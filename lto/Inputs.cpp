@@ -344,6 +344,23 @@ void InputReader::readNvccFatbin(MemoryBufferRef Object, StringRef Contents,
 /// bitstream cursor, skipping every sub-block by its length. (Loading the
 /// module lazily, the obvious way, costs about 0.2 ms an image: 0.2 s for a
 /// 256-unit, four-arch program's cached re-link.)
+/// Whether \p Obj defines a __cudaRegisterLinkedBinary_<id> function: nvcc
+/// -dlink's output does; nvcc's -rdc objects call it.
+static bool definesNvccRegistration(const object::ObjectFile &Obj) {
+  for (const object::SymbolRef &Sym : Obj.symbols()) {
+    Expected<uint32_t> Flags = Sym.getFlags();
+    Expected<StringRef> Name = Sym.getName();
+    bool Defines = Flags && Name && (*Flags & object::SymbolRef::SF_Global) &&
+                   !(*Flags & object::SymbolRef::SF_Undefined) &&
+                   Name->starts_with("__cudaRegisterLinkedBinary_");
+    consumeError(Flags.takeError());
+    consumeError(Name.takeError());
+    if (Defines)
+      return true;
+  }
+  return false;
+}
+
 static std::string sourceFileName(MemoryBufferRef MB) {
   StringRef Buf = MB.getBuffer();
   if (!isBitcode(reinterpret_cast<const unsigned char *>(Buf.begin()),
@@ -480,9 +497,14 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
     // nvcc -c: complete cubins that its own constructor registers. Left as
     // they are, but remembered: an undefined symbol it defines says so.
     Set.NvccObjects.push_back({Origin.str(), MB});
-    Set.Skipped.push_back(Origin.str() +
-                          ": nvcc whole-program device code (nvcc -c without "
-                          "-rdc), which registers itself: left as it is");
+    Set.Skipped.push_back(
+        Origin.str() +
+        (definesNvccRegistration(**ObjOrErr)
+             ? ": nvcc -dlink output (nvlink's device link of nvcc -rdc "
+               "code): left as it is (fatlink cc leaves it out of the host "
+               "link when it registers those modules itself)"
+             : ": nvcc whole-program device code (nvcc -c without -rdc), "
+               "which registers itself: left as it is"));
   }
   bool UnitOpen = false;
   std::string UnitFile;

@@ -165,10 +165,12 @@ TEST(NvccRegistration, OtherHostArch) {
                         "code for x86_64 and aarch64"));
 }
 
-/// A relocatable x86-64 object with the given sections (name, hex bytes)
-/// and undefined global symbols.
+/// A relocatable x86-64 object with the given sections (name, hex bytes),
+/// undefined global symbols, and global symbols defined in its first
+/// section.
 std::string object(ArrayRef<std::pair<std::string, std::string>> Sections,
-                   ArrayRef<std::string> Undefined = {}) {
+                   ArrayRef<std::string> Undefined = {},
+                   ArrayRef<std::string> Defined = {}) {
   std::string Yaml = "--- !ELF\nFileHeader:\n  Class: ELFCLASS64\n"
                      "  Data: ELFDATA2LSB\n  Type: ET_REL\n"
                      "  Machine: EM_X86_64\nSections:\n";
@@ -177,10 +179,13 @@ std::string object(ArrayRef<std::pair<std::string, std::string>> Sections,
             "\n    Type: SHT_PROGBITS\n    Flags: [ SHF_ALLOC ]\n"
             "    Content: " +
             Hex + "\n";
-  if (!Undefined.empty())
+  if (!Undefined.empty() || !Defined.empty())
     Yaml += "Symbols:\n";
   for (const std::string &Name : Undefined)
     Yaml += "  - Name: \"" + Name + "\"\n    Binding: STB_GLOBAL\n";
+  for (const std::string &Name : Defined)
+    Yaml += "  - Name: \"" + Name + "\"\n    Section: " +
+            Sections.front().first + "\n    Binding: STB_GLOBAL\n";
   std::string Out;
   raw_string_ostream OS(Out);
   yaml::Input YIn(Yaml);
@@ -227,9 +232,10 @@ TEST(NvccRegistration, FindsModules) {
                     Succeeded());
   std::string TextPath = Dir.write("notes.txt", "not an object\n");
 
-  Expected<std::vector<NvccModule>> Found = findNvccModules(
+  Expected<NvccInputs> Inputs = findNvccInputs(
       {PlainPath, TwoPath, WholePath, ArPath, TextPath, Dir.file("missing.o")});
-  ASSERT_THAT_EXPECTED(Found, Succeeded());
+  ASSERT_THAT_EXPECTED(Inputs, Succeeded());
+  const std::vector<NvccModule> *Found = &Inputs->Modules;
   ASSERT_EQ(Found->size(), 3u);
   EXPECT_EQ((*Found)[0].Id, "_a1_1_x_cu");
   EXPECT_EQ((*Found)[0].Origin, TwoPath);
@@ -240,15 +246,74 @@ TEST(NvccRegistration, FindsModules) {
   EXPECT_EQ((*Found)[2].Id, "_c3_1_z_cu");
   EXPECT_EQ((*Found)[2].Origin, ArPath + "(nocode.o)");
   EXPECT_FALSE((*Found)[2].HasDeviceCode);
+  EXPECT_TRUE(Inputs->DeviceLinks.empty());
 
   std::string Bad =
       Dir.write("bad.o", object({}, {"__cudaRegisterLinkedBinary_9lives-\\n"}));
   EXPECT_THAT_EXPECTED(
-      findNvccModules({Bad}),
+      findNvccInputs({Bad}),
       FailedWithMessage(Bad + ": '__cudaRegisterLinkedBinary_9lives-\\n' "
                               "names no nvcc module id (an identifier after "
                               "__cudaRegisterLinkedBinary): the object is "
                               "corrupt or not from nvcc"));
+}
+
+TEST(NvccRegistration, FindsDeviceLinks) {
+  TempDir Dir;
+  std::string Module = object({{"__nv_relfatbin", RelFatbin}},
+                              {"__cudaRegisterLinkedBinary_a1_1_x_cu"});
+  // nvcc -dlink's output: the modules' functions defined, nothing else.
+  std::string Dlink =
+      object({{".text", "C3"}, {".nv_fatbin", RelFatbin}},
+             {"__cudaRegisterFatBinary"}, {"__cudaRegisterLinkedBinary_a1_1_x_cu"});
+  // One that defines more is not nvcc -dlink's: the link needs it.
+  std::string Mixed = object(
+      {{".text", "C3"}}, {}, {"__cudaRegisterLinkedBinary_b2_1_y_cu", "helper"});
+  std::vector<NewArchiveMember> Members;
+  Members.emplace_back(MemoryBufferRef(Module, "k.o"));
+  Members.emplace_back(MemoryBufferRef(Dlink, "k_dlink.o"));
+  std::string ArPath = Dir.file("libk.a");
+  ASSERT_THAT_ERROR(writeArchive(ArPath, Members,
+                                 SymtabWritingMode::NormalSymtab,
+                                 object::Archive::K_GNU, true, false),
+                    Succeeded());
+  std::string MixedPath = Dir.write("mixed.o", Mixed);
+  std::string DlinkPath = Dir.write("cmake_device_link.o", Dlink);
+
+  Expected<NvccInputs> Found = findNvccInputs({MixedPath, ArPath, DlinkPath});
+  ASSERT_THAT_EXPECTED(Found, Succeeded());
+  ASSERT_EQ(Found->Modules.size(), 1u);
+  EXPECT_EQ(Found->Modules[0].Origin, ArPath + "(k.o)");
+  ASSERT_EQ(Found->DeviceLinks.size(), 2u);
+  const NvccDeviceLink &Member = Found->DeviceLinks[0];
+  EXPECT_EQ(Member.Input, 1u);
+  EXPECT_EQ(Member.Member, std::optional<size_t>(1));
+  EXPECT_EQ(Member.Origin, ArPath + "(k_dlink.o)");
+  EXPECT_EQ(Member.Ids, std::vector<std::string>{"_a1_1_x_cu"});
+  EXPECT_EQ(Found->DeviceLinks[1].Input, 2u);
+  EXPECT_EQ(Found->DeviceLinks[1].Member, std::nullopt);
+
+  // The archive without the member: the module's object and its symbol.
+  Expected<std::string> Without = archiveWithout(ArPath, {1});
+  ASSERT_THAT_EXPECTED(Without, Succeeded());
+  Expected<std::unique_ptr<object::Archive>> Ar =
+      object::Archive::create(MemoryBufferRef(*Without, "without"));
+  ASSERT_THAT_EXPECTED(Ar, Succeeded());
+  std::vector<std::string> Names;
+  Error Err = Error::success();
+  for (const object::Archive::Child &C : (*Ar)->children(Err)) {
+    Expected<StringRef> Name = C.getName();
+    ASSERT_THAT_EXPECTED(Name, Succeeded());
+    Names.push_back(Name->str());
+  }
+  ASSERT_THAT_ERROR(std::move(Err), Succeeded());
+  EXPECT_EQ(Names, std::vector<std::string>{"k.o"});
+  EXPECT_FALSE((*Ar)->isThin());
+
+  std::string Missing = Dir.file("missing.a");
+  EXPECT_THAT_EXPECTED(archiveWithout(Missing, {0}),
+                       FailedWithMessage("cannot read " + Missing +
+                                         ": No such file or directory"));
 }
 
 } // namespace
