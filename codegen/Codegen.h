@@ -64,7 +64,7 @@ struct PtxasInfo {
 /// One input of an nvJitLink link: bytes in memory (Data, named Name in
 /// messages) or a file (Path).
 struct NvJitLinkInput {
-  enum KindType { Cubin, Ptx, Object, Library } Kind = Cubin;
+  enum KindType { Cubin, Ptx, LtoIR, Object, Library } Kind = Cubin;
   std::string Name;
   llvm::StringRef Data;
   std::string Path;
@@ -154,6 +154,12 @@ std::optional<std::string> retargetPTX(llvm::StringRef PTX,
 struct PtxModule {
   std::string Name;
   llvm::StringRef Text;
+  /// Internal functions linked as if .visible: what a whole-program
+  /// module (nvJitLink's PTX of LTO-IR) defines for the other modules.
+  std::vector<std::string> Export = {};
+  /// Module-scope statements (definitions and declarations) left out, by
+  /// name: the entry that made nvJitLink keep the exported functions.
+  std::vector<std::string> Drop = {};
 };
 
 struct PtxLinkResult {
@@ -164,6 +170,8 @@ struct PtxLinkResult {
   /// Functions and variables still .extern: declared, defined by no module
   /// (dynamic shared memory, declared by nature, is not listed).
   std::vector<std::string> Unresolved;
+  /// The functions among them.
+  std::vector<std::string> UnresolvedFunctions;
 };
 
 /// Links PTX modules into one, for \p TargetCpu ("sm_120"): the newest

@@ -48,6 +48,7 @@ using Result = int; // nvJitLinkResult; 0 is NVJITLINK_SUCCESS
 enum InputType : int {
   InputCubin = 1,
   InputPtx = 2,
+  InputLtoIR = 3,
   InputObject = 5,
   InputLibrary = 6
 };
@@ -291,6 +292,7 @@ Expected<std::string> runNvJitLink(StringRef CudaPath, StringRef Arch,
   for (const NvJitLinkInput &In : Inputs) {
     int Type = In.Kind == NvJitLinkInput::Cubin    ? InputCubin
                : In.Kind == NvJitLinkInput::Ptx    ? InputPtx
+               : In.Kind == NvJitLinkInput::LtoIR  ? InputLtoIR
                : In.Kind == NvJitLinkInput::Object ? InputObject
                                                    : InputLibrary;
     std::string Name = In.Name;

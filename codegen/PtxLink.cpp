@@ -82,6 +82,7 @@ struct Statement {
   StringRef Name;
   size_t NameTok = 0;
   size_t SigEnd = 0; ///< functions: one past the parameter list
+  bool Exported = false; ///< internal, linked as .visible (PtxModule::Export)
 };
 
 struct Module {
@@ -374,8 +375,13 @@ static Error parse(Module &M) {
     St.End = J + 1;
     if (Error E = classify(M, St))
       return E;
-    M.Stmts.push_back(St);
     I = St.End;
+    if (is_contained(M.In->Drop, St.Name))
+      continue;
+    if (St.IsFunc && St.Linkage == Statement::Internal &&
+        is_contained(M.In->Export, St.Name))
+      St.Linkage = Statement::Visible, St.Exported = true;
+    M.Stmts.push_back(St);
   }
   if (!SawVersion || !SawTarget || !SawAddressSize)
     return error(M, 1,
@@ -389,6 +395,13 @@ namespace {
 /// .loc file indices and dropping .loc's DWARF references.
 struct Writer {
   std::string &Out;
+
+  /// A declaration up to token End, `.visible` first if it was exported.
+  void decl(const Module &M, const Statement &St, size_t End) {
+    if (St.Exported)
+      Out += ".visible ";
+    range(M, St.Begin, End);
+  }
 
   void range(const Module &M, size_t Begin, size_t End) {
     StringRef S = M.In->Text;
@@ -606,14 +619,17 @@ Expected<PtxLinkResult> linkPTX(ArrayRef<PtxModule> Inputs,
         // Dynamic shared memory is declared, never defined.
         if (none_of(make_range(M.Toks.begin() + St.Begin,
                                M.Toks.begin() + St.NameTok),
-                    [](const Token &T) { return T.is(".shared"); }))
+                    [](const Token &T) { return T.is(".shared"); })) {
           R.Unresolved.push_back(St.Name.str());
+          if (St.IsFunc)
+            R.UnresolvedFunctions.push_back(St.Name.str());
+        }
       }
   // A prototype of every function defined.
   for (const Module &M : Mods)
     for (const Statement &St : M.Stmts)
       if (St.IsFunc && IsKept(M, St)) {
-        W.range(M, St.Begin, St.SigEnd);
+        W.decl(M, St, St.SigEnd);
         Out += ";\n";
       }
   Out += "\n";
@@ -659,7 +675,7 @@ Expected<PtxLinkResult> linkPTX(ArrayRef<PtxModule> Inputs,
     for (const Statement &St : M.Stmts)
       if (St.IsFunc && IsKept(M, St)) {
         Out += "\n";
-        W.range(M, St.Begin, St.End);
+        W.decl(M, St, St.End);
         Out += "\n";
       }
 

@@ -138,6 +138,16 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
     BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(O.Data.getBuffer()));
     W.str(toStringRef(ArrayRef<uint8_t>(H)));
   }
+  // LTO-IR is read by the toolkit's nvJitLink; nvcc compiles the unit that
+  // keeps functions in its PTX (codegen's linkNvccPTX).
+  if (any_of(Inputs.Objects,
+             [](const lto::DeviceObject &O) { return O.IsLTOIR; }))
+    for (const char *Tool :
+         {"lib64/libnvJitLink.so.13", "lib64/libnvJitLink.so", "bin/nvcc"}) {
+      SmallString<256> Path(C.Paths.CudaPath);
+      sys::path::append(Path, Tool);
+      W.str(toolIdentity(Path));
+    }
   // Device libraries are linked by nvlink from their path, like a tool.
   W.u64(Inputs.Libraries.size());
   for (const lto::DeviceLibrary &L : Inputs.Libraries)

@@ -183,6 +183,70 @@ TEST(PtxLinkTest, UnresolvedExternKeptOnce) {
             1u);
 }
 
+// nvJitLink's whole-program PTX: nv_scale internal, kept by a kernel that
+// takes its address. Exported, it resolves the caller's .extern; the
+// keeping kernel is left out.
+TEST(PtxLinkTest, ExportAndDrop) {
+  std::string Whole = header("9.0", "sm_120") + R"(
+.func  (.param .b32 func_retval0) nv_scale(
+	.param .b32 nv_scale_param_0
+)
+;
+.visible .entry __keep(.param .u64 p)
+{
+	.reg .b64 %rd<2>;
+	mov.u64 %rd1, nv_scale;
+	ret;
+}
+
+.func  (.param .b32 func_retval0) nv_scale(
+	.param .b32 nv_scale_param_0
+)
+{
+	ret;
+}
+
+.func helper()
+{
+	ret;
+}
+)";
+  const std::string Use = header("8.8", "sm_120") + R"(
+.extern .func  (.param .b32 func_retval0) nv_scale
+(
+	.param .b32 nv_scale_param_0
+)
+;
+.visible .entry k()
+{
+	call.uni (retval0), nv_scale, (param0);
+	ret;
+}
+)";
+  PtxModule Mods[] = {{"use.ptx", Use},
+                      {"whole.ptx", Whole, {"nv_scale", "helper_unused"}, {"__keep"}}};
+  Expected<PtxLinkResult> R = linkPTX(Mods, "sm_120");
+  ASSERT_THAT_EXPECTED(R, Succeeded());
+  StringRef P = R->PTX;
+  EXPECT_TRUE(R->Unresolved.empty());
+  EXPECT_EQ(P.find(".extern"), StringRef::npos) << P.str();
+  EXPECT_EQ(P.find("__keep"), StringRef::npos) << P.str();
+  EXPECT_EQ(P.count(".visible .func  (.param .b32 func_retval0) nv_scale("), 2u)
+      << P.str(); // the prototype and the definition
+  // Internal functions not named stay internal.
+  EXPECT_NE(P.find("\n.func helper()"), StringRef::npos) << P.str();
+}
+
+TEST(PtxLinkTest, UnresolvedFunctionsListed) {
+  std::string A = header("8.0", "sm_80") +
+                  ".extern .func g();\n.extern .global .u32 v;\n";
+  PtxModule Mods[] = {{"a.ptx", A}};
+  Expected<PtxLinkResult> R = linkPTX(Mods, "sm_90");
+  ASSERT_THAT_EXPECTED(R, Succeeded());
+  EXPECT_EQ(R->Unresolved, (std::vector<std::string>{"g", "v"}));
+  EXPECT_EQ(R->UnresolvedFunctions, std::vector<std::string>{"g"});
+}
+
 TEST(PtxLinkTest, FileAndLocRenumbered) {
   std::string A = header("9.0", "sm_90") +
                   ".file\t1 \"a.cu\"\n"
