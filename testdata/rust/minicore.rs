@@ -22,7 +22,7 @@
 //!
 //! At the end, two helpers the older test kernels use (`offset`,
 //! `gpu::global_index`); new code uses fatlink-device's typed API.
-#![feature(no_core, lang_items, intrinsics, rustc_attrs, auto_traits, link_llvm_intrinsics)]
+#![feature(no_core, lang_items, intrinsics, rustc_attrs, auto_traits, decl_macro, link_llvm_intrinsics)]
 #![no_core]
 #![allow(internal_features)]
 
@@ -334,6 +334,14 @@ impl<T> Option<T> {
     pub fn is_none(&self) -> bool {
         !self.is_some()
     }
+}
+
+// Methods that drop a value (`unwrap_or`'s unused default) need drop glue,
+// whose lang item differs between rustc versions (`drop_in_place` in
+// 1.95, `drop_glue` later): the minicore has none, so they are for `Copy`
+// values, which need none. The same holds for generic kernel code: a type
+// parameter taken by value needs a `Copy` bound.
+impl<T: Copy> Option<T> {
     /// The value, or `default` for `None`.
     #[inline(always)]
     pub fn unwrap_or(self, default: T) -> T {
@@ -504,6 +512,37 @@ impl<T> SliceExt<T> for [T] {
     }
 }
 
+/// Raw pointer arithmetic (core has it as inherent methods).
+pub trait PtrExt: Sized {
+    /// The pointer `count` elements further; it stays inside the same
+    /// allocation.
+    unsafe fn add(self, count: usize) -> Self;
+    /// The pointer `count` elements further, with no requirement.
+    fn wrapping_add(self, count: usize) -> Self;
+}
+
+impl<T> PtrExt for *const T {
+    #[inline(always)]
+    unsafe fn add(self, count: usize) -> *const T {
+        offset(self, count)
+    }
+    #[inline(always)]
+    fn wrapping_add(self, count: usize) -> *const T {
+        (self as usize + count * size_of::<T>()) as *const T
+    }
+}
+
+impl<T> PtrExt for *mut T {
+    #[inline(always)]
+    unsafe fn add(self, count: usize) -> *mut T {
+        offset(self, count)
+    }
+    #[inline(always)]
+    fn wrapping_add(self, count: usize) -> *mut T {
+        (self as usize + count * size_of::<T>()) as *mut T
+    }
+}
+
 // ---- Intrinsics ----------------------------------------------------------
 
 /// Offsets a raw pointer by `count` elements.
@@ -513,6 +552,51 @@ pub unsafe fn offset<Ptr, Delta>(ptr: Ptr, count: Delta) -> Ptr;
 /// Reinterprets the bits of a value as another type of the same size.
 #[rustc_intrinsic]
 pub unsafe fn transmute<Src, Dst>(src: Src) -> Dst;
+
+mod intrinsics {
+    // Nullary intrinsics: only callable in a const block.
+    #[rustc_intrinsic]
+    pub const fn size_of<T>() -> usize;
+    #[rustc_intrinsic]
+    pub const fn align_of<T>() -> usize;
+}
+
+/// The size of a type in bytes.
+#[inline(always)]
+pub const fn size_of<T>() -> usize {
+    const { intrinsics::size_of::<T>() }
+}
+
+/// The alignment of a type in bytes.
+#[inline(always)]
+pub const fn align_of<T>() -> usize {
+    const { intrinsics::align_of::<T>() }
+}
+
+/// Inline PTX (`core::arch::asm!`; on nvptx it needs
+/// `#![feature(asm_experimental_arch)]`).
+#[rustc_builtin_macro]
+pub macro asm("assembly template", $(operands,)* $(options($(option),*))?) {
+    /* compiler built-in */
+}
+
+/// Module-level PTX (`core::arch::global_asm!`).
+#[rustc_builtin_macro]
+pub macro global_asm("assembly template", $(operands,)* $(options($(option),*))?) {
+    /* compiler built-in */
+}
+
+/// Concatenates literals into one string literal (`core::concat!`).
+#[rustc_builtin_macro]
+pub macro concat($($arg:tt)*) {
+    /* compiler built-in */
+}
+
+/// The tokens as a string literal (`core::stringify!`).
+#[rustc_builtin_macro]
+pub macro stringify($($t:tt)*) {
+    /* compiler built-in */
+}
 
 /// Stops the kernel (PTX `trap`).
 #[rustc_intrinsic]
