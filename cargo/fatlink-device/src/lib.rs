@@ -7,12 +7,14 @@
 //! #![no_core] // or #![no_std] where the target's core is installed
 //! use fatlink_device::prelude::*;
 //!
-//! /// y[i] = a * x[i] + y[i]
+//! /// y[i] = a * x[i] + y[i] for i < n
 //! #[no_mangle]
 //! pub unsafe extern "ptx-kernel" fn axpy(a: f32, x: *const f32, y: *mut f32, n: usize) {
+//!     let x = slice::from_raw_parts(x, n);
+//!     let y = slice::from_raw_parts_mut(y, n);
 //!     let i = grid::global_x() as usize;
 //!     if i < n {
-//!         *y.add(i) = a * *x.add(i) + *y.add(i); // over core; over the minicore: slices
+//!         y[i] = a * x[i] + y[i];
 //!     }
 //! }
 //! ```
