@@ -37,6 +37,7 @@
 #![cfg_attr(not(fatlink_device_core), feature(no_core))]
 #![cfg_attr(not(fatlink_device_core), no_core)]
 #![cfg_attr(fatlink_device_core, no_std)]
+#![cfg_attr(fatlink_device_core, feature(core_intrinsics))]
 #![feature(abi_ptx, link_llvm_intrinsics, asm_experimental_arch, allow_internal_unstable)]
 #![cfg_attr(
     not(fatlink_device_core),
@@ -80,6 +81,16 @@ macro_rules! impl_copy {
             }
         }
     )*};
+}
+
+/// Over core, a failed check (a bounds check, `unwrap` of `None`) calls
+/// the panic handler, which a GPU program must define once: this one traps,
+/// as the minicore's checks do. Turn off the default feature
+/// `panic-handler` to define your own.
+#[cfg(all(fatlink_device_core, feature = "panic-handler"))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    core::intrinsics::abort()
 }
 
 pub mod atomic;
