@@ -76,13 +76,18 @@ pub unsafe extern "ptx-kernel" fn k_shared_static(x: *const f32, y: *mut f32) {
     *y.add(t) = tile[tile.len() - 1 - t];
 }
 
-/// The dynamic shared area and its size.
+/// The dynamic shared area, its size, and the area as a slice.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn k_shared_dynamic(y: *mut f32) {
     let d = shared::dynamic::<f32>();
     *d = 1.0;
     block::sync();
     *y = *d + shared::dynamic_size() as f32;
+    let s = shared::dynamic_slice::<u32>();
+    let t = thread::idx_x() as usize;
+    if t < s.len() {
+        s[t] = t as u32;
+    }
 }
 
 /// Named barriers, for all the block's threads and for 64 of them.

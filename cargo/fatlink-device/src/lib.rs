@@ -54,7 +54,8 @@ pub mod minicore;
 mod base {
     #[cfg(not(fatlink_device_core))]
     pub use crate::minicore::{
-        abort, asm, concat, global_asm, size_of, stringify, Clone, Copy, Index, IndexMut, None, Option, Some,
+        abort, asm, concat, global_asm, size_of, slice, stringify, Clone, Copy, Index, IndexMut, None, Option,
+        Some,
     };
     #[cfg(fatlink_device_core)]
     pub use core::{
@@ -67,6 +68,7 @@ mod base {
         mem::size_of,
         ops::{Index, IndexMut},
         option::Option::{self, None, Some},
+        slice,
     };
 }
 

@@ -130,6 +130,19 @@ pub unsafe fn dynamic<T>() -> *mut T {
     p as *mut T
 }
 
+/// The block's dynamic shared memory as a slice of `T`: as many whole
+/// elements as the launch's bytes hold ([`dynamic`], [`dynamic_size`]).
+///
+/// # Safety
+/// As for static arrays: the memory is uninitialized at kernel start and
+/// shared by the block's threads; the returned slice must not be held
+/// twice at once by one thread.
+#[inline(always)]
+pub unsafe fn dynamic_slice<'a, T>() -> &'a mut [T] {
+    let len = dynamic_size() as usize / crate::base::size_of::<T>();
+    crate::base::slice::from_raw_parts_mut(dynamic::<T>(), len)
+}
+
 /// The size of the block's dynamic shared memory in bytes
 /// (`%dynamic_smem_size`).
 #[inline(always)]
