@@ -34,11 +34,7 @@ pub unsafe extern "ptx-kernel" fn k_cluster(out: *mut u32) {
     cluster::sync();
     let peer = (cluster::block_rank() + 1) % cluster::block_count();
     let remote = cluster::map_shared(slot.as_mut_ptr(), peer);
-    *out = *remote as u32
-        + cluster::idx_x()
-        + cluster::dim_x()
-        + cluster::block_idx_x()
-        + cluster::block_dim_x();
+    *out = *remote as u32 + cluster::idx_x() + cluster::dim_x() + cluster::block_idx_x() + cluster::block_dim_x();
     atomic::fetch_add_u32(out, 1, Scope::Cluster, Ordering::Relaxed);
     sync::fence(Scope::Cluster);
     cluster::sync();

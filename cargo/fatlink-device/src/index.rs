@@ -61,7 +61,11 @@ pub mod thread {
     /// The thread's index in its block (`%tid`).
     #[inline(always)]
     pub fn idx() -> Dim3 {
-        Dim3 { x: idx_x(), y: idx_y(), z: idx_z() }
+        Dim3 {
+            x: idx_x(),
+            y: idx_y(),
+            z: idx_z(),
+        }
     }
     /// The thread's lane in its warp, 0 to 31 (`%laneid`).
     #[inline(always)]
@@ -92,7 +96,11 @@ pub mod block {
     /// The block's index in the grid (`%ctaid`).
     #[inline(always)]
     pub fn idx() -> Dim3 {
-        Dim3 { x: idx_x(), y: idx_y(), z: idx_z() }
+        Dim3 {
+            x: idx_x(),
+            y: idx_y(),
+            z: idx_z(),
+        }
     }
     /// Threads per block, x (`%ntid.x`).
     #[inline(always)]
@@ -112,7 +120,11 @@ pub mod block {
     /// Threads per block (`%ntid`).
     #[inline(always)]
     pub fn dim() -> Dim3 {
-        Dim3 { x: dim_x(), y: dim_y(), z: dim_z() }
+        Dim3 {
+            x: dim_x(),
+            y: dim_y(),
+            z: dim_z(),
+        }
     }
     /// Waits until every thread of the block has arrived, and makes their
     /// shared and global memory writes visible to each other (`bar.sync 0`,
@@ -145,7 +157,11 @@ pub mod grid {
     /// Blocks in the grid (`%nctaid`).
     #[inline(always)]
     pub fn dim() -> Dim3 {
-        Dim3 { x: dim_x(), y: dim_y(), z: dim_z() }
+        Dim3 {
+            x: dim_x(),
+            y: dim_y(),
+            z: dim_z(),
+        }
     }
     /// The thread's index in the whole grid, x: `%ctaid.x * %ntid.x +
     /// %tid.x` (one `mad.lo`).

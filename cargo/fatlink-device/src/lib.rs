@@ -43,7 +43,7 @@
     not(fatlink_device_core),
     feature(lang_items, intrinsics, rustc_attrs, auto_traits, decl_macro)
 )]
-#![allow(internal_features, improper_ctypes)]
+#![allow(internal_features)]
 
 #[cfg(not(fatlink_device_core))]
 #[allow(unused_attributes)]
@@ -54,21 +54,19 @@ pub mod minicore;
 mod base {
     #[cfg(not(fatlink_device_core))]
     pub use crate::minicore::{
-        abort, asm, concat, global_asm, size_of, slice, stringify, Clone, Copy, Index, IndexMut, None, Option,
-        Some,
+        abort, asm, concat, global_asm, size_of, slice, stringify, Clone, Copy, Index, IndexMut, None, Option, Some,
     };
     #[cfg(fatlink_device_core)]
     pub use core::{
         arch::{asm, global_asm},
-        concat,
-        stringify,
         clone::Clone,
+        concat,
         intrinsics::abort,
         marker::Copy,
         mem::size_of,
         ops::{Index, IndexMut},
         option::Option::{self, None, Some},
-        slice,
+        slice, stringify,
     };
 }
 
@@ -116,13 +114,13 @@ pub use base::{
 /// for (over `core`, `#![no_std]` crates get them from core's prelude).
 pub mod prelude {
     pub use crate::index::{block, grid, thread, Dim3};
-    pub use crate::{atomic, cluster, math, shared, shared_array, sync, warp};
     #[cfg(not(fatlink_device_core))]
     pub use crate::minicore::{
         slice, Add, AddAssign, BitAnd, BitAndAssign, BitOr, BitOrAssign, BitXor, BitXorAssign, Clone, Copy, Div,
         DivAssign, Index, IndexMut, IntoIterator, Iterator, Mul, MulAssign, Neg, None, Not, Option, PartialEq,
         PartialOrd, PtrExt, Range, Rem, RemAssign, Shl, ShlAssign, Shr, ShrAssign, SliceExt, Some, Sub, SubAssign,
     };
+    pub use crate::{atomic, cluster, math, shared, shared_array, sync, warp};
     #[cfg(fatlink_device_core)]
     pub use core::slice;
 }

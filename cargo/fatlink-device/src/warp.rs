@@ -10,7 +10,7 @@
 //! | `match_all` | `match.all.sync.b32` | sm_70 |
 //! | `reduce_add`, `reduce_min/max` (u32 and `_i32`), `reduce_and/or/xor` | `redux.sync.{add,min,max,and,or,xor}` | sm_80 |
 //! | `sync(mask)` | `bar.warp.sync` | sm_70 |
-use crate::base::{asm, Option, Some, None};
+use crate::base::{asm, None, Option, Some};
 
 /// Every lane of the warp.
 pub const FULL: u32 = 0xffff_ffff;
