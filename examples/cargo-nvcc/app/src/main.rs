@@ -46,7 +46,7 @@ fn run() -> fatlink_rt::Result<()> {
 
     // out = a * x + b: Rust kernel -> nvcc's nv_affine.
     let rust_affine = Kernel::get("rust_affine")?;
-    unsafe { rust_affine.launch(grid, block, 0, &[&a, &b, &dx, &out])? };
+    unsafe { rust_affine.launch(grid, block, 0, &[&a, &b, &dx, &out, &n])? };
     // cube = x * x * x: nvcc's kernel -> Rust's rust_cube.
     let nv_cube_all = Kernel::get("nv_cube_all")?;
     unsafe { nv_cube_all.launch(grid, block, 0, &[&dcube, &n])? };

@@ -49,10 +49,10 @@ fn run() -> fatlink_rt::Result<()> {
     // y = gelu(a * x + b): Rust kernel -> Rust crate -> CUDA C++ -> tanhf.
     let gelu_affine = Kernel::get("gelu_affine")?;
     let out = DeviceBuffer::<f32>::zeroed(N)?;
-    unsafe { gelu_affine.launch(grid, block, 0, &[&a, &b, &dx, &out])? };
+    unsafe { gelu_affine.launch(grid, block, 0, &[&a, &b, &dx, &out, &N])? };
     // y0 = a * x + y0
     let axpy = Kernel::get("axpy")?;
-    unsafe { axpy.launch(grid, block, 0, &[&a, &dx, &dy])? };
+    unsafe { axpy.launch(grid, block, 0, &[&a, &dx, &dy, &N])? };
     fatlink_rt::synchronize()?;
 
     let got_gelu = out.to_vec()?;

@@ -5,7 +5,7 @@
 #![feature(no_core, abi_ptx)]
 #![no_core]
 
-use minicore::*;
+use fatlink_device::prelude::*;
 
 extern "C" {
     /// a * x + b, defined in nv_ops.cu (nvcc).
@@ -18,9 +18,13 @@ pub extern "C" fn rust_cube(x: f32) -> f32 {
     x * x * x
 }
 
-/// y[i] = a * x[i] + b, through nvcc's device function.
+/// y[i] = a * x[i] + b for i < n, through nvcc's device function.
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn rust_affine(a: f32, b: f32, x: *const f32, y: *mut f32) {
-    let i = gpu::global_index() as usize;
-    *offset(y, i) = nv_affine(a, *offset(x, i), b);
+pub unsafe extern "ptx-kernel" fn rust_affine(a: f32, b: f32, x: *const f32, y: *mut f32, n: u32) {
+    let x = slice::from_raw_parts(x, n as usize);
+    let y = slice::from_raw_parts_mut(y, n as usize);
+    let i = grid::global_x() as usize;
+    if i < x.len() {
+        y[i] = nv_affine(a, x[i], b);
+    }
 }

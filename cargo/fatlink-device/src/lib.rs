@@ -1,0 +1,126 @@
+//! fatlink-device: what a Rust kernel needs from the GPU, typed and
+//! documented (docs/device-rust.md has the table of every operation, the
+//! PTX instruction it compiles to and the oldest GPU that has it).
+//!
+//! ```ignore
+//! #![feature(no_core, abi_ptx)]
+//! #![no_core] // or #![no_std] where the target's core is installed
+//! use fatlink_device::prelude::*;
+//!
+//! /// y[i] = a * x[i] + y[i] for i < n
+//! #[no_mangle]
+//! pub unsafe extern "ptx-kernel" fn axpy(a: f32, x: *const f32, y: *mut f32, n: usize) {
+//!     let x = slice::from_raw_parts(x, n);
+//!     let y = slice::from_raw_parts_mut(y, n);
+//!     let i = grid::global_x() as usize;
+//!     if i < n {
+//!         y[i] = a * x[i] + y[i];
+//!     }
+//! }
+//! ```
+//!
+//! Two foundations, one API. Over the target's `core` (rustup's
+//! `nvptx64-nvidia-cuda` target on a nightly toolchain, or
+//! `-Zbuild-std=core` with the `core` feature) the crate is `#![no_std]`.
+//! Without it (machines without rust-src or the target, as this
+//! repository's build machines) the crate is `#![no_core]` and includes the
+//! minicore (testdata/rust/minicore.rs) as its module `minicore`: the lang
+//! items, operators, comparisons, `Option`, range loops and slices a kernel
+//! uses. build.rs picks one (cfg `fatlink_device_core`). Kernel crates
+//! written `#![no_core]` with `use fatlink_device::prelude::*` build over
+//! either.
+//!
+//! The operations are LLVM NVVM intrinsics where LLVM has one, so the
+//! optimizer knows what they do (barriers and warp operations are
+//! convergent), and inline PTX otherwise (scoped atomics, `match.all`,
+//! fences, shared memory declarations).
+#![cfg_attr(not(fatlink_device_core), feature(no_core))]
+#![cfg_attr(not(fatlink_device_core), no_core)]
+#![cfg_attr(fatlink_device_core, no_std)]
+#![cfg_attr(fatlink_device_core, feature(core_intrinsics))]
+#![feature(abi_ptx, link_llvm_intrinsics, asm_experimental_arch, allow_internal_unstable)]
+#![cfg_attr(
+    not(fatlink_device_core),
+    feature(lang_items, intrinsics, rustc_attrs, auto_traits, decl_macro)
+)]
+#![allow(internal_features)]
+
+#[cfg(not(fatlink_device_core))]
+#[allow(unused_attributes)]
+#[path = "../../../testdata/rust/minicore.rs"]
+pub mod minicore;
+
+/// What the rest of the crate takes from `core` or from the minicore.
+mod base {
+    #[cfg(not(fatlink_device_core))]
+    pub use crate::minicore::{
+        abort, asm, concat, global_asm, size_of, slice, stringify, Clone, Copy, Index, IndexMut, None, Option, Some,
+    };
+    #[cfg(fatlink_device_core)]
+    pub use core::{
+        arch::{asm, global_asm},
+        clone::Clone,
+        concat,
+        intrinsics::abort,
+        marker::Copy,
+        mem::size_of,
+        ops::{Index, IndexMut},
+        option::Option::{self, None, Some},
+        slice, stringify,
+    };
+}
+
+/// `Copy` and `Clone` for a plain type (no `derive` over the minicore).
+macro_rules! impl_copy {
+    ($($t:ty),*) => {$(
+        impl crate::base::Copy for $t {}
+        impl crate::base::Clone for $t {
+            #[inline(always)]
+            fn clone(&self) -> $t {
+                *self
+            }
+        }
+    )*};
+}
+
+/// Over core, a failed check (a bounds check, `unwrap` of `None`) calls
+/// the panic handler, which a GPU program must define once: this one traps,
+/// as the minicore's checks do. Turn off the default feature
+/// `panic-handler` to define your own.
+#[cfg(all(fatlink_device_core, feature = "panic-handler"))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    core::intrinsics::abort()
+}
+
+pub mod atomic;
+pub mod cluster;
+pub mod index;
+pub mod math;
+pub mod shared;
+pub mod sync;
+pub mod warp;
+
+pub use index::{block, grid, thread, Dim3};
+
+// For the expansion of `shared_array!` in kernel crates.
+#[doc(hidden)]
+pub use base::{
+    asm as __asm, concat as __concat, global_asm as __global_asm, size_of as __size_of, stringify as __stringify,
+};
+
+/// Everything a kernel crate needs in one import: the API's modules and,
+/// over the minicore, the core items a `#![no_core]` crate has no prelude
+/// for (over `core`, `#![no_std]` crates get them from core's prelude).
+pub mod prelude {
+    pub use crate::index::{block, grid, thread, Dim3};
+    #[cfg(not(fatlink_device_core))]
+    pub use crate::minicore::{
+        slice, Add, AddAssign, BitAnd, BitAndAssign, BitOr, BitOrAssign, BitXor, BitXorAssign, Clone, Copy, Div,
+        DivAssign, Index, IndexMut, IntoIterator, Iterator, Mul, MulAssign, Neg, None, Not, Option, PartialEq,
+        PartialOrd, PtrExt, Range, Rem, RemAssign, Shl, ShlAssign, Shr, ShrAssign, SliceExt, Some, Sub, SubAssign,
+    };
+    pub use crate::{atomic, cluster, math, shared, shared_array, sync, warp};
+    #[cfg(fatlink_device_core)]
+    pub use core::slice;
+}
