@@ -67,6 +67,7 @@ struct Config {
   std::string ExtractDir; // empty: no extraction
   bool Json = false;
   bool Kernels = false; // --kernels: the kernel table instead of the entries
+  bool Resources = false; // --resources: the resource table instead
 };
 
 /// One image found, with what the report shows about it.
@@ -95,6 +96,7 @@ static Expected<Config> parseConfig(Context &Ctx,
   C.ExtractDir = Args.getLastArgValue(OPT_extract_EQ).str();
   C.Json = Args.hasArg(OPT_json);
   C.Kernels = Args.hasArg(OPT_kernels);
+  C.Resources = Args.hasArg(OPT_resources);
   Ctx.Verbose = Args.hasArg(OPT_verbose);
   if (C.Inputs.empty())
     return createStringError(inconvertibleErrorCode(), "no input files");
@@ -235,7 +237,7 @@ static std::vector<Entry> scanFiles(Context &Ctx, const Config &C) {
   }
   // From here on, the list of entries is fixed.
   for (auto [Index, E] : enumerate(Entries)) {
-    describe(E, C.Kernels || C.Json);
+    describe(E, C.Kernels || C.Resources || C.Json);
     E.Name = (sys::path::filename(E.File) + "." + Twine(Index) + "." +
               (E.Image.Arch.empty() ? "noarch" : E.Image.Arch) + "." +
               extensionOf(E))
@@ -345,6 +347,40 @@ static void printKernelTable(Context &Ctx, ArrayRef<Entry> Entries) {
   printRows(Ctx, Rows, {});
 }
 
+/// "256x1x1" for declared block dimensions; "-" for none.
+static std::string dims(const uint32_t (&D)[3]) {
+  if (!D[0] && !D[1] && !D[2])
+    return "-";
+  return std::to_string(D[0]) + "x" + std::to_string(D[1]) + "x" +
+         std::to_string(D[2]);
+}
+
+/// --resources: one row per kernel of every cubin, with what the cubin says
+/// it uses (packager::KernelResources).
+static void printResourceTable(Context &Ctx, ArrayRef<Entry> Entries) {
+  std::vector<std::vector<std::string>> Rows;
+  Rows.push_back({"name", "arch", "kernel", "regs", "stack", "shared",
+                  "local", "const0", "maxntid", "reqntid"});
+  for (const Entry &E : Entries) {
+    if (!E.Kernels)
+      continue;
+    for (const packager::KernelInfo &K : *E.Kernels) {
+      if (!K.Resources)
+        continue;
+      const packager::KernelResources &R = *K.Resources;
+      Rows.push_back({E.Name, E.Arch, K.Name, std::to_string(R.Registers),
+                      std::to_string(R.Stack), std::to_string(R.Shared),
+                      std::to_string(R.Local), std::to_string(R.Constant0),
+                      dims(R.MaxThreads), dims(R.ReqThreads)});
+    }
+  }
+  if (Rows.size() == 1) {
+    Ctx.Out << "no cubin kernels found\n";
+    return;
+  }
+  printRows(Ctx, Rows, {3, 4, 5, 6, 7});
+}
+
 static void printJson(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
   json::OStream J(Ctx.Out, 2);
   J.array([&] {
@@ -385,6 +421,26 @@ static void printJson(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
                   for (uint32_t Size : K.ParamSizes)
                     J.value(int64_t(Size));
                 });
+                if (!K.Resources)
+                  return;
+                const packager::KernelResources &R = *K.Resources;
+                auto Dims = [&](const char *Key, const uint32_t(&D)[3]) {
+                  if (!D[0] && !D[1] && !D[2])
+                    return J.attribute(Key, nullptr);
+                  J.attributeArray(Key, [&] {
+                    for (uint32_t X : D)
+                      J.value(int64_t(X));
+                  });
+                };
+                J.attributeObject("resources", [&] {
+                  J.attribute("registers", int64_t(R.Registers));
+                  J.attribute("stack", int64_t(R.Stack));
+                  J.attribute("shared", int64_t(R.Shared));
+                  J.attribute("local", int64_t(R.Local));
+                  J.attribute("constant0", int64_t(R.Constant0));
+                  Dims("max_threads", R.MaxThreads);
+                  Dims("required_threads", R.ReqThreads);
+                });
               });
           });
         else
@@ -417,6 +473,8 @@ static Error inspect(Context &Ctx, const Config &C) {
     printJson(Ctx, C, Entries);
   else if (Entries.empty())
     Ctx.Out << "no fatbin or OffloadBinary found\n";
+  else if (C.Resources)
+    printResourceTable(Ctx, Entries);
   else if (C.Kernels)
     printKernelTable(Ctx, Entries);
   else

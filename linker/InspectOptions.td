@@ -20,6 +20,11 @@ def kernels : F<"kernels",
   "Print the kernels of every cubin and PTX entry, with their parameter "
   "sizes, instead of the entries (--json always has them)">,
   Group<grp_output>;
+def resources : F<"resources",
+  "Print every cubin kernel's resources (registers per thread, stack, "
+  "static shared, local and constant bank 0 bytes, declared block size), "
+  "as cuobjdump -res-usage reads them, instead of the entries">,
+  Group<grp_output>;
 defm extract : JS<"extract", "<dir>",
   "Write every entry to <dir> (created if needed) under the name the table "
   "shows: <file>.<index>.<arch>.<cubin|ptx|bc|...>">, Group<grp_output>;

@@ -22,6 +22,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -162,9 +163,25 @@ enum class HostArch { X86_64, AArch64 };
 llvm::Expected<HostArch> parseHostArch(llvm::StringRef Triple);
 
 /// A kernel entry point, recorded in the module descriptor.
+/// A cubin kernel's resources, as `cuobjdump -res-usage` shows them, read
+/// from the cubin's ELF (readCubinSymbols).
+struct KernelResources {
+  unsigned Registers = 0; ///< per thread: EIATTR_REGCOUNT, or sh_info >> 24
+  uint64_t Stack = 0;     ///< bytes: EIATTR_FRAME_SIZE in .nv.info
+  uint64_t Shared = 0;    ///< static shared bytes: .nv.shared.<kernel>
+  uint64_t Local = 0;     ///< bytes: .nv.local.<kernel>
+  uint64_t Constant0 = 0; ///< bank 0 bytes (parameters): .nv.constant0.<kernel>
+  /// __launch_bounds__ / .maxntid (EIATTR_MAX_THREADS) and .reqntid
+  /// (EIATTR_REQNTID), x, y, z; all 0 when the kernel declares none.
+  uint32_t MaxThreads[3] = {0, 0, 0};
+  uint32_t ReqThreads[3] = {0, 0, 0};
+};
+
 struct KernelInfo {
   std::string Name;
   std::vector<uint32_t> ParamSizes; ///< bytes per parameter, in order
+  /// Cubins only (PTX says no register counts).
+  std::optional<KernelResources> Resources = std::nullopt;
 };
 
 //===----------------------------------------------------------------------===//

@@ -33,16 +33,11 @@ static void sortKernels(std::vector<KernelInfo> &Kernels) {
 /// st_other bit of a cubin's entry functions (kernels).
 static constexpr uint8_t StoCudaEntry = 0x10;
 
-/// The parameter sizes of a cubin's kernel, from its `.nv.info.<kernel>`
-/// section: a list of attributes, each a u8 format, a u8 attribute and a
-/// u16 that is the value (formats 1 to 3) or the size of the value that
-/// follows (format 4, EIFMT_SVAL). EIATTR_KPARAM_INFO (0x17) describes one
-/// parameter in 12 bytes: u32 index, u16 ordinal, u16 offset, u32 whose
-/// bits 18 to 31 are its size (measured against nvcc 13.0's cubins and
-/// cuobjdump -elf). Empty when the section is absent or says nothing.
-static std::vector<unsigned> cubinParamSizes(StringRef Info) {
-  constexpr uint8_t FmtSized = 4, AttrKParamInfo = 0x17;
-  std::map<unsigned, unsigned> ByOrdinal;
+/// Calls \p Fn(attribute, value) for each sized (EIFMT_SVAL) attribute of
+/// an `.nv.info` section.
+static void forEachSizedAttr(StringRef Info,
+                             function_ref<void(uint8_t, StringRef)> Fn) {
+  constexpr uint8_t FmtSized = 4;
   for (size_t Pos = 0; Pos + 4 <= Info.size();) {
     uint8_t Fmt = Info[Pos], Attr = Info[Pos + 1];
     uint16_t Len = support::endian::read16le(Info.data() + Pos + 2);
@@ -51,13 +46,26 @@ static std::vector<unsigned> cubinParamSizes(StringRef Info) {
       continue;
     if (Pos + Len > Info.size())
       break;
-    if (Attr == AttrKParamInfo && Len >= 12) {
-      const char *P = Info.data() + Pos;
-      unsigned Ordinal = support::endian::read16le(P + 4);
-      ByOrdinal[Ordinal] = support::endian::read32le(P + 8) >> 18;
-    }
+    Fn(Attr, Info.substr(Pos, Len));
     Pos += Len;
   }
+}
+
+/// The parameter sizes of a cubin's kernel, from its `.nv.info.<kernel>`
+/// section: a list of attributes, each a u8 format, a u8 attribute and a
+/// u16 that is the value (formats 1 to 3) or the size of the value that
+/// follows (format 4, EIFMT_SVAL). EIATTR_KPARAM_INFO (0x17) describes one
+/// parameter in 12 bytes: u32 index, u16 ordinal, u16 offset, u32 whose
+/// bits 18 to 31 are its size (measured against nvcc 13.0's cubins and
+/// cuobjdump -elf). Empty when the section is absent or says nothing.
+static std::vector<unsigned> cubinParamSizes(StringRef Info) {
+  constexpr uint8_t AttrKParamInfo = 0x17;
+  std::map<unsigned, unsigned> ByOrdinal;
+  forEachSizedAttr(Info, [&](uint8_t Attr, StringRef V) {
+    if (Attr == AttrKParamInfo && V.size() >= 12)
+      ByOrdinal[support::endian::read16le(V.data() + 4)] =
+          support::endian::read32le(V.data() + 8) >> 18;
+  });
   std::vector<unsigned> Sizes;
   for (auto [Ordinal, Size] : ByOrdinal) {
     if (Ordinal != Sizes.size())
@@ -65,6 +73,93 @@ static std::vector<unsigned> cubinParamSizes(StringRef Info) {
     Sizes.push_back(Size);
   }
   return Sizes;
+}
+
+/// Fills in the resources of \p Kernels from the cubin \p Obj: registers
+/// from the module's `.nv.info` (EIATTR_REGCOUNT, 0x2f: u32 symbol index,
+/// u32 count; else bits 24-31 of `.text.<kernel>`'s sh_info, all that
+/// older cubins have), the stack frame from there too (EIATTR_FRAME_SIZE,
+/// 0x11, laid out alike), shared, local and constant bank 0 from the sizes of
+/// `.nv.shared.<kernel>`, `.nv.local.<kernel>` and
+/// `.nv.constant0.<kernel>`, and declared block sizes from
+/// `.nv.info.<kernel>` (EIATTR_MAX_THREADS 0x05, EIATTR_REQNTID 0x10: three
+/// u32). Measured against nvcc 13.0's cubins and cuobjdump -res-usage.
+static void readResources(const object::ELF64LEObjectFile &Obj,
+                          std::vector<KernelInfo> &Kernels) {
+  constexpr uint8_t AttrMaxThreads = 0x05, AttrReqNtid = 0x10,
+                    AttrFrameSize = 0x11, AttrRegCount = 0x2f;
+  std::map<std::string, KernelResources> Res;
+  std::map<uint32_t, std::string> BySymbol; // symbol index -> kernel
+  std::map<std::string, uint64_t> RegCount;
+  for (const object::ELFSymbolRef Sym : Obj.symbols()) {
+    Expected<StringRef> Name = Sym.getName();
+    if (!Name) {
+      consumeError(Name.takeError());
+      continue;
+    }
+    if (any_of(Kernels, [&](const KernelInfo &K) { return K.Name == *Name; }))
+      BySymbol[Sym.getRawDataRefImpl().d.b] = Name->str();
+  }
+  for (const KernelInfo &K : Kernels)
+    Res[K.Name];
+  for (const object::ELFSectionRef Sec : Obj.sections()) {
+    Expected<StringRef> NameOrErr = Sec.getName();
+    if (!NameOrErr) {
+      consumeError(NameOrErr.takeError());
+      continue;
+    }
+    StringRef Name = *NameOrErr;
+    auto For = [&](StringRef Prefix) -> KernelResources * {
+      if (!Name.starts_with(Prefix))
+        return nullptr;
+      auto It = Res.find(Name.drop_front(Prefix.size()).str());
+      return It == Res.end() ? nullptr : &It->second;
+    };
+    if (KernelResources *R = For(".text.")) {
+      Expected<const object::ELF64LE::Shdr *> Hdr =
+          Obj.getELFFile().getSection(Sec.getIndex());
+      if (Hdr)
+        R->Registers = (*Hdr)->sh_info >> 24;
+      else
+        consumeError(Hdr.takeError());
+    } else if (KernelResources *R = For(".nv.shared.")) {
+      R->Shared = Sec.getSize();
+    } else if (KernelResources *R = For(".nv.local.")) {
+      R->Local = Sec.getSize();
+    } else if (KernelResources *R = For(".nv.constant0.")) {
+      R->Constant0 = Sec.getSize();
+    } else if (Name == ".nv.info" || Name.starts_with(".nv.info.")) {
+      Expected<StringRef> Contents = Sec.getContents();
+      if (!Contents) {
+        consumeError(Contents.takeError());
+        continue;
+      }
+      KernelResources *Own = For(".nv.info.");
+      forEachSizedAttr(*Contents, [&](uint8_t Attr, StringRef V) {
+        if ((Attr == AttrFrameSize || Attr == AttrRegCount) &&
+            V.size() >= 8 && Name == ".nv.info") {
+          auto It = BySymbol.find(support::endian::read32le(V.data()));
+          if (It == BySymbol.end())
+            return;
+          uint32_t Value = support::endian::read32le(V.data() + 4);
+          (Attr == AttrFrameSize ? Res[It->second].Stack
+                                 : RegCount[It->second]) = Value;
+        } else if ((Attr == AttrMaxThreads || Attr == AttrReqNtid) && Own &&
+                   V.size() >= 12) {
+          uint32_t *Dims =
+              Attr == AttrMaxThreads ? Own->MaxThreads : Own->ReqThreads;
+          for (int I = 0; I < 3; ++I)
+            Dims[I] = support::endian::read32le(V.data() + 4 * I);
+        }
+      });
+    }
+  }
+  // EIATTR_REGCOUNT where the cubin has it (sm_90 and newer keep no count
+  // in sh_info).
+  for (auto &[Kernel, Count] : RegCount)
+    Res[Kernel].Registers = Count;
+  for (KernelInfo &K : Kernels)
+    K.Resources = Res[K.Name];
 }
 
 Expected<ModuleSymbols> readCubinSymbols(StringRef Cubin) {
@@ -112,6 +207,8 @@ Expected<ModuleSymbols> readCubinSymbols(StringRef Cubin) {
     }
     K->ParamSizes = cubinParamSizes(*Contents);
   }
+  if (const auto *Elf = dyn_cast<object::ELF64LEObjectFile>(ObjOrErr->get()))
+    readResources(*Elf, S.Kernels);
   sortKernels(S.Kernels);
   return S;
 }
