@@ -156,6 +156,19 @@ for lib in fuzzer asan ubsan_standalone; do
   fi
 done
 
+# Files the tests read that no program above brings along: the cc crate's
+# source (test/cargo/cc-crate.test builds examples/cargo-cc offline with
+# Debian's copy as a cargo directory source; docs/cargo.md).
+for f in /usr/share/cargo/registry/cc-1.0.73/Cargo.toml; do
+  o=$(dpkg -S "$f" 2>/dev/null | cut -d: -f1)
+  if [ -n "$o" ] && grep -qx "$o" <<<"$packages"; then
+    echo "check-install: ok   $f: $o"
+  else
+    echo "check-install: FAIL $f (test/cargo/cc-crate.test): ${o:-not installed}: add librust-cc-dev to scripts/setup.sh"
+    failed=$((failed + 1))
+  fi
+done
+
 # The cross-check: LLVM tools named anywhere in the repository's scripts,
 # rules and sources are listed above.
 named=$(git ls-files -- '*.sh' '*.py' '*.bzl' '*BUILD*' '*.cpp' '*.h' '*.test' '.ci/run' 2>/dev/null |

@@ -7,11 +7,14 @@
 # and says what to do when one is missing.
 set -euo pipefail
 
+# librust-cc-dev: the cc crate's source (cc 1.0.73), which test/cargo/cc-crate.test
+# uses offline as a cargo directory source (docs/cargo.md).
 PACKAGES=(
   llvm-22 llvm-22-dev llvm-22-tools clang-22 clang-tools-22 lld-22
   libclang-22-dev libelf-dev libzstd-dev zstd libgtest-dev libgmock-dev
   gcc g++ libclang-rt-22-dev
   bazel-bootstrap bazel-rules-java python3 python3-pip binutils curl time
+  librust-cc-dev
 )
 
 missing=()

@@ -33,6 +33,11 @@
 #   cargo_nvcc_app  examples/cargo-nvcc: a Rust kernel calling nvcc's device
 #              function and nvcc's kernel calling Rust's, cubins sm_75..sm_120
 #              (fatlink-build's nvcc mode, fatlink-cc)
+#   cargo_cc_app  examples/cargo-cc: nvcc code compiled by the cc crate
+#              (Debian's librust-cc-dev, offline), its kernel launched with
+#              <<<>>> by its cc-built host code (cudart_static, through
+#              fatlink's registration), and a Rust kernel calling its device
+#              function, cubins sm_75..sm_120 + compute_120 PTX
 #   corpus_app the corpus (testdata/cuda/corpus, docs/corpus.md), every TU
 #              and the Rust crate corpus_rs in one device link for sm_75..
 #              sm_120 + compute_120: dynamic shared memory across TUs, warp
@@ -138,6 +143,11 @@ build() {
   echo "== the cargo + nvcc example (examples/cargo-nvcc, fatlink-cc)"
   (cd "$ROOT/examples/cargo-nvcc" && CARGO_TARGET_DIR="$W/cargo-nvcc-target" cargo build --release --offline -q)
   cp "$W/cargo-nvcc-target/release/app" "$OUT/cargo_nvcc_app"
+  echo "== the cargo + cc crate example (examples/cargo-cc, fatlink-cc)"
+  (cd "$ROOT/examples/cargo-cc" && CARGO_TARGET_DIR="$W/cargo-cc-target" NVCC="$CUDA/bin/nvcc" \
+    cargo build --release --offline -q --config 'source.crates-io.replace-with="debian"' \
+    --config 'source.debian.directory="/usr/share/cargo/registry"')
+  cp "$W/cargo-cc-target/release/app" "$OUT/cargo_cc_app"
   echo "== built into $OUT ($(du -sh "$OUT" | cut -f1)); run: tests/gpu/run.sh run $OUT"
   set +e
 }
@@ -148,7 +158,7 @@ fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
 
 run() {
   cd "$OUT" || exit 1
-  for f in app_full app_parts app_ptx app_sm75 app_sm120 app_cdp nvcc_app nvcc_clang_app rust_host cargo_app cargo_nvcc_app corpus_app; do
+  for f in app_full app_parts app_ptx app_sm75 app_sm120 app_cdp nvcc_app nvcc_clang_app rust_host cargo_app cargo_nvcc_app cargo_cc_app corpus_app; do
     [ -x "$f" ] || { echo "FAIL: $OUT/$f missing: run 'tests/gpu/run.sh build' first"; exit 1; }
   done
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader || true
@@ -242,6 +252,11 @@ run() {
   cat cargo_nvcc.txt
   [ $rc -eq 0 ] && grep -q '^ran rust_affine and nv_cube_all on 4096 values' cargo_nvcc.txt &&
     pass "cargo_nvcc_app: rust_affine and nv_cube_all match the host" || fail "cargo_nvcc_app (exit $rc)"
+  echo "== cargo_cc_app: the cargo + cc crate example (Rust kernel, nvcc kernel launched with <<<>>>)"
+  timeout 60 ./cargo_cc_app >cargo_cc.txt 2>&1; rc=$?
+  cat cargo_cc.txt
+  [ $rc -eq 0 ] && grep -q '^ran rust_affine and nv_square_all on 4096 values' cargo_cc.txt &&
+    pass "cargo_cc_app: rust_affine and nv_square_all match the host" || fail "cargo_cc_app (exit $rc)"
 
   echo "== corpus_app: the corpus programs against the host"
   timeout 180 ./corpus_app >corpus.txt 2>&1; rc=$?
