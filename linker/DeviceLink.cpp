@@ -641,8 +641,32 @@ static Error writeJSON(Context &Ctx, const Config &C,
           J.attribute("ptx_version", T.ptxVersionString());
           if (!Out.PTX.empty()) // none when compiled in partitions
             J.attribute("ptx_size", int64_t(Out.PTX.size()));
-          if (!T.IsPTX)
-            J.attribute("cubin_size", int64_t(Out.Cubin.size()));
+          if (T.IsPTX)
+            return;
+          J.attribute("cubin_size", int64_t(Out.Cubin.size()));
+          // Each kernel's resources, as `fatlink inspect --resources`
+          // reads them from the cubin.
+          Expected<packager::ModuleSymbols> S =
+              packager::readCubinSymbols(Out.Cubin);
+          if (!S) {
+            consumeError(S.takeError());
+            return J.attribute("kernel_resources", nullptr);
+          }
+          J.attributeArray("kernel_resources", [&] {
+            for (const packager::KernelInfo &K : S->Kernels) {
+              if (!K.Resources)
+                continue;
+              const packager::KernelResources &R = *K.Resources;
+              J.object([&] {
+                J.attribute("name", K.Name);
+                J.attribute("registers", int64_t(R.Registers));
+                J.attribute("stack", int64_t(R.Stack));
+                J.attribute("shared", int64_t(R.Shared));
+                J.attribute("local", int64_t(R.Local));
+                J.attribute("constant0", int64_t(R.Constant0));
+              });
+            }
+          });
         });
     });
     J.attributeArray("files", [&] {

@@ -2,10 +2,35 @@
 kernel of every cubin in `fatlink inspect --json` has the resources that
 `cuobjdump -res-usage` prints for it (registers, stack, shared, local,
 constant bank 0), in the same order of cubins; prints one line per kernel
-checked and exits 1 on the first difference."""
+checked and exits 1 on the first difference.
+
+compare-res-usage.py --link DEVICE_LINK_JSON FATLINK_JSON: the same between
+`fatlink device-link --json`'s kernel_resources (per target) and `fatlink
+inspect --json` of its output."""
 import json
 import re
 import sys
+
+KEYS = ("registers", "stack", "shared", "local", "constant0")
+
+if sys.argv[1] == "--link":
+    link = json.load(open(sys.argv[2]))
+    ours = [e for e in json.load(open(sys.argv[3])) if e["kind"] == "cubin"]
+    by_arch = {e["arch"]: {k["name"]: k["resources"] for k in e["kernels"]} for e in ours}
+    counts = []
+    for t in link["targets"]:
+        if t["kind"] != "cubin":
+            continue
+        theirs = by_arch[t["target"]]
+        mine = {k["name"]: k for k in t["kernel_resources"]}
+        if sorted(mine) != sorted(theirs):
+            sys.exit("%s: kernels %s, inspect %s" % (t["target"], sorted(mine), sorted(theirs)))
+        for name, r in mine.items():
+            if any(r[k] != theirs[name][k] for k in KEYS):
+                sys.exit("%s %s: link %s, inspect %s" % (t["target"], name, r, theirs[name]))
+        counts.append("%s %d kernels" % (t["target"], len(mine)))
+    print("same in the link's report: " + ", ".join(counts))
+    sys.exit(0)
 
 # cuobjdump: "Fatbin elf code:" per cubin, then " Function NAME:" and
 # "  REG:8 STACK:0 SHARED:0 LOCAL:0 [CONSTANT[2]:32] CONSTANT[0]:364 ...".
