@@ -2,6 +2,8 @@
 //! and their sizes (PTX special registers `%tid`, `%ntid`, `%ctaid`,
 //! `%nctaid`, `%laneid`, read with `mov.u32`). Every GPU has them.
 
+use crate::base::concat;
+
 /// A three-dimensional index or size, as CUDA's `dim3`.
 pub struct Dim3 {
     pub x: u32,
@@ -39,34 +41,46 @@ extern "C" {
     fn laneid() -> u32;
 }
 
+/// Defines, in the module it is used in, the reads of one special register
+/// (`mov.u32 %r, %REG.x`): `$x()`, `$y()`, `$z()` (each from the intrinsic
+/// named after it) and `$all()` as a `Dim3`. `$what` starts each function's
+/// documentation.
+macro_rules! dim3_reads {
+    ($what:literal, $reg:literal, $all:ident: $x:ident = $ix:ident, $y:ident = $iy:ident, $z:ident = $iz:ident) => {
+        #[doc = concat!($what, ", x (`", $reg, ".x`).")]
+        #[inline(always)]
+        pub fn $x() -> u32 {
+            unsafe { $ix() }
+        }
+        #[doc = concat!($what, ", y (`", $reg, ".y`).")]
+        #[inline(always)]
+        pub fn $y() -> u32 {
+            unsafe { $iy() }
+        }
+        #[doc = concat!($what, ", z (`", $reg, ".z`).")]
+        #[inline(always)]
+        pub fn $z() -> u32 {
+            unsafe { $iz() }
+        }
+        #[doc = concat!($what, " (`", $reg, "`).")]
+        #[inline(always)]
+        pub fn $all() -> Dim3 {
+            Dim3 {
+                x: $x(),
+                y: $y(),
+                z: $z(),
+            }
+        }
+    };
+}
+
 /// The calling thread.
 pub mod thread {
     use super::*;
 
-    /// The thread's index in its block, x (`%tid.x`).
-    #[inline(always)]
-    pub fn idx_x() -> u32 {
-        unsafe { tid_x() }
-    }
-    /// The thread's index in its block, y (`%tid.y`).
-    #[inline(always)]
-    pub fn idx_y() -> u32 {
-        unsafe { tid_y() }
-    }
-    /// The thread's index in its block, z (`%tid.z`).
-    #[inline(always)]
-    pub fn idx_z() -> u32 {
-        unsafe { tid_z() }
-    }
-    /// The thread's index in its block (`%tid`).
-    #[inline(always)]
-    pub fn idx() -> Dim3 {
-        Dim3 {
-            x: idx_x(),
-            y: idx_y(),
-            z: idx_z(),
-        }
-    }
+    dim3_reads!("The thread's index in its block", "%tid",
+                idx: idx_x = tid_x, idx_y = tid_y, idx_z = tid_z);
+
     /// The thread's lane in its warp, 0 to 31 (`%laneid`).
     #[inline(always)]
     pub fn lane() -> u32 {
@@ -78,54 +92,11 @@ pub mod thread {
 pub mod block {
     use super::*;
 
-    /// The block's index in the grid, x (`%ctaid.x`).
-    #[inline(always)]
-    pub fn idx_x() -> u32 {
-        unsafe { ctaid_x() }
-    }
-    /// The block's index in the grid, y (`%ctaid.y`).
-    #[inline(always)]
-    pub fn idx_y() -> u32 {
-        unsafe { ctaid_y() }
-    }
-    /// The block's index in the grid, z (`%ctaid.z`).
-    #[inline(always)]
-    pub fn idx_z() -> u32 {
-        unsafe { ctaid_z() }
-    }
-    /// The block's index in the grid (`%ctaid`).
-    #[inline(always)]
-    pub fn idx() -> Dim3 {
-        Dim3 {
-            x: idx_x(),
-            y: idx_y(),
-            z: idx_z(),
-        }
-    }
-    /// Threads per block, x (`%ntid.x`).
-    #[inline(always)]
-    pub fn dim_x() -> u32 {
-        unsafe { ntid_x() }
-    }
-    /// Threads per block, y (`%ntid.y`).
-    #[inline(always)]
-    pub fn dim_y() -> u32 {
-        unsafe { ntid_y() }
-    }
-    /// Threads per block, z (`%ntid.z`).
-    #[inline(always)]
-    pub fn dim_z() -> u32 {
-        unsafe { ntid_z() }
-    }
-    /// Threads per block (`%ntid`).
-    #[inline(always)]
-    pub fn dim() -> Dim3 {
-        Dim3 {
-            x: dim_x(),
-            y: dim_y(),
-            z: dim_z(),
-        }
-    }
+    dim3_reads!("The block's index in the grid", "%ctaid",
+                idx: idx_x = ctaid_x, idx_y = ctaid_y, idx_z = ctaid_z);
+    dim3_reads!("Threads per block", "%ntid",
+                dim: dim_x = ntid_x, dim_y = ntid_y, dim_z = ntid_z);
+
     /// Waits until every thread of the block has arrived, and makes their
     /// shared and global memory writes visible to each other (`bar.sync 0`,
     /// CUDA's `__syncthreads()`). Every thread of the block must call it.
@@ -139,30 +110,9 @@ pub mod block {
 pub mod grid {
     use super::*;
 
-    /// Blocks in the grid, x (`%nctaid.x`).
-    #[inline(always)]
-    pub fn dim_x() -> u32 {
-        unsafe { nctaid_x() }
-    }
-    /// Blocks in the grid, y (`%nctaid.y`).
-    #[inline(always)]
-    pub fn dim_y() -> u32 {
-        unsafe { nctaid_y() }
-    }
-    /// Blocks in the grid, z (`%nctaid.z`).
-    #[inline(always)]
-    pub fn dim_z() -> u32 {
-        unsafe { nctaid_z() }
-    }
-    /// Blocks in the grid (`%nctaid`).
-    #[inline(always)]
-    pub fn dim() -> Dim3 {
-        Dim3 {
-            x: dim_x(),
-            y: dim_y(),
-            z: dim_z(),
-        }
-    }
+    dim3_reads!("Blocks in the grid", "%nctaid",
+                dim: dim_x = nctaid_x, dim_y = nctaid_y, dim_z = nctaid_z);
+
     /// The thread's index in the whole grid, x: `%ctaid.x * %ntid.x +
     /// %tid.x` (one `mad.lo`).
     #[inline(always)]
