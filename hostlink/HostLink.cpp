@@ -1043,15 +1043,16 @@ static std::string linkLogPath(const Settings &S, StringRef Output) {
   return Output.empty() ? "a.out.fatlink.log" : (Output + ".fatlink.log").str();
 }
 
-/// Writes the link log of a link that had device code (or failed): what a
-/// cargo user, who never sees the linker's messages, reads when the
-/// program says a kernel is missing. A link without device code removes
-/// the log an earlier link of the same output left, which would describe
-/// another program. A log that cannot be written is a warning: the link
-/// itself succeeded.
+/// Writes the link log of a successful link with device code: what a cargo
+/// user, who never sees the linker's messages, reads when the program says
+/// a kernel is missing. A failed link writes nothing, as for its output
+/// (rustc shows a failed link's messages), and a link without device code
+/// neither; both remove the log an earlier link of the same output left,
+/// which would describe another program. A log that cannot be written is
+/// a warning: the link itself succeeded.
 static void writeLinkLog(Context &Ctx, StringRef Path, StringRef Text,
                          bool HasDeviceCode) {
-  if (!HasDeviceCode && !Ctx.errorCount()) {
+  if (!HasDeviceCode || Ctx.exitCode() != 0) {
     sys::fs::remove(Path);
     return;
   }
