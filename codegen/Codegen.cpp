@@ -707,6 +707,30 @@ Expected<packager::FatbinImage> encodeImage(const lto::Target &T,
 // partitions) is compiled partition by partition (PartitionJobs); the job
 // that finishes a target's last partition links them with nvlink and
 // encodes the entry.
+/// The partitions each target is compiled in; null: compiled whole.
+static std::vector<const std::vector<lto::CodegenPartition> *>
+partitionsOf(const lto::LinkedProgram &Program, ArrayRef<lto::Target> Targets,
+             ArrayRef<std::vector<lto::CodegenPartition>> Parts) {
+  std::vector<const std::vector<lto::CodegenPartition> *> PartsOf(
+      Targets.size(), nullptr);
+  for (auto [MI, M] : enumerate(Program.Modules))
+    if (MI < Parts.size() && Parts[MI].size() > 1)
+      for (size_t I : M.TargetIndices)
+        if (!Targets[I].IsPTX)
+          PartsOf[I] = &Parts[MI];
+  return PartsOf;
+}
+
+size_t countUnits(const lto::LinkedProgram &Program,
+                  ArrayRef<lto::Target> Targets,
+                  ArrayRef<std::vector<lto::CodegenPartition>> Parts) {
+  size_t N = 0;
+  for (const std::vector<lto::CodegenPartition> *P :
+       partitionsOf(Program, Targets, Parts))
+    N += P ? P->size() : 1;
+  return N;
+}
+
 Expected<std::vector<TargetOutput>>
 compileTargets(Context &Ctx, const CodegenOptions &Opts,
                const lto::LinkedProgram &Program, const lto::InputSet &Inputs,
@@ -736,12 +760,8 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
   };
 
   // Which partitions each target compiles (none: compiled whole).
-  std::vector<const std::vector<lto::CodegenPartition> *> PartsOf(NT, nullptr);
-  for (auto [MI, M] : enumerate(Program.Modules))
-    if (MI < Parts.size() && Parts[MI].size() > 1)
-      for (size_t I : M.TargetIndices)
-        if (!Targets[I].IsPTX)
-          PartsOf[I] = &Parts[MI];
+  std::vector<const std::vector<lto::CodegenPartition> *> PartsOf =
+      partitionsOf(Program, Targets, Parts);
   std::vector<std::vector<std::string>> PartCubins(NT);
   // Each partition's error, in its own slot: the partitions finish in
   // whatever order the threads run them, so the one reported is chosen by
@@ -760,6 +780,7 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
   // finish links the target's partitions and encodes its entry, or reports
   // the error of the first partition that failed.
   auto PartDone = [&](size_t I, size_t P, Expected<std::string> Cubin) {
+    Ctx.progressDone(Targets[I].Name);
     if (Cubin)
       PartCubins[I][P] = std::move(*Cubin);
     else
@@ -796,6 +817,7 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
         Queue.post(JobQueue::priority(0, I, 0), [&, I] {
           Expected<TargetOutput> Out =
               compileTarget(Ctx, Opts, Program, Inputs, Targets, I);
+          Ctx.progressDone(Targets[I].Name);
           if (!Out)
             return Fail(I, Out.takeError());
           Outputs[I] = std::move(*Out);

@@ -238,6 +238,12 @@ llvm::Expected<std::vector<std::vector<lto::CodegenPartition>>>
 planPartitions(Context &Ctx, lto::LinkedProgram &Program,
                unsigned MaxPartitions);
 
+/// The units compileTargets compiles: each target's partitions, or 1 for
+/// a target compiled whole (the progress line's total).
+size_t countUnits(const lto::LinkedProgram &Program,
+                  llvm::ArrayRef<lto::Target> Targets,
+                  llvm::ArrayRef<std::vector<lto::CodegenPartition>> Parts);
+
 /// Compiles every target, in parallel, into its own slot: a target whose
 /// module has several partitions (Parts, from planPartitions) is compiled
 /// partition by partition and linked with nvlink; the others whole.

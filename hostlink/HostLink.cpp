@@ -898,11 +898,50 @@ static std::string hostTripleOf(const HostLinkLine &Line) {
                                    : Line.TargetTriple;
 }
 
+/// The link log's summary of the device link, which -v prints only when
+/// the link is not reused from the cache.
+static void logProgram(Context &Ctx, StringRef Output,
+                       const lto::InputSet &Inputs, const DeviceBuild &B) {
+  if (!Ctx.Log)
+    return;
+  raw_ostream &OS = *Ctx.Log;
+  OS << "fatlink cc: device link of " << Output << "\n  inputs:";
+  for (const lto::DeviceImage &Image : Inputs.Images)
+    OS << " " << Image.Origin;
+  for (const lto::DeviceObject &O : Inputs.Objects)
+    OS << " " << O.Origin;
+  OS << "\n  targets:";
+  for (const lto::Target &T : B.Targets)
+    OS << " " << T.Name;
+  OS << "\n  kernels (" << B.Program.Kernels.size() << "):";
+  for (const lto::KernelInfo &K : B.Program.Kernels)
+    OS << " " << K.Name;
+  OS << "\n";
+}
+
+/// The linked device code defines no kernel: names its inputs and the usual
+/// cause.
+static Error noKernelsError(const lto::InputSet &Inputs) {
+  std::string List;
+  for (const lto::DeviceImage &Image : Inputs.Images)
+    List += "\n>>> " + Image.Origin;
+  for (const lto::DeviceObject &O : Inputs.Objects)
+    List += "\n>>> " + O.Origin;
+  return createStringError(
+      "the linked program has device code but no kernels: nothing can be "
+      "launched. A Rust kernel is `#[no_mangle] pub unsafe extern "
+      "\"ptx-kernel\" fn` (not `extern \"C\"`), a CUDA C++ one "
+      "`__global__`; a program that only carries device functions links "
+      "with --fatlink-allow-no-kernels (FATLINK_ALLOW_NO_KERNELS=1). Device "
+      "inputs:" +
+      List);
+}
+
 /// The device half of the link: device images in, host object path out.
 static Expected<DeviceResult> deviceLinkForHost(Context &Ctx,
                                                 const HostLinkLine &Line,
-                                                const Settings &S,
-                                                bool DryRun) {
+                                                const Settings &S, bool DryRun,
+                                                bool &HasDeviceCode) {
   TimeTraceScope Scope("Device link");
   Expected<lto::InputSet> Inputs =
       lto::readInputs(Line.Inputs, lto::InputMode::HostLink);
@@ -914,6 +953,7 @@ static Expected<DeviceResult> deviceLinkForHost(Context &Ctx,
     Ctx.verbose("fatlink: no device code in the inputs; forwarding only");
     return DeviceResult();
   }
+  HasDeviceCode = true;
 
   Expected<DeviceLinkConfig> C = deviceConfigFromSettings(S, "all-major");
   if (!C)
@@ -931,10 +971,17 @@ static Expected<DeviceResult> deviceLinkForHost(Context &Ctx,
     return DeviceResult{*Placeholder, ""};
   }
 
+  C->RequireKernels = !S.flag("allow-no-kernels");
   Expected<DeviceBuild> B =
       buildDeviceCached(Ctx, *C, *Inputs, [&] { return probeTools(Ctx, *C); });
   if (!B)
     return B.takeError();
+  // A program with device code and no kernel launches nothing; under cargo
+  // a warning is never seen (rustc hides the linker's output), so this is
+  // an error, found at link time rather than at the first launch.
+  if (C->RequireKernels && B->Program.Kernels.empty())
+    return noKernelsError(*Inputs);
+  logProgram(Ctx, Line.Output, *Inputs, *B);
   Expected<std::string> Path = Ctx.Temps.write("device.o", B->Object);
   if (!Path)
     return Path.takeError();
@@ -1078,7 +1125,7 @@ static Error leaveOutNvccDeviceLinks(Context &Ctx, HostLinkLine &Line,
 /// inputs' device code, then the host link with its object added. The host
 /// linker's exit status becomes fatlink's.
 static void hostLink(Context &Ctx, LineParser &Parser, HostLinkLine &Line,
-                     const Settings &S) {
+                     const Settings &S, bool &HasDeviceCode) {
   bool DryRun = S.flag("dry-run");
   StringRef LinkerName = S.get("linker").value_or("cc");
   Expected<std::string> Linker = findLinker(LinkerName);
@@ -1091,7 +1138,8 @@ static void hostLink(Context &Ctx, LineParser &Parser, HostLinkLine &Line,
                     [&] { return driverLibraryDirs(Ctx, *Linker); });
   for (const std::string &W : Line.Warnings)
     Ctx.warn(W);
-  Expected<DeviceResult> Device = deviceLinkForHost(Ctx, Line, S, DryRun);
+  Expected<DeviceResult> Device =
+      deviceLinkForHost(Ctx, Line, S, DryRun, HasDeviceCode);
   if (!Device)
     return Ctx.error(Device.takeError());
   Expected<NvccInputs> Nvcc = [&] {
@@ -1122,8 +1170,40 @@ static void hostLink(Context &Ctx, LineParser &Parser, HostLinkLine &Line,
     Ctx.Out << "\n";
     return;
   }
+  // The host linker's messages are its own: the device link is done.
+  Ctx.stopProgress();
   TimeTraceScope Scope("Host link");
   Ctx.PassThroughStatus = runHostLinker(Ctx, *Linker, *HostArgs);
+}
+
+/// The link log's path: the log-file setting, else "<output>.fatlink.log"
+/// (the runtime looks for it there); empty: none.
+static std::string linkLogPath(const Settings &S, StringRef Output) {
+  std::optional<StringRef> V = S.get("log-file");
+  if (V)
+    return *V == "off" || *V == "0" || V->empty() ? "" : V->str();
+  return Output.empty() ? "a.out.fatlink.log" : (Output + ".fatlink.log").str();
+}
+
+/// Writes the link log of a successful link with device code: what a cargo
+/// user, who never sees the linker's messages, reads when the program says
+/// a kernel is missing. A failed link writes nothing, as for its output
+/// (rustc shows a failed link's messages), and a link without device code
+/// neither; both remove the log an earlier link of the same output left,
+/// which would describe another program. A log that cannot be written is
+/// a warning: the link itself succeeded.
+static void writeLinkLog(Context &Ctx, StringRef Path, StringRef Text,
+                         bool HasDeviceCode) {
+  if (!HasDeviceCode || Ctx.exitCode() != 0) {
+    sys::fs::remove(Path);
+    return;
+  }
+  Expected<StagedFile> F = StagedFile::create(Path, Text);
+  Error E = F ? F->commit() : F.takeError();
+  if (E)
+    Ctx.warn("cannot write the link log (set --fatlink-log-file=off to "
+             "skip it): " +
+             toString(std::move(E)));
 }
 
 static void hostLinkCommand(Context &Ctx, ArrayRef<const char *> Args,
@@ -1140,6 +1220,14 @@ static void hostLinkCommand(Context &Ctx, ArrayRef<const char *> Args,
   if (!S)
     return Ctx.error(S.takeError());
   Ctx.Verbose = S->flag("verbose");
+  // Every message of the link, -v or not, also goes to the link log.
+  std::string LogPath = linkLogPath(*S, Line->Output);
+  std::string LogText;
+  raw_string_ostream Log(LogText);
+  if (!LogPath.empty())
+    Ctx.Log = &Log;
+  if (progressWanted(Ctx.Err, S->flag("quiet")))
+    Ctx.startProgress(progressDelay());
   if (std::optional<StringRef> Dir = S->get("save-temps")) {
     std::string D = (*Dir == "1" || Dir->empty())
                         ? sys::path::parent_path(Line->Output).str()
@@ -1154,7 +1242,12 @@ static void hostLinkCommand(Context &Ctx, ArrayRef<const char *> Args,
   if (!TimeTrace.empty())
     timeTraceProfilerInitialize(500, "fatlink-cc");
 
-  hostLink(Ctx, Parser, *Line, *S);
+  bool HasDeviceCode = false;
+  hostLink(Ctx, Parser, *Line, *S, HasDeviceCode);
+  Ctx.stopProgress();
+  Ctx.Log = nullptr;
+  if (!LogPath.empty() && !S->flag("dry-run"))
+    writeLinkLog(Ctx, LogPath, LogText, HasDeviceCode);
 
   if (timeTraceProfilerEnabled()) {
     if (Error E = timeTraceProfilerWrite(TimeTrace, Line->Output))

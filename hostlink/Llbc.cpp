@@ -146,8 +146,11 @@ static void llbc(Context &Ctx, ArrayRef<const char *> Args,
   Expected<DeviceLinkConfig> C = llbcConfig(*List, *S);
   if (!C)
     return Ctx.error(C.takeError());
+  if (progressWanted(Ctx.Err, S->flag("quiet")))
+    Ctx.startProgress(progressDelay());
   if (Error E = runDeviceLink(Ctx, *C, [&] { return probeTools(Ctx, *C); }))
     Ctx.error(std::move(E));
+  Ctx.stopProgress();
 }
 
 int llbcMain(ArrayRef<const char *> Args, raw_ostream &Out, raw_ostream &Err) {

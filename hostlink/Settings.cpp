@@ -41,6 +41,12 @@ constexpr KeyInfo Keys[] = {
     {"ptxas", false, "<cuda-path>/bin/ptxas", "ptxas"},
     {"linker", false, "cc", "the host linker: clang, ld.lld, a path"},
     {"verbose", true, "off", "print each device input, target and command"},
+    {"quiet", true, "off",
+     "no progress line (on a terminal, for a device link over 2 s)"},
+    {"allow-no-kernels", true, "off",
+     "cc: link device code without kernels (else an error)"},
+    {"log-file", false, "<output>.fatlink.log",
+     "cc: where the link's messages go, -v or not; off: none"},
     {"dry-run", true, "off", "print the plan; run nothing"},
     {"save-temps", true, "off",
      "keep the device object, PTX and cubins (beside the output, or =DIR)"},
@@ -265,7 +271,7 @@ void printSettingsHelp(raw_ostream &OS, StringRef Tool) {
         "of the file --fatlink-config= or FATLINK_CONFIG names.\n\nSETTINGS:\n";
   for (const KeyInfo &K : Keys) {
     std::string Arg = std::string("--fatlink-") + K.Key + (K.IsFlag ? "" : "=");
-    OS << "  " << left_justify(Arg, 24) << left_justify(envName(K.Key), 22)
+    OS << "  " << left_justify(Arg, 28) << left_justify(envName(K.Key), 26)
        << K.Help << " (default: " << K.Default << ")\n";
   }
   OS << "\n--fatlink-help prints this; --help is the host linker's.\n";

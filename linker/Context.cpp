@@ -10,13 +10,18 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/WithColor.h"
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
 #include <iterator>
+#include <thread>
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -220,23 +225,34 @@ void Context::error(Error E) {
 void Context::error(const Twine &Msg) {
   std::lock_guard<std::mutex> Lock(Mu);
   ++ErrorCount;
+  clearProgressLocked();
   WithColor::error(Err, "fatlink") << Msg << "\n";
+  if (Log)
+    *Log << "fatlink: error: " << Msg << "\n";
 }
 
 void Context::warn(const Twine &Msg) {
   std::lock_guard<std::mutex> Lock(Mu);
+  clearProgressLocked();
   WithColor::warning(Err, "fatlink") << Msg << "\n";
+  if (Log)
+    *Log << "fatlink: warning: " << Msg << "\n";
 }
 
 void Context::verbose(const Twine &Msg) {
-  if (!Verbose)
+  if (!Verbose && !Log)
     return;
   std::lock_guard<std::mutex> Lock(Mu);
-  Err << Msg << "\n";
+  if (Verbose) {
+    clearProgressLocked();
+    Err << Msg << "\n";
+  }
+  if (Log)
+    *Log << Msg << "\n";
 }
 
 void Context::verboseCommand(ArrayRef<StringRef> Argv) {
-  if (!Verbose)
+  if (!Verbose && !Log)
     return;
   auto IsSafe = [](char C) {
     return isAlnum(C) || StringRef("_./=,:+@%-").contains(C);
@@ -255,6 +271,125 @@ void Context::verboseCommand(ArrayRef<StringRef> Argv) {
     Line += '\'';
   }
   verbose(Line);
+}
+
+//===----------------------------------------------------------------------===//
+// The progress line
+//===----------------------------------------------------------------------===//
+
+// One line on the terminal, redrawn in place with "\r...\x1b[K" (carriage
+// return, erase to the end of the line) as lld's and cargo's are. Its state
+// is guarded by Context::Mu, the lock every message takes, so a warning
+// from a codegen thread clears the line before it prints and never lands in
+// the middle of it. A ticker thread redraws every 200 ms, so a long stage
+// with nothing counted (link and optimize) still shows, once the delay has
+// passed, which stage it is.
+struct Context::ProgressLine {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point Start = Clock::now();
+  double AfterSeconds = 2;
+  std::string Stage, Target;
+  size_t Done = 0, Total = 0;
+  bool Shown = false;
+  bool Stopping = false;
+  std::condition_variable Wake;
+  std::thread Ticker;
+};
+
+Context::Context(raw_ostream &Out, raw_ostream &Err) : Out(Out), Err(Err) {
+  installSignalHandlers();
+}
+
+Context::~Context() { stopProgress(); }
+
+void Context::clearProgressLocked() {
+  if (!Progress || !Progress->Shown)
+    return;
+  Err << "\r\x1b[K";
+  Err.flush();
+  Progress->Shown = false;
+}
+
+void Context::drawProgressLocked() {
+  ProgressLine &P = *Progress;
+  std::chrono::duration<double> Ran = ProgressLine::Clock::now() - P.Start;
+  if (Ran.count() < P.AfterSeconds || P.Stage.empty())
+    return;
+  std::string Line = "fatlink: " + P.Stage;
+  if (!P.Target.empty())
+    Line += " " + P.Target;
+  if (P.Total)
+    Line += ": " + std::to_string(P.Done) + "/" + std::to_string(P.Total) +
+            " partitions done";
+  Err << "\r" << Line << "\x1b[K";
+  Err.flush();
+  P.Shown = true;
+}
+
+void Context::startProgress(double AfterSeconds) {
+  std::lock_guard<std::mutex> Lock(Mu);
+  if (Progress)
+    return;
+  Progress = std::make_unique<ProgressLine>();
+  Progress->AfterSeconds = AfterSeconds;
+  Progress->Ticker = std::thread([this] {
+    std::unique_lock<std::mutex> Lock(Mu);
+    while (!Progress->Stopping) {
+      drawProgressLocked();
+      Progress->Wake.wait_for(Lock, std::chrono::milliseconds(200));
+    }
+  });
+}
+
+void Context::stopProgress() {
+  std::thread Ticker;
+  {
+    std::lock_guard<std::mutex> Lock(Mu);
+    if (!Progress)
+      return;
+    clearProgressLocked();
+    Progress->Stopping = true;
+    Progress->Wake.notify_all();
+    Ticker = std::move(Progress->Ticker);
+  }
+  if (Ticker.joinable())
+    Ticker.join();
+  std::lock_guard<std::mutex> Lock(Mu);
+  Progress.reset();
+}
+
+void Context::progressStage(const Twine &Stage, size_t Total) {
+  std::lock_guard<std::mutex> Lock(Mu);
+  if (!Progress)
+    return;
+  Progress->Stage = Stage.str();
+  Progress->Target.clear();
+  Progress->Done = 0;
+  Progress->Total = Total;
+  drawProgressLocked();
+}
+
+void Context::progressDone(StringRef Target) {
+  std::lock_guard<std::mutex> Lock(Mu);
+  if (!Progress)
+    return;
+  ++Progress->Done;
+  Progress->Target = Target.str();
+  drawProgressLocked();
+}
+
+bool progressWanted(const raw_ostream &Err, bool Quiet) {
+  return !Quiet && &Err == &errs() && sys::Process::StandardErrIsDisplayed();
+}
+
+double progressDelay() {
+  if (std::optional<std::string> V =
+          sys::Process::GetEnv("FATLINK_PROGRESS_AFTER")) {
+    double D;
+    if (!StringRef(*V).getAsDouble(D) && D >= 0)
+      return D;
+  }
+  return 2;
 }
 
 Error checkOutputsAreNotInputs(ArrayRef<std::string> Outputs,

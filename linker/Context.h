@@ -29,6 +29,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -123,9 +124,8 @@ void installSignalHandlers();
 
 class Context {
 public:
-  Context(llvm::raw_ostream &Out, llvm::raw_ostream &Err) : Out(Out), Err(Err) {
-    installSignalHandlers();
-  }
+  Context(llvm::raw_ostream &Out, llvm::raw_ostream &Err);
+  ~Context();
 
   llvm::raw_ostream &Out;
   llvm::raw_ostream &Err;
@@ -142,6 +142,27 @@ public:
   /// into a shell.
   void verboseCommand(llvm::ArrayRef<llvm::StringRef> Argv);
 
+  /// Where every message of the run is also written, whether or not -v is
+  /// on (fatlink cc's link log, docs/cargo.md "Diagnostics"); none: null.
+  /// Set before the run's first message.
+  llvm::raw_ostream *Log = nullptr;
+
+  /// The progress line (docs/cargo.md "Diagnostics"): once the run has
+  /// taken AfterSeconds, "fatlink: <stage> <target>: <done>/<total>
+  /// partitions done" is drawn in place on Err whenever the stage changes
+  /// or a unit is done, and by a thread every 200 ms (a long stage with
+  /// nothing counted, link and optimize, still shows); any other message
+  /// clears it first, and stopProgress() clears it for good. The caller starts
+  /// it only when Err is a terminal and the user did not ask for quiet
+  /// (progressWanted). It writes to Err only: outputs never depend on it.
+  void startProgress(double AfterSeconds);
+  void stopProgress();
+  /// A new stage of Total units (0: not counted), none of them done.
+  void progressStage(const llvm::Twine &Stage, size_t Total = 0);
+  /// One unit of the stage is done; Target is what it was compiled for.
+  /// Thread-safe.
+  void progressDone(llvm::StringRef Target);
+
   /// The errors reported so far: a checkpoint between phases stops the
   /// run when there are any.
   unsigned errorCount() const { return ErrorCount; }
@@ -154,9 +175,24 @@ public:
   }
 
 private:
+  struct ProgressLine;
+  /// Clears the progress line before another message. Mu must be held.
+  void clearProgressLocked();
+  /// Draws it, once the delay has passed. Mu must be held.
+  void drawProgressLocked();
+
   std::mutex Mu;
   unsigned ErrorCount = 0;
+  std::unique_ptr<ProgressLine> Progress;
 };
+
+/// Whether a run that writes its messages to Err shows a progress line:
+/// Err is the process's stderr and that is a terminal, and not Quiet.
+bool progressWanted(const llvm::raw_ostream &Err, bool Quiet);
+
+/// The progress line's delay in seconds: 2, or FATLINK_PROGRESS_AFTER (a
+/// number of seconds; tests set 0).
+double progressDelay();
 
 } // namespace fatlink
 

@@ -73,6 +73,9 @@ struct DeviceLinkConfig {
   /// sm_XX target of a group get the same PTX (apart from the header), the
   /// targets between them reuse it instead of generating their own.
   bool SharePTX = true;
+  /// A linked program without kernels is the caller's error (fatlink cc),
+  /// not a warning (device-link).
+  bool RequireKernels = false;
 };
 
 /// The code of one target (codegen/).

@@ -815,8 +815,6 @@ static void raisePtxVersions(Context &Ctx, DeviceBuild &B) {
 
 /// -v: what the linked program holds and how it was optimized.
 static void reportProgram(Context &Ctx, const DeviceBuild &B) {
-  if (B.Program.Kernels.empty())
-    Ctx.warn("the linked program has no kernels: nothing can be launched");
   for (const lto::KernelInfo &K : B.Program.Kernels)
     Ctx.verbose("kernel " + K.Name);
   if (!B.Program.LibdeviceFunctions.empty())
@@ -890,6 +888,7 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
 
   // One LLVM module per group of targets: resolve, internalize, libdevice,
   // O3 (lto/).
+  Ctx.progressStage("link and optimize");
   Expected<lto::LinkedProgram> Program = lto::linkAndOptimize(
       Inputs, B.Targets, linkOptions(Ctx, C, Facts, B.Targets));
   if (!Program)
@@ -915,6 +914,8 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   releaseFreedMemory();
 
   // PTX and cubins for every target, in parallel (codegen/).
+  Ctx.progressStage("compile",
+                    codegen::countUnits(B.Program, B.Targets, *Parts));
   Expected<std::vector<codegen::TargetOutput>> Outputs =
       codegen::compileTargets(Ctx, codegenOptions(Ctx, C), B.Program, Inputs,
                               B.Targets, *Parts);
@@ -923,6 +924,7 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   B.Outputs = std::move(*Outputs);
 
   // Every target's code in one fatbin, and that in a host object.
+  Ctx.progressStage("package");
   if (C.OutKind == OutputKind::Fatbin || C.OutKind == OutputKind::HostObject)
     if (Error E = package(C, B.Targets, B.Outputs, B.Program, B))
       return std::move(E);
@@ -969,6 +971,13 @@ static Error readLtoIrSymbols(Context &Ctx, const Config &C,
   return Error::success();
 }
 
+/// A program without kernels launches nothing: a warning, reused links
+/// too, unless the caller makes it an error (RequireKernels).
+static void warnNoKernels(Context &Ctx, const Config &C, const DeviceBuild &B) {
+  if (B.Program.Kernels.empty() && !C.RequireKernels)
+    Ctx.warn("the linked program has no kernels: nothing can be launched");
+}
+
 Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
                                         lto::InputSet &Inputs, ProbeFn Probe) {
   // Bitcode outputs feed build systems, which cache them themselves.
@@ -979,6 +988,7 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
     if (std::optional<DeviceBuild> B = cacheLookup(Ctx, C.CacheDir, Key)) {
       for (const std::string &W : B->Program.Warnings)
         Ctx.warn(W);
+      warnNoKernels(Ctx, C, *B);
       return std::move(*B);
     }
   }
@@ -993,9 +1003,11 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
     return std::move(E);
   Expected<DeviceBuild> B =
       buildDevice(Ctx, C, *Facts, std::move(*Targets), Inputs);
-  if (B)
+  if (B) {
     for (const std::string &W : B->Program.Warnings)
       Ctx.warn(W);
+    warnNoKernels(Ctx, C, *B);
+  }
   // Only a store makes the cache grow: then keep it within its limits (on
   // a full disk, nothing is stored and nothing is written).
   if (B && UseCache && cacheStore(Ctx, C.CacheDir, Key, *B))
@@ -1069,6 +1081,9 @@ static void deviceLinkCommand(Context &Ctx, opt::InputArgList &Args) {
     return;
   if (!C.TimeTracePath.empty())
     timeTraceProfilerInitialize(C.TimeTraceGranularity, "fatlink");
+  // The stage and partitions done, on a terminal, for a long link.
+  if (progressWanted(Ctx.Err, Args.hasArg(OPT_quiet)))
+    Ctx.startProgress(progressDelay());
 
   // The outputs (and --json) are staged; the time trace joins them, and
   // they are committed together: a trace that cannot be written leaves the
@@ -1080,6 +1095,7 @@ static void deviceLinkCommand(Context &Ctx, opt::InputArgList &Args) {
       Ctx.error(std::move(E));
   }
 
+  Ctx.stopProgress();
   if (timeTraceProfilerEnabled()) {
     Expected<StagedFile> Trace = stageTimeTrace(C.TimeTracePath);
     timeTraceProfilerCleanup();

@@ -111,6 +111,10 @@ def ptx_per_arch : F<"ptx-per-arch",
 def verbose : Flag<["-"], "v">, Group<grp_diag>,
   HelpText<"Print every subcommand run and what each input contributed">;
 def verbose_long : Flag<["--"], "verbose">, Alias<verbose>;
+def quiet : Flag<["-"], "q">, Group<grp_diag>,
+  HelpText<"No progress line (shown on a terminal when a link runs longer "
+           "than 2 seconds)">;
+def quiet_long : Flag<["--"], "quiet">, Alias<quiet>;
 def save_temps : F<"save-temps",
   "Keep intermediate files (bitcode, PTX) in the output's directory">,
   Group<grp_diag>;

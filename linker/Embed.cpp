@@ -78,6 +78,8 @@ struct Config {
   std::string Output;
   std::string Arch; // empty: from the bitcode
   packager::HostArch Host = packager::HostArch::X86_64;
+  /// --expect-kernels: warn when no input defines a kernel.
+  bool ExpectKernels = false;
 };
 
 /// A GPU arch name, "sm_90a" -> {90, "a"}.
@@ -133,6 +135,7 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
     C.Inputs.push_back(A->getValue());
   C.Output = Args.getLastArgValue(OPT_output).str();
   C.Arch = Args.getLastArgValue(OPT_arch_EQ).str();
+  C.ExpectKernels = Args.hasArg(OPT_expect_kernels);
   Ctx.Verbose = Args.hasArg(OPT_verbose);
 
   if (C.Output.empty())
@@ -182,6 +185,55 @@ static Expected<std::optional<std::string>> newestTargetCpu(MemoryBufferRef MB,
     }
   }
   return Newest;
+}
+
+/// The kernels \p MB defines: functions with the PTX kernel calling
+/// convention (`extern "ptx-kernel"`, `__global__`). Read lazily: function
+/// bodies stay unread.
+static Expected<std::vector<std::string>> kernelsOf(MemoryBufferRef MB,
+                                                    StringRef Origin) {
+  LLVMContext LLVMCtx;
+  Expected<std::unique_ptr<Module>> MOrErr = getLazyBitcodeModule(MB, LLVMCtx);
+  if (!MOrErr)
+    return createStringError(inconvertibleErrorCode(),
+                             "%s: corrupt bitcode: %s", Origin.str().c_str(),
+                             toString(MOrErr.takeError()).c_str());
+  std::vector<std::string> Names;
+  for (const Function &F : **MOrErr)
+    if (!F.isDeclaration() && F.getCallingConv() == CallingConv::PTX_Kernel)
+      Names.push_back(F.getName().str());
+  return Names;
+}
+
+/// -v: the kernels the inputs define. --expect-kernels (fatlink-build):
+/// none is a warning naming every input, because such a program launches
+/// nothing and the usual cause is a kernel declared `extern "C"`.
+static Error reportKernels(Context &Ctx, const Config &C,
+                           const lto::InputSet &Inputs) {
+  if (!C.ExpectKernels && !Ctx.Verbose)
+    return Error::success();
+  TimeTraceScope Scope("Find kernels");
+  std::vector<std::string> All;
+  for (const lto::DeviceImage &Image : Inputs.Images) {
+    Expected<std::vector<std::string>> Names =
+        kernelsOf(Image.Bitcode, Image.Origin);
+    if (!Names)
+      return Names.takeError();
+    All.insert(All.end(), Names->begin(), Names->end());
+  }
+  Ctx.verbose("kernels: " +
+              (All.empty() ? std::string("none") : join(All, " ")));
+  if (!All.empty() || !C.ExpectKernels)
+    return Error::success();
+  std::string List;
+  for (const lto::DeviceImage &Image : Inputs.Images)
+    List += "\n>>> " + Image.Origin;
+  Ctx.warn("no kernels in the device code: a program linked with it "
+           "launches nothing. A Rust kernel is `#[no_mangle] pub unsafe "
+           "extern \"ptx-kernel\" fn` (not `extern \"C\"`), a CUDA C++ "
+           "one `__global__`. Inputs:" +
+           List);
+  return Error::success();
 }
 
 /// The arch recorded for plain bitcode: see the file comment.
@@ -314,6 +366,9 @@ static Error embed(Context &Ctx, const Config &C) {
         O.FromNvcc ? "nvcc -dc output" : "a relocatable cubin");
   }
   // From here on, the set of images is fixed.
+
+  if (Error E = reportKernels(Ctx, C, *Inputs))
+    return E;
 
   // The arch the images' code may run on from.
   Expected<std::string> Arch = chooseArch(Ctx, C, *Inputs);

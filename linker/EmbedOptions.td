@@ -29,6 +29,9 @@ defm host_arch : JS<"host-arch", "<x86_64|aarch64>",
 def verbose : Flag<["-"], "v">, Group<grp_diag>,
   HelpText<"Print each image embedded, with its origin and arch">;
 def verbose_long : Flag<["--"], "verbose">, Alias<verbose>;
+def expect_kernels : F<"expect-kernels",
+  "Warn when the inputs define no kernel (fatlink-build passes it: the "
+  "inputs are all of a program's bitcode)">, Group<grp_diag>;
 def help : F<"help", "Print this help">;
 def help_short : Flag<["-"], "h">, Alias<help>;
 def version : F<"version", "Print the version">;

@@ -62,6 +62,9 @@ for var in ["RUSTUP_HOME", "CARGO_HOME", "ASAN_OPTIONS", "UBSAN_OPTIONS"]:
         config.environment[var] = os.environ[var]
 for prog in ["FileCheck", "not", "count", "split-file", "yaml2obj"]:
     which(prog, "LLVM test tool (llvm-22-tools)")
+# util-linux's script: a command on a pseudo-terminal (the progress line
+# is drawn only on a terminal).
+script = which("script", "script (util-linux)")
 
 fatlink = need(os.path.abspath(param_or("fatlink", os.path.join(root, "bazel-bin", "tools", "fatlink", "fatlink"))),
                "fatlink (bazel build //tools/fatlink, or --param fatlink=PATH)")
@@ -133,6 +136,9 @@ config.substitutions += [
     # Helper scripts for what lit's shell cannot say (test/Inputs).
     ("%inputs", os.path.join(config.test_source_root, "Inputs")),
     ("%cuobjdump", cuobjdump),
+    # `%on_tty "CMD"` runs CMD with stdin, stdout and stderr on a
+    # pseudo-terminal; what it wrote comes out on stdout.
+    ("%on_tty", "%s -qec" % script),
 ]
 
 # `%without_dac_override CMD` runs CMD bound by file modes: as root (CI

@@ -189,12 +189,17 @@ static fatlink_rt_status notFound(const char *Name, int OnlyModule,
   }
   if (Modules == 0) {
     flrt_registry_unlock();
-    return flrt_fail(FATLINK_RT_ERROR_KERNEL_NOT_FOUND,
-                     "kernel '%s' not found: this program carries no fatlink "
-                     "device code; link the kernels.o that `fatlink "
-                     "device-link` wrote (as an object file: a linker drops "
-                     "archive members that nothing references)",
-                     Name);
+    flrt_str_addf(&S,
+                  "kernel '%s' not found: this program carries no fatlink "
+                  "device code; link the kernels.o that `fatlink "
+                  "device-link` wrote (as an object file: a linker drops "
+                  "archive members that nothing references)",
+                  Name);
+    flrt_str_add_link_log(&S);
+    fatlink_rt_status St =
+        flrt_fail(FATLINK_RT_ERROR_KERNEL_NOT_FOUND, "%s", flrt_str_get(&S));
+    flrt_str_free(&S);
+    return St;
   }
   if (OnlyModule)
     flrt_str_addf(&S, "kernel '%s' not found in module %u (%u kernel%s)", Name,
@@ -225,6 +230,7 @@ static fatlink_rt_status notFound(const char *Name, int OnlyModule,
     }
   }
   flrt_registry_unlock();
+  flrt_str_add_link_log(&S);
   fatlink_rt_status St =
       flrt_fail(FATLINK_RT_ERROR_KERNEL_NOT_FOUND, "%s", flrt_str_get(&S));
   flrt_str_free(&S);

@@ -7,9 +7,12 @@
 
 #include "Internal.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 enum { MessageCapacity = 8192 };
 
@@ -134,4 +137,56 @@ void flrt_str_free(flrt_str *S) {
   if (S->data != S->inline_buf)
     free(S->data);
   flrt_str_init(S);
+}
+
+/* fatlink cc writes the link's messages to "<output>.fatlink.log" beside
+ * the file it linked (docs/cargo.md "Diagnostics"); the program's bytes do
+ * not name it (they would hold a machine's path). Here: this program's own
+ * path plus ".fatlink.log", or, for a program cargo copied out of deps/
+ * (target/debug/app from target/debug/deps/app-<hash>), the newest
+ * "deps/<name>-*.fatlink.log" beside it. */
+void flrt_str_add_link_log(flrt_str *S) {
+  char Exe[4096];
+  ssize_t N = readlink("/proc/self/exe", Exe, sizeof(Exe) - 1);
+  if (N <= 0)
+    return;
+  Exe[N] = '\0';
+  char Path[4096 + 64];
+  struct stat St;
+  snprintf(Path, sizeof(Path), "%s.fatlink.log", Exe);
+  if (stat(Path, &St) == 0 && S_ISREG(St.st_mode)) {
+    flrt_str_addf(S, " (fatlink cc's link log: %s)", Path);
+    return;
+  }
+  char *Slash = strrchr(Exe, '/');
+  if (!Slash)
+    return;
+  *Slash = '\0';
+  const char *Name = Slash + 1;
+  char Deps[4096 + 8];
+  snprintf(Deps, sizeof(Deps), "%s/deps", Exe);
+  DIR *D = opendir(Deps);
+  if (!D)
+    return;
+  size_t NameLen = strlen(Name);
+  char Best[sizeof(Path)] = "";
+  time_t BestTime = 0;
+  for (struct dirent *E; (E = readdir(D));) {
+    size_t Len = strlen(E->d_name);
+    const char *Suffix = ".fatlink.log";
+    size_t SuffixLen = strlen(Suffix);
+    if (Len <= NameLen + 1 + SuffixLen ||
+        strncmp(E->d_name, Name, NameLen) != 0 || E->d_name[NameLen] != '-' ||
+        strcmp(E->d_name + Len - SuffixLen, Suffix) != 0)
+      continue;
+    snprintf(Path, sizeof(Path), "%s/%s", Deps, E->d_name);
+    if (stat(Path, &St) == 0 && S_ISREG(St.st_mode) &&
+        (!Best[0] || St.st_mtime > BestTime)) {
+      snprintf(Best, sizeof(Best), "%s", Path);
+      BestTime = St.st_mtime;
+    }
+  }
+  closedir(D);
+  if (Best[0])
+    flrt_str_addf(S, " (fatlink cc's link log: %s)", Best);
 }

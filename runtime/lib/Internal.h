@@ -54,6 +54,9 @@ void flrt_str_init(flrt_str *S);
 void flrt_str_addf(flrt_str *S, const char *Fmt, ...) FLRT_PRINTF(2, 3);
 const char *flrt_str_get(const flrt_str *S);
 void flrt_str_free(flrt_str *S);
+/* Appends " (fatlink cc's link log: PATH)" when that log of this program
+ * exists, else nothing. */
+void flrt_str_add_link_log(flrt_str *S);
 
 /*===---------------------------- The driver -----------------------------===*/
 

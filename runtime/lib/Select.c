@@ -316,6 +316,7 @@ fatlink_rt_status fatlink_rt_select_image(const fatlink_rt_image *Images,
                   "sm_%d and newer GPUs)",
                   Sm, Sm, Sm);
   }
+  flrt_str_add_link_log(&S);
   setReason(Out, &S);
   flrt_str_free(&S);
   return flrt_fail(FATLINK_RT_ERROR_NO_IMAGE, "%s", Out->reason);

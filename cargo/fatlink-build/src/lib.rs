@@ -40,6 +40,12 @@
 //! | `CUDA_PATH` | `/usr/local/cuda` | the CUDA toolkit |
 //! | `FATLINK_ARCH` | `all-major` | targets; the oldest sm is what CUDA C++ is compiled for |
 //! | `FATLINK_RT_LIB_DIR` | none | where `libfatlink_rt.a` is, added to the link search path |
+//! | `FATLINK_VERBOSE` | off | `1`: a `cargo:warning` naming the device code's kernels |
+//!
+//! Device code without a kernel (a kernel declared `extern "C"` instead of
+//! `extern "ptx-kernel"`) is a `cargo:warning` naming the inputs: rustc
+//! hides the linker's messages, a build script's warnings cargo shows
+//! (docs/cargo.md, "Diagnostics").
 //!
 //! Rebuilds: the build script asks cargo to rerun exactly when something
 //! the device build read changes: each source in the nested build's
@@ -196,7 +202,22 @@ impl Device {
         let object = out_dir.join(format!("{}.o", self.lib_name));
         let mut embed = Command::new(&fatlink);
         embed.arg("embed").args(&inputs).arg("-o").arg(&object);
-        run(&mut embed, "fatlink embed", "set FATLINK to the fatlink executable")?;
+        // The embedded bitcode is all of the program's device code unless
+        // nvcc objects (whose kernels embed does not see) go beside it.
+        if nvcc_objects.is_empty() {
+            embed.arg("--expect-kernels");
+        }
+        let verbose = env::var("FATLINK_VERBOSE").map_or(false, |v| !matches!(v.as_str(), "" | "0" | "false" | "no"));
+        if verbose {
+            embed.arg("-v");
+        }
+        let (_, diagnostics) = run_with_stderr(&mut embed, "fatlink embed", "set FATLINK to the fatlink executable")?;
+        // rustc hides the linker's messages, so this is where a cargo user
+        // hears of a device build without kernels (docs/cargo.md
+        // "Diagnostics"); with FATLINK_VERBOSE, also which kernels it has.
+        for line in cargo_warnings(&diagnostics, verbose) {
+            println!("cargo:warning={}", line);
+        }
         // nvcc's objects are members beside the embedded bitcode: fatlink-cc
         // reads the device code of every member.
         let archive = out_dir.join(format!("lib{}.a", self.lib_name));
@@ -406,6 +427,7 @@ const BUILD_ENV: &[&str] = &[
     "CUDA_PATH",
     "FATLINK_ARCH",
     "FATLINK_RT_LIB_DIR",
+    "FATLINK_VERBOSE",
     "AR",
     "CARGO_TARGET_NVPTX64_NVIDIA_CUDA_RUSTFLAGS",
     "CARGO_TARGET_NVPTX64_NVIDIA_CUDA_LINKER",
@@ -856,6 +878,11 @@ fn compile_tracked(
 /// says what went wrong better than any guess here).
 /// Returns its standard output.
 fn run(cmd: &mut Command, what: &str, hint: &str) -> Result<String, Error> {
+    run_with_stderr(cmd, what, hint).map(|(stdout, _)| stdout)
+}
+
+/// `run`, returning the standard error of a successful run too.
+fn run_with_stderr(cmd: &mut Command, what: &str, hint: &str) -> Result<(String, String), Error> {
     let output = cmd.output().map_err(|e| {
         Error(format!("cannot run {} ({:?}): {}: {}", what, cmd.get_program(), e, hint))
     })?;
@@ -867,14 +894,49 @@ fn run(cmd: &mut Command, what: &str, hint: &str) -> Result<String, Error> {
         let stderr = String::from_utf8_lossy(&output.stderr);
         return err(format!("{} failed ({}):\n{}{}", what, output.status, text, stderr));
     }
-    Ok(stdout)
+    Ok((stdout, String::from_utf8_lossy(&output.stderr).into_owned()))
+}
+
+/// The `cargo:warning=` lines for fatlink's stderr: each `fatlink:
+/// warning:` with the `>>> ` lines that follow it (one cargo line each:
+/// cargo's warnings are one line long), and with `verbose` the `kernels:`
+/// summary of `fatlink embed -v`. Everything else -v prints is left out.
+pub fn cargo_warnings(stderr: &str, verbose: bool) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut in_warning = false;
+    for line in stderr.lines() {
+        if let Some(rest) = line.strip_prefix("fatlink: warning: ") {
+            lines.push(format!("fatlink: {}", rest));
+            in_warning = true;
+        } else if in_warning && line.starts_with(">>> ") {
+            lines.push(line.to_string());
+        } else {
+            in_warning = false;
+            if verbose && line.starts_with("kernels: ") {
+                lines.push(format!("fatlink: device code {}", line));
+            }
+        }
+    }
+    lines
 }
 
 #[cfg(test)]
 mod tests {
     use super::{
-        compiler_from_env, nvcc_gencode, oldest_sm, package_version, parse_dep_info, parse_json, CudaCompiler, Json,
+        cargo_warnings, compiler_from_env, nvcc_gencode, oldest_sm, package_version, parse_dep_info, parse_json,
+        CudaCompiler, Json,
     };
+
+    #[test]
+    fn warnings_for_cargo() {
+        let stderr = "embed a.rlib(a.o) [sm_80]\nkernels: none\nfatlink: warning: no kernels in the device code: x\n>>> a.rlib(a.o)\n>>> b.bc\nembed b.bc\n";
+        assert_eq!(
+            cargo_warnings(stderr, false),
+            vec!["fatlink: no kernels in the device code: x", ">>> a.rlib(a.o)", ">>> b.bc"]
+        );
+        assert_eq!(cargo_warnings(stderr, true)[0], "fatlink: device code kernels: none");
+        assert!(cargo_warnings("embed a.bc\nkernels: k\n", false).is_empty());
+    }
 
     #[test]
     fn nvcc_gencode_of_a_list() {
