@@ -57,6 +57,7 @@ PROGRAMS=(
   "readelf               tests"
   "objdump               tests"
   "python3               bench/, fuzz/"
+  "script                lit tests on a pseudo-terminal (%on_tty: the progress line)"
   "curl                  scripts/setup.sh"
   "/usr/bin/time         lit tests (peak memory: reliability/cache-entry-checks), bench/"
   "zstd                  packager tests"
