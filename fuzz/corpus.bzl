@@ -1,5 +1,7 @@
 """fuzz_corpus_test: replays fuzz/corpus/<name>/ through <name>_fuzzer.cpp."""
 
+load("//bazel:copts.bzl", "CXX_COPTS")
+
 def fuzz_corpus_test(name, deps = []):
     """A cc_test that runs every checked-in corpus file of one fuzz target.
 
@@ -14,6 +16,7 @@ def fuzz_corpus_test(name, deps = []):
             "CorpusMain.cpp",
             name + "_fuzzer.cpp",
         ],
+        copts = CXX_COPTS,
         args = ["fuzz/corpus/" + name],
         data = native.glob(["corpus/" + name + "/*"]),
         deps = [":support"] + deps,

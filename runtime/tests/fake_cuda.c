@@ -1,9 +1,10 @@
 /* fake_cuda.c: a stand-in for libcuda.so.1, loaded through
  * FATLINK_RT_LIBCUDA, so that the runtime's driver path (device queries,
  * module loading and its failure explanations, launches, memory) runs on
- * machines without a GPU. "Device memory" is host memory, and two kernels
- * of testdata/rust are emulated on the CPU (vec_add, saxpy), so a test can
- * check that arguments reach the kernel in order.
+ * machines without a GPU. "Device memory" is host memory, and three kernels
+ * are emulated on the CPU (vec_add and saxpy of testdata/rust, scale of
+ * docs/cargo.md's minimal project), so a test can check that arguments
+ * reach the kernel in order.
  *
  * Configured by the environment:
  *   FAKE_CUDA_INIT      CUresult of cuInit (default 0)
@@ -151,6 +152,11 @@ CUresult cuLaunchKernel(void *F, unsigned GX, unsigned GY, unsigned GZ,
     float *X = *(float **)Args[1], *Y = *(float **)Args[2];
     for (size_t I = 0; X && Y && I < N; ++I)
       Y[I] = 2 * Alpha * X[I] + Y[I];
+  } else if (strcmp(Name, "scale") == 0) {
+    float A = *(float *)Args[0];
+    float *X = *(float **)Args[1];
+    for (size_t I = 0; X && I < N; ++I)
+      X[I] = A * X[I];
   }
   return 0;
 }
