@@ -641,32 +641,8 @@ static Error writeJSON(Context &Ctx, const Config &C,
           J.attribute("ptx_version", T.ptxVersionString());
           if (!Out.PTX.empty()) // none when compiled in partitions
             J.attribute("ptx_size", int64_t(Out.PTX.size()));
-          if (T.IsPTX)
-            return;
-          J.attribute("cubin_size", int64_t(Out.Cubin.size()));
-          // Each kernel's resources, as `fatlink inspect --resources`
-          // reads them from the cubin.
-          Expected<packager::ModuleSymbols> S =
-              packager::readCubinSymbols(Out.Cubin);
-          if (!S) {
-            consumeError(S.takeError());
-            return J.attribute("kernel_resources", nullptr);
-          }
-          J.attributeArray("kernel_resources", [&] {
-            for (const packager::KernelInfo &K : S->Kernels) {
-              if (!K.Resources)
-                continue;
-              const packager::KernelResources &R = *K.Resources;
-              J.object([&] {
-                J.attribute("name", K.Name);
-                J.attribute("registers", int64_t(R.Registers));
-                J.attribute("stack", int64_t(R.Stack));
-                J.attribute("shared", int64_t(R.Shared));
-                J.attribute("local", int64_t(R.Local));
-                J.attribute("constant0", int64_t(R.Constant0));
-              });
-            }
-          });
+          if (!T.IsPTX)
+            J.attribute("cubin_size", int64_t(Out.Cubin.size()));
         });
     });
     J.attributeArray("files", [&] {
@@ -685,6 +661,34 @@ static Error writeJSON(Context &Ctx, const Config &C,
               J.value(int64_t(S));
           });
         });
+    });
+    // Each cubin target's kernels and their resources, as `fatlink inspect
+    // --resources` reads them from the cubin.
+    J.attributeArray("kernel_resources", [&] {
+      for (auto [T, Out] : zip(Targets, Outputs)) {
+        if (T.IsPTX)
+          continue;
+        Expected<packager::ModuleSymbols> S =
+            packager::readCubinSymbols(Out.Cubin);
+        if (!S) {
+          consumeError(S.takeError());
+          continue;
+        }
+        for (const packager::KernelInfo &K : S->Kernels) {
+          if (!K.Resources)
+            continue;
+          const packager::KernelResources &R = *K.Resources;
+          J.object([&] {
+            J.attribute("target", T.Name);
+            J.attribute("kernel", K.Name);
+            J.attribute("registers", int64_t(R.Registers));
+            J.attribute("stack", int64_t(R.Stack));
+            J.attribute("shared", int64_t(R.Shared));
+            J.attribute("local", int64_t(R.Local));
+            J.attribute("constant0", int64_t(R.Constant0));
+          });
+        }
+      }
     });
     J.attributeArray("inputs", [&] {
       for (const lto::InputUse &U : Program.Inputs)

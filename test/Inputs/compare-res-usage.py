@@ -5,8 +5,8 @@ constant bank 0), in the same order of cubins; prints one line per kernel
 checked and exits 1 on the first difference.
 
 compare-res-usage.py --link DEVICE_LINK_JSON FATLINK_JSON: the same between
-`fatlink device-link --json`'s kernel_resources (per target) and `fatlink
-inspect --json` of its output."""
+`fatlink device-link --json`'s kernel_resources (one object per target and
+kernel) and `fatlink inspect --json` of its output."""
 import json
 import re
 import sys
@@ -18,11 +18,14 @@ if sys.argv[1] == "--link":
     ours = [e for e in json.load(open(sys.argv[3])) if e["kind"] == "cubin"]
     by_arch = {e["arch"]: {k["name"]: k["resources"] for k in e["kernels"]} for e in ours}
     counts = []
+    reported = {}
+    for r in link["kernel_resources"]:
+        reported.setdefault(r["target"], {})[r["kernel"]] = r
     for t in link["targets"]:
         if t["kind"] != "cubin":
             continue
         theirs = by_arch[t["target"]]
-        mine = {k["name"]: k for k in t["kernel_resources"]}
+        mine = reported.get(t["target"], {})
         if sorted(mine) != sorted(theirs):
             sys.exit("%s: kernels %s, inspect %s" % (t["target"], sorted(mine), sorted(theirs)))
         for name, r in mine.items():
