@@ -161,14 +161,23 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
 
 /// The newest "target-cpu" of the functions defined in \p MB, if any. The
 /// module is read lazily: function bodies stay unread.
-static Expected<std::optional<std::string>> newestTargetCpu(MemoryBufferRef MB,
-                                                            StringRef Origin) {
-  LLVMContext LLVMCtx;
+/// \p MB's module in \p LLVMCtx, read lazily: function bodies stay unread.
+static Expected<std::unique_ptr<Module>>
+lazyModule(MemoryBufferRef MB, StringRef Origin, LLVMContext &LLVMCtx) {
   Expected<std::unique_ptr<Module>> MOrErr = getLazyBitcodeModule(MB, LLVMCtx);
   if (!MOrErr)
     return createStringError(inconvertibleErrorCode(),
                              "%s: corrupt bitcode: %s", Origin.str().c_str(),
                              toString(MOrErr.takeError()).c_str());
+  return MOrErr;
+}
+
+static Expected<std::optional<std::string>> newestTargetCpu(MemoryBufferRef MB,
+                                                            StringRef Origin) {
+  LLVMContext LLVMCtx;
+  Expected<std::unique_ptr<Module>> MOrErr = lazyModule(MB, Origin, LLVMCtx);
+  if (!MOrErr)
+    return MOrErr.takeError();
   std::optional<std::string> Newest;
   std::optional<GpuArch> NewestArch;
   for (const Function &F : **MOrErr) {
@@ -193,11 +202,9 @@ static Expected<std::optional<std::string>> newestTargetCpu(MemoryBufferRef MB,
 static Expected<std::vector<std::string>> kernelsOf(MemoryBufferRef MB,
                                                     StringRef Origin) {
   LLVMContext LLVMCtx;
-  Expected<std::unique_ptr<Module>> MOrErr = getLazyBitcodeModule(MB, LLVMCtx);
+  Expected<std::unique_ptr<Module>> MOrErr = lazyModule(MB, Origin, LLVMCtx);
   if (!MOrErr)
-    return createStringError(inconvertibleErrorCode(),
-                             "%s: corrupt bitcode: %s", Origin.str().c_str(),
-                             toString(MOrErr.takeError()).c_str());
+    return MOrErr.takeError();
   std::vector<std::string> Names;
   for (const Function &F : **MOrErr)
     if (!F.isDeclaration() && F.getCallingConv() == CallingConv::PTX_Kernel)
