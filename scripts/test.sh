@@ -20,6 +20,14 @@ set -e
 # A plain summary line: N passed, N failed.
 passed=$(grep -cE '^//.* (PASSED|\(cached\) PASSED)' /tmp/fatlink-test.$$.log || true)
 failed=$(grep -cE '^//.* (FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD)' /tmp/fatlink-test.$$.log || true)
+# Bazel prints a failing test's whole log before its summary, so a CI
+# system that keeps only the head and tail of the output loses the error.
+# Repeat each failing log's end after the summary.
+grep -E -A1 '^//.* (FAILED|TIMEOUT) in' /tmp/fatlink-test.$$.log |
+  sed -n 's|^ *\(/.*/test\.log\)$|\1|p' | while read -r log; do
+    echo "==== end of $log"
+    tail -n 40 "$log"
+  done
 rm -f /tmp/fatlink-test.$$.log
 if [ "$install_rc" -eq 0 ]; then
   passed=$((passed + 1))
