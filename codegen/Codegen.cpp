@@ -500,34 +500,41 @@ static Expected<std::string>
 linkNvccPTX(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
             StringRef OwnPTX, ArrayRef<const lto::DeviceObject *> Objs) {
   TimeTraceScope Scope("Link nvcc PTX", T.Name);
+  // The modules in input order: fatlink's PTX, then each PTX entry; the
+  // LTO-IR units' PTX goes where the first of them is (LtoPos).
+  std::string LtoPTXText; // Modules refer to it
   std::vector<PtxModule> Modules;
   if (!OwnPTX.empty())
     Modules.push_back({"fatlink's PTX for " + T.Name, OwnPTX});
   std::vector<NvJitLinkInput> LtoIR;
   std::vector<std::string> LtoNames;
-  for (const lto::DeviceObject *O : Objs)
-    if (O->IsLTOIR) {
+  size_t LtoPos = 0;
+  for (const lto::DeviceObject *O : Objs) {
+    if (O->IsPTX) {
+      Modules.push_back(
+          {O->Origin + " (" + O->Arch + ")", O->Data.getBuffer()});
+    } else if (O->IsLTOIR) {
+      if (LtoIR.empty())
+        LtoPos = Modules.size();
       LtoIR.push_back(
           {NvJitLinkInput::Object, O->Container, O->Data.getBuffer(), {}});
       LtoNames.push_back(O->Container);
     }
-  for (const lto::DeviceObject *O : Objs)
-    if (O->IsPTX)
-      Modules.push_back(
-          {O->Origin + " (" + O->Arch + ")", O->Data.getBuffer()});
-  std::string LtoPTX, Keeper;
-  std::vector<std::string> Keep;
+  }
   if (!LtoIR.empty()) {
     // The functions the other modules use and do not define: the LTO-IR
     // units must keep them (a name no unit defines fails in nvJitLink).
+    // Linking the other modules alone is what tells them.
     Expected<PtxLinkResult> Others = linkPTX(Modules, T.Cpu);
     if (!Others)
       return createStringError(
           inconvertibleErrorCode(), "cannot link nvcc's PTX into %s: %s",
           T.Name.c_str(), toString(Others.takeError()).c_str());
+    std::vector<std::string> Keep;
     for (const std::string &Name : Others->UnresolvedFunctions)
       if (!isPtxSystemCall(Name) && isCIdentifier(Name))
         Keep.push_back(Name);
+    std::string Keeper;
     if (!Keep.empty()) {
       Ctx.verbose("nvcc LTO-IR for " + T.Name + " keeping " +
                   join(Keep, ", ") + " in nvJitLink's PTX");
@@ -545,24 +552,14 @@ linkNvccPTX(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
                      "nvJitLink for " + T.Name);
     if (!PTX)
       return PTX.takeError();
-    LtoPTX = std::move(*PTX);
-  }
-  // Input order decides: the LTO-IR units' PTX at the place of the first.
-  Modules.erase(Modules.begin() + !OwnPTX.empty(), Modules.end());
-  bool LtoAdded = false;
-  for (const lto::DeviceObject *O : Objs) {
-    if (O->IsPTX) {
-      Modules.push_back(
-          {O->Origin + " (" + O->Arch + ")", O->Data.getBuffer()});
-    } else if (O->IsLTOIR && !LtoAdded) {
-      PtxModule M{"nvJitLink's PTX of " + join(LtoNames, ", "), LtoPTX};
-      if (!Keep.empty()) {
-        M.Export = Keep;
-        M.Drop = {KeepEntry.str()};
-      }
-      Modules.push_back(std::move(M));
-      LtoAdded = true;
+    // PtxModule refers to its text: keep it alive until the link below.
+    LtoPTXText = std::move(*PTX);
+    PtxModule M{"nvJitLink's PTX of " + join(LtoNames, ", "), LtoPTXText};
+    if (!Keep.empty()) {
+      M.Export = std::move(Keep);
+      M.Drop = {KeepEntry.str()};
     }
+    Modules.insert(Modules.begin() + LtoPos, std::move(M));
   }
   Ctx.verbose("PTX link for " + T.Name + ": " + Twine(Modules.size()) +
               " modules");

@@ -237,6 +237,26 @@ TEST(PtxLinkTest, ExportAndDrop) {
   EXPECT_NE(P.find("\n.func helper()"), StringRef::npos) << P.str();
 }
 
+// A dropped definition that another module still uses leaves that use
+// unresolved, so the caller reports it (linkNvccPTX: "used but defined by
+// no PTX module") instead of handing ptxas a module that cannot link.
+TEST(PtxLinkTest, DroppedDefinitionStillUsedIsUnresolved) {
+  std::string Def = header("9.0", "sm_90") +
+                    ".visible .func g()\n{\n\tret;\n}\n"
+                    ".visible .func h()\n{\n\tret;\n}\n";
+  std::string Use = header("9.0", "sm_90") +
+                    ".extern .func g();\n"
+                    ".visible .entry k()\n{\n\tcall.uni g, ();\n\tret;\n}\n";
+  PtxModule Mods[] = {{"use.ptx", Use}, {"def.ptx", Def, {}, {"g"}}};
+  Expected<PtxLinkResult> R = linkPTX(Mods, "sm_90");
+  ASSERT_THAT_EXPECTED(R, Succeeded());
+  EXPECT_EQ(R->Unresolved, std::vector<std::string>{"g"});
+  EXPECT_EQ(R->UnresolvedFunctions, std::vector<std::string>{"g"});
+  StringRef P = R->PTX;
+  EXPECT_EQ(P.find(".visible .func g()\n{"), StringRef::npos) << P.str();
+  EXPECT_NE(P.find(".visible .func h()"), StringRef::npos) << P.str();
+}
+
 TEST(PtxLinkTest, UnresolvedFunctionsListed) {
   std::string A = header("8.0", "sm_80") +
                   ".extern .func g();\n.extern .global .u32 v;\n";
