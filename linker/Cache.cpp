@@ -30,7 +30,7 @@ using namespace llvm;
 namespace fatlink {
 
 // 3: host objects define their wrapper symbol (packager::wrapperSymbol).
-static constexpr StringLiteral Magic = "FLCACHE3";
+static constexpr StringLiteral Magic = "FLCACHE4";
 /// Entry names: the prefix llvm::pruneCache removes, and only it.
 static constexpr StringLiteral EntryPrefix = "llvmcache-";
 
@@ -156,6 +156,56 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   return toHex(ArrayRef<uint8_t>(Key), /*LowerCase=*/true);
 }
 
+static void writeManifest(Writer &W, const packager::KernelManifest &M) {
+  W.u64(M.Language);
+  W.str(M.Origin);
+  W.u64(M.Params.size());
+  for (const packager::ParamInfo &P : M.Params) {
+    W.u64(P.Kind);
+    W.u64(P.Flags);
+    W.u64(P.AddrSpace);
+    W.u64(P.ElemKind);
+    W.u64(P.Size);
+    W.u64(P.Align);
+    W.u64(P.ElemSize);
+    W.str(P.Type);
+    W.str(P.Name);
+  }
+  for (const uint32_t *Dims : {M.MaxThreads, M.ReqThreads, M.Cluster})
+    for (unsigned D = 0; D < 3; ++D)
+      W.u64(Dims[D]);
+  W.u64(M.MinBlocks);
+}
+
+static bool readManifest(Reader &R, size_t Limit, packager::KernelManifest &M) {
+  uint64_t V, N;
+  auto U8 = [&](uint8_t &Out) {
+    if (!R.u64(V) || V > UINT8_MAX)
+      return false;
+    Out = uint8_t(V);
+    return true;
+  };
+  auto U32 = [&](uint32_t &Out) {
+    if (!R.u64(V) || V > UINT32_MAX)
+      return false;
+    Out = uint32_t(V);
+    return true;
+  };
+  if (!U8(M.Language) || !R.str(M.Origin) || !R.u64(N) || N > Limit)
+    return false;
+  M.Params.resize(N);
+  for (packager::ParamInfo &P : M.Params)
+    if (!U8(P.Kind) || !U8(P.Flags) || !U8(P.AddrSpace) || !U8(P.ElemKind) ||
+        !U32(P.Size) || !U32(P.Align) || !U32(P.ElemSize) || !R.str(P.Type) ||
+        !R.str(P.Name))
+      return false;
+  for (uint32_t *Dims : {M.MaxThreads, M.ReqThreads, M.Cluster})
+    for (unsigned D = 0; D < 3; ++D)
+      if (!U32(Dims[D]))
+        return false;
+  return U32(M.MinBlocks);
+}
+
 static std::string serialize(const DeviceBuild &B) {
   std::string Out;
   Writer W(Out);
@@ -175,6 +225,7 @@ static std::string serialize(const DeviceBuild &B) {
     W.u64(K.ParamSizes.size());
     for (unsigned S : K.ParamSizes)
       W.u64(S);
+    writeManifest(W, K.Manifest);
   }
   for (const std::vector<std::string> *List :
        {&B.Program.Globals, &B.Program.LibdeviceFunctions,
@@ -228,6 +279,8 @@ static std::optional<DeviceBuild> deserialize(StringRef Payload) {
         return std::nullopt;
       K.ParamSizes.push_back(unsigned(S));
     }
+    if (!readManifest(R, Payload.size(), K.Manifest))
+      return std::nullopt;
     B.Program.Kernels.push_back(std::move(K));
   }
   auto ReadList = [&](std::vector<std::string> &List) {

@@ -511,12 +511,8 @@ static Error package(const Config &C, ArrayRef<lto::Target> Targets,
   if (C.OutKind != OutputKind::HostObject)
     return Error::success();
 
-  std::vector<packager::KernelInfo> Kernels;
-  for (const lto::KernelInfo &K : Program.Kernels)
-    Kernels.push_back({K.Name, std::vector<uint32_t>(K.ParamSizes.begin(),
-                                                     K.ParamSizes.end())});
   Expected<std::string> Object =
-      packager::writeHostObject(Out.Fatbin, Kernels, C.HostArch);
+      packager::writeHostObject(Out.Fatbin, Program.Kernels, C.HostArch);
   if (!Object)
     return Object.takeError();
   Out.Object = std::move(*Object);
@@ -661,6 +657,46 @@ static Error writeJSON(Context &Ctx, const Config &C,
               J.value(int64_t(S));
           });
         });
+    });
+    // What the link knew of each kernel (docs/abi.md): the manifest the
+    // host object carries.
+    J.attributeArray("kernel_manifest", [&] {
+      for (const lto::KernelInfo &K : Program.Kernels) {
+        const packager::KernelManifest &M = K.Manifest;
+        if (M.empty())
+          continue;
+        J.object([&] {
+          J.attribute("kernel", K.Name);
+          J.attribute("language", packager::languageName(M.Language));
+          J.attribute("origin", M.Origin);
+          J.attributeArray("params", [&] {
+            for (const packager::ParamInfo &P : M.Params)
+              J.object([&] {
+                J.attribute("kind", packager::paramKindName(P.Kind));
+                J.attribute("size", int64_t(P.Size));
+                J.attribute("align", int64_t(P.Align));
+                if (P.Kind == FATLINK_PARAM_POINTER) {
+                  J.attribute("addrspace", int64_t(P.AddrSpace));
+                  J.attribute("const", bool(P.Flags & FATLINK_PARAM_CONST));
+                  J.attribute("elem_kind", packager::paramKindName(P.ElemKind));
+                  J.attribute("elem_size", int64_t(P.ElemSize));
+                }
+                J.attribute("type", P.Type);
+                J.attribute("name", P.Name);
+              });
+          });
+          auto Dims = [&](StringRef Key, const uint32_t D[3]) {
+            J.attributeArray(Key, [&] {
+              for (unsigned I = 0; I < 3; ++I)
+                J.value(int64_t(D[I]));
+            });
+          };
+          Dims("max_threads", M.MaxThreads);
+          Dims("req_threads", M.ReqThreads);
+          J.attribute("min_blocks", int64_t(M.MinBlocks));
+          Dims("cluster", M.Cluster);
+        });
+      }
     });
     // Each cubin target's kernels and their resources, as `fatlink inspect
     // --resources` reads them from the cubin.

@@ -98,10 +98,7 @@ static Error package(Context &Ctx, const opt::InputArgList &Args) {
           lto::readKernels((*MB)->getMemBufferRef());
       if (!K)
         return K.takeError();
-      for (const lto::KernelInfo &KI : *K)
-        Kernels.push_back(
-            {KI.Name, std::vector<uint32_t>(KI.ParamSizes.begin(),
-                                            KI.ParamSizes.end())});
+      Kernels = std::move(*K);
     }
     Expected<packager::HostArch> Host = packager::parseHostArch(
         hostTriple(Args.getLastArgValue(OPT_host_arch_EQ)));

@@ -1061,6 +1061,51 @@ Error DeviceLinker::saveTemp(const Module &M, StringRef Stage) {
   return Error::success();
 }
 
+/// A kernel parameter as the IR states it: kind, size, alignment, address
+/// space; an integer's sign and a pointer's pointee are not in the IR.
+static packager::ParamInfo irParam(const DataLayout &DL, const Argument &A) {
+  packager::ParamInfo P;
+  Type *Ty = A.hasByValAttr() ? A.getParamByValType() : A.getType();
+  P.Size = uint32_t(DL.getTypeAllocSize(Ty));
+  P.Align = uint32_t(A.hasByValAttr() && A.getParamAlign()
+                         ? A.getParamAlign()->value()
+                         : DL.getABITypeAlign(Ty).value());
+  if (A.hasByValAttr() || Ty->isAggregateType()) {
+    P.Kind = FATLINK_PARAM_AGGREGATE;
+    if (auto *ST = dyn_cast<StructType>(Ty); ST && ST->hasName()) {
+      StringRef Name = ST->getName();
+      // clang's "struct.S"/"class.S"; a numbered copy is "struct.S.0".
+      if (Name.consume_front("struct.") || Name.consume_front("class.")) {
+        auto [Head, Tail] = Name.rsplit('.');
+        unsigned Copy;
+        P.Type = (!Tail.empty() && !Tail.getAsInteger(10, Copy) ? Head : Name)
+                     .str();
+      }
+    }
+  } else if (Ty->isIntegerTy()) {
+    P.Kind = FATLINK_PARAM_INT;
+  } else if (Ty->isBFloatTy()) {
+    P.Kind = FATLINK_PARAM_BF16;
+  } else if (Ty->isFloatingPointTy()) {
+    P.Kind = FATLINK_PARAM_FLOAT;
+  } else if (Ty->isPointerTy()) {
+    P.Kind = FATLINK_PARAM_POINTER;
+    P.AddrSpace = uint8_t(Ty->getPointerAddressSpace());
+  }
+  return P;
+}
+
+/// "256" or "256,2,1" (an nvvm.* launch attribute) into \p Dims.
+static void launchDims(const Function &F, StringRef Attr, uint32_t Dims[3]) {
+  if (!F.hasFnAttribute(Attr))
+    return;
+  SmallVector<StringRef, 3> Parts;
+  F.getFnAttribute(Attr).getValueAsString().split(Parts, ',');
+  for (unsigned I = 0; I < Parts.size() && I < 3; ++I)
+    if (Parts[I].trim().getAsInteger(10, Dims[I]))
+      Dims[I] = 0;
+}
+
 static void collectInterface(const Module &M, LinkedProgram &Out) {
   const DataLayout &DL = M.getDataLayout();
   for (const Function &F : M) {
@@ -1069,9 +1114,16 @@ static void collectInterface(const Module &M, LinkedProgram &Out) {
     KernelInfo K;
     K.Name = F.getName().str();
     for (const Argument &A : F.args()) {
-      Type *Ty = A.hasByValAttr() ? A.getParamByValType() : A.getType();
-      K.ParamSizes.push_back(unsigned(DL.getTypeAllocSize(Ty)));
+      packager::ParamInfo P = irParam(DL, A);
+      K.ParamSizes.push_back(P.Size);
+      K.Manifest.Params.push_back(std::move(P));
     }
+    launchDims(F, "nvvm.maxntid", K.Manifest.MaxThreads);
+    launchDims(F, "nvvm.reqntid", K.Manifest.ReqThreads);
+    launchDims(F, "nvvm.cluster_dim", K.Manifest.Cluster);
+    uint32_t MinBlocks[3] = {0, 0, 0};
+    launchDims(F, "nvvm.minctasm", MinBlocks);
+    K.Manifest.MinBlocks = MinBlocks[0];
     Out.Kernels.push_back(std::move(K));
   }
   for (const GlobalVariable &V : M.globals())

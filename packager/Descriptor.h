@@ -92,8 +92,79 @@ struct fatlink_kernel {
   const uint32_t *param_sizes; /*  8: size in bytes of each parameter, in
                                 *     order; NULL when num_params is 0 */
   uint32_t num_params;         /* 16 */
-  uint32_t reserved;           /* 20: 0 */
+  uint32_t manifest;           /* 20: 0, or the offset of the kernel's
+                                *     struct fatlink_kernel_manifest */
 };                             /* 24 bytes; sorted by name (strcmp order) */
+
+/* The kernel manifest (docs/abi.md): what the link knew of each kernel's
+ * parameters, where it was defined and what launches it declares.
+ *
+ * A kernel record whose `manifest` is not 0 has a manifest at that byte
+ * offset from the start of its module's kernel array (`kernels`). Every
+ * offset inside a manifest is from the same base, and all of it lies in
+ * the kernel table's own section after the records, so it needs no
+ * relocation. Strings are NUL-terminated; offset 0 is never a string, so
+ * a string offset of 0 means "not known". Modules written before the
+ * manifest existed have 0 there (the field was reserved, always 0). */
+#define FATLINK_MANIFEST_VERSION 1u
+/* fatlink_module.flags: some kernel of the module has a manifest. */
+#define FATLINK_MODULE_FLAG_MANIFEST 0x1u
+
+enum fatlink_param_kind {
+  FATLINK_PARAM_UNKNOWN = 0,
+  FATLINK_PARAM_SINT = 1,      /* signed integer of `size` bytes */
+  FATLINK_PARAM_UINT = 2,      /* unsigned integer */
+  FATLINK_PARAM_INT = 3,       /* integer whose sign no input states */
+  FATLINK_PARAM_FLOAT = 4,     /* IEEE binary16/32/64 by `size` */
+  FATLINK_PARAM_BF16 = 5,      /* bfloat16 */
+  FATLINK_PARAM_POINTER = 6,   /* a device pointer (8 bytes) */
+  FATLINK_PARAM_AGGREGATE = 7  /* a struct or array passed by value */
+};
+
+/* fatlink_param.flags */
+#define FATLINK_PARAM_CONST 0x1u /* pointers: the pointee is const */
+
+/* Address spaces of NVPTX pointers (fatlink_param.addrspace). */
+#define FATLINK_ADDRSPACE_GENERIC 0u
+#define FATLINK_ADDRSPACE_GLOBAL 1u
+#define FATLINK_ADDRSPACE_SHARED 3u
+#define FATLINK_ADDRSPACE_CONSTANT 4u
+#define FATLINK_ADDRSPACE_LOCAL 5u
+
+enum fatlink_language {
+  FATLINK_LANGUAGE_UNKNOWN = 0,
+  FATLINK_LANGUAGE_RUST = 1,
+  FATLINK_LANGUAGE_CUDA = 2, /* CUDA C++ (clang or nvcc) */
+  FATLINK_LANGUAGE_C = 3
+};
+
+struct fatlink_param {
+  uint8_t kind;       /*  0: enum fatlink_param_kind */
+  uint8_t flags;      /*  1: FATLINK_PARAM_* flags */
+  uint8_t addrspace;  /*  2: pointers: FATLINK_ADDRSPACE_* */
+  uint8_t elem_kind;  /*  3: pointers: the pointee's kind, where known */
+  uint32_t size;      /*  4: bytes, as passed */
+  uint32_t align;     /*  8: bytes */
+  uint32_t elem_size; /* 12: pointers: the pointee's bytes, 0 if not known */
+  uint32_t type;      /* 16: offset of the type in the defining input's
+                       *     language ("*const f32", "const float *") */
+  uint32_t name;      /* 20: offset of the parameter's name */
+};                    /* 24 bytes */
+
+struct fatlink_kernel_manifest {
+  uint16_t version;          /*  0: FATLINK_MANIFEST_VERSION */
+  uint8_t language;          /*  2: enum fatlink_language */
+  uint8_t flags;             /*  3: 0 */
+  uint32_t params;           /*  4: offset of num_params fatlink_param
+                              *     records (0 when num_params is 0) */
+  uint32_t origin;           /*  8: offset of the input that defined it */
+  uint32_t max_threads[3];   /* 12: __launch_bounds__ / .maxntid; 0: none */
+  uint32_t req_threads[3];   /* 24: .reqntid; 0: none */
+  uint32_t min_blocks;       /* 36: .minnctapersm; 0: none */
+  uint32_t cluster[3];       /* 40: __cluster_dims__ / .reqnctapercluster;
+                              *     0: none */
+  uint32_t reserved;         /* 52: 0 */
+};                           /* 56 bytes, 8-byte aligned */
 
 /* One embedded device module (one fatbin). */
 struct fatlink_module {
@@ -105,7 +176,7 @@ struct fatlink_module {
   uint64_t fatbin_size;   /* 24: bytes of the container */
   const struct fatlink_kernel *kernels; /* 32: num_kernels records */
   uint32_t num_kernels;   /* 40 */
-  uint32_t flags;         /* 44: 0; reserved */
+  uint32_t flags;         /* 44: FATLINK_MODULE_FLAG_* */
 };                        /* 48 bytes */
 
 #if defined(__cplusplus) && __cplusplus >= 201103L
@@ -121,6 +192,10 @@ FATLINK_STATIC_ASSERT(sizeof(struct fatlink_fatbin_wrapper) == 24,
                       "wrapper layout is fixed");
 FATLINK_STATIC_ASSERT(sizeof(struct fatlink_kernel) == 24,
                       "kernel record layout is fixed");
+FATLINK_STATIC_ASSERT(sizeof(struct fatlink_param) == 24,
+                      "parameter record layout is fixed");
+FATLINK_STATIC_ASSERT(sizeof(struct fatlink_kernel_manifest) == 56,
+                      "manifest layout is fixed");
 FATLINK_STATIC_ASSERT(sizeof(struct fatlink_module) == 48,
                       "module record layout is fixed");
 #endif

@@ -10,7 +10,8 @@
 //                            cuobjdump and the CUDA runtime look
 //   .data.rel.ro.fatlink_kernels
 //                            WA, align 8: fatlink_kernel[N] sorted by name,
-//                            then the u32 parameter sizes, then the names;
+//                            then the u32 parameter sizes, the manifests
+//                            and their parameter records, then the strings;
 //                            it holds pointers, so it is RELRO data (read-only
 //                            after relocation), not .rodata, which would give
 //                            PIE executables text relocations
@@ -62,21 +63,47 @@ void put64(std::string &S, uint64_t Off, uint64_t V) {
   support::endian::write64le(S.data() + Off, V);
 }
 
-/// Lays out the kernel table and its relocations.
-ElfSection kernelTable(ArrayRef<const KernelInfo *> Kernels) {
+/// Lays out the kernel table and its relocations: the records, the u32
+/// parameter sizes, the manifests of the kernels that have one and their
+/// parameter records (Descriptor.h: offsets from the table's start, no
+/// relocations), then the strings (names by relocation, manifest strings
+/// by offset).
+Expected<ElfSection> kernelTable(ArrayRef<const KernelInfo *> Kernels) {
   ElfSection Sec;
   Sec.Name = FATLINK_KERNELS_SECTION;
   Sec.Flags = SHFAlloc | SHFWrite;
   Sec.Align = 8;
   uint64_t RecordSize = sizeof(fatlink_kernel);
   uint64_t SizesOff = Kernels.size() * RecordSize;
-  uint64_t NumSizes = 0;
-  for (const KernelInfo *K : Kernels)
+  uint64_t NumSizes = 0, NumManifests = 0, NumParams = 0;
+  for (const KernelInfo *K : Kernels) {
     NumSizes += K->ParamSizes.size();
-  uint64_t NamesOff = SizesOff + 4 * NumSizes;
-  Sec.Data.assign(NamesOff, '\0');
+    if (K->Manifest.empty())
+      continue;
+    if (!K->Manifest.Params.empty() &&
+        K->Manifest.Params.size() != K->ParamSizes.size())
+      return createStringError(
+          "kernel '%s': its manifest has %zu parameters and its record %zu",
+          K->Name.c_str(), K->Manifest.Params.size(), K->ParamSizes.size());
+    ++NumManifests;
+    NumParams += K->Manifest.Params.size();
+  }
+  uint64_t ManifestsOff = alignTo(SizesOff + 4 * NumSizes, 8);
+  uint64_t ParamsOff =
+      ManifestsOff + NumManifests * sizeof(fatlink_kernel_manifest);
+  Sec.Data.assign(ParamsOff + NumParams * sizeof(fatlink_param), '\0');
 
-  uint64_t NextSize = SizesOff;
+  // A string's offset; "" is offset 0, "not known".
+  auto addString = [&](StringRef Str) -> uint32_t {
+    if (Str.empty())
+      return 0;
+    uint64_t Off = Sec.Data.size();
+    Sec.Data.append(Str.begin(), Str.end());
+    Sec.Data.push_back('\0');
+    return uint32_t(Off);
+  };
+  uint64_t NextSize = SizesOff, NextManifest = ManifestsOff,
+           NextParam = ParamsOff;
   for (size_t I = 0; I < Kernels.size(); ++I) {
     const KernelInfo &K = *Kernels[I];
     uint64_t Rec = I * RecordSize;
@@ -93,8 +120,53 @@ ElfSection kernelTable(ArrayRef<const KernelInfo *> Kernels) {
       put32(Sec.Data, NextSize, Size);
       NextSize += 4;
     }
+    const KernelManifest &M = K.Manifest;
+    if (M.empty())
+      continue;
+    uint64_t MOff = NextManifest;
+    NextManifest += sizeof(fatlink_kernel_manifest);
+    put32(Sec.Data, Rec + offsetof(fatlink_kernel, manifest), MOff);
+    support::endian::write16le(
+        Sec.Data.data() + MOff + offsetof(fatlink_kernel_manifest, version),
+        FATLINK_MANIFEST_VERSION);
+    Sec.Data[MOff + offsetof(fatlink_kernel_manifest, language)] =
+        char(M.Language);
+    if (!M.Params.empty())
+      put32(Sec.Data, MOff + offsetof(fatlink_kernel_manifest, params),
+            NextParam);
+    put32(Sec.Data, MOff + offsetof(fatlink_kernel_manifest, origin),
+          addString(M.Origin));
+    for (unsigned D = 0; D < 3; ++D) {
+      put32(Sec.Data,
+            MOff + offsetof(fatlink_kernel_manifest, max_threads) + 4 * D,
+            M.MaxThreads[D]);
+      put32(Sec.Data,
+            MOff + offsetof(fatlink_kernel_manifest, req_threads) + 4 * D,
+            M.ReqThreads[D]);
+      put32(Sec.Data, MOff + offsetof(fatlink_kernel_manifest, cluster) + 4 * D,
+            M.Cluster[D]);
+    }
+    put32(Sec.Data, MOff + offsetof(fatlink_kernel_manifest, min_blocks),
+          M.MinBlocks);
+    for (const ParamInfo &P : M.Params) {
+      uint64_t POff = NextParam;
+      NextParam += sizeof(fatlink_param);
+      Sec.Data[POff + offsetof(fatlink_param, kind)] = char(P.Kind);
+      Sec.Data[POff + offsetof(fatlink_param, flags)] = char(P.Flags);
+      Sec.Data[POff + offsetof(fatlink_param, addrspace)] = char(P.AddrSpace);
+      Sec.Data[POff + offsetof(fatlink_param, elem_kind)] = char(P.ElemKind);
+      put32(Sec.Data, POff + offsetof(fatlink_param, size), P.Size);
+      put32(Sec.Data, POff + offsetof(fatlink_param, align), P.Align);
+      put32(Sec.Data, POff + offsetof(fatlink_param, elem_size), P.ElemSize);
+      put32(Sec.Data, POff + offsetof(fatlink_param, type), addString(P.Type));
+      put32(Sec.Data, POff + offsetof(fatlink_param, name), addString(P.Name));
+    }
   }
   Sec.Data.resize(alignTo(Sec.Data.size(), 8), '\0');
+  if (Sec.Data.size() > UINT32_MAX)
+    return createStringError("the kernel table is %zu bytes; its offsets "
+                             "reach 4 GiB",
+                             Sec.Data.size());
   return Sec;
 }
 
@@ -147,7 +219,10 @@ fatlink::packager::writeHostObject(StringRef Fatbin,
   Wrapper.Relocs.push_back(
       {offsetof(fatlink_fatbin_wrapper, data), FatbinSec, 0});
 
-  Sections[KernelsSec] = kernelTable(Sorted);
+  Expected<ElfSection> Table = kernelTable(Sorted);
+  if (!Table)
+    return Table.takeError();
+  Sections[KernelsSec] = std::move(*Table);
 
   ElfSection &Module = Sections[ModulesSec];
   Module.Name = FATLINK_MODULES_SECTION;
@@ -163,6 +238,9 @@ fatlink::packager::writeHostObject(StringRef Fatbin,
                              sizeof(fatlink_module));
   put64(Module.Data, offsetof(fatlink_module, fatbin_size), Fatbin.size());
   put32(Module.Data, offsetof(fatlink_module, num_kernels), Sorted.size());
+  if (any_of(Sorted, [](const KernelInfo *K) { return !K->Manifest.empty(); }))
+    put32(Module.Data, offsetof(fatlink_module, flags),
+          FATLINK_MODULE_FLAG_MANIFEST);
   Module.Relocs.push_back({offsetof(fatlink_module, wrapper), WrapperSec, 0});
   Module.Relocs.push_back({offsetof(fatlink_module, fatbin), FatbinSec, 0});
   if (!Sorted.empty())
@@ -195,5 +273,39 @@ Expected<HostArch> fatlink::packager::parseHostArch(StringRef TripleStr) {
                              "host objects for x86_64 and aarch64 "
                              "(--host-arch=x86_64 or --host-arch=aarch64)",
                              T.getArchName().str().c_str());
+  }
+}
+
+StringRef fatlink::packager::paramKindName(uint8_t Kind) {
+  switch (Kind) {
+  case FATLINK_PARAM_SINT:
+    return "sint";
+  case FATLINK_PARAM_UINT:
+    return "uint";
+  case FATLINK_PARAM_INT:
+    return "int";
+  case FATLINK_PARAM_FLOAT:
+    return "float";
+  case FATLINK_PARAM_BF16:
+    return "bf16";
+  case FATLINK_PARAM_POINTER:
+    return "pointer";
+  case FATLINK_PARAM_AGGREGATE:
+    return "aggregate";
+  default:
+    return "unknown";
+  }
+}
+
+StringRef fatlink::packager::languageName(uint8_t Language) {
+  switch (Language) {
+  case FATLINK_LANGUAGE_RUST:
+    return "Rust";
+  case FATLINK_LANGUAGE_CUDA:
+    return "CUDA C++";
+  case FATLINK_LANGUAGE_C:
+    return "C";
+  default:
+    return "unknown";
   }
 }

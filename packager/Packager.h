@@ -17,6 +17,8 @@
 #ifndef FATLINK_PACKAGER_PACKAGER_H
 #define FATLINK_PACKAGER_PACKAGER_H
 
+#include "packager/Descriptor.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -177,11 +179,47 @@ struct KernelResources {
   uint32_t ReqThreads[3] = {0, 0, 0};
 };
 
+/// One kernel parameter in the manifest (Descriptor.h, docs/abi.md).
+struct ParamInfo {
+  uint8_t Kind = FATLINK_PARAM_UNKNOWN;     ///< enum fatlink_param_kind
+  uint8_t Flags = 0;                        ///< FATLINK_PARAM_CONST
+  uint8_t AddrSpace = 0;                    ///< pointers
+  uint8_t ElemKind = FATLINK_PARAM_UNKNOWN; ///< pointers, where known
+  uint32_t Size = 0, Align = 0;
+  uint32_t ElemSize = 0; ///< pointers: the pointee's bytes, 0 if not known
+  std::string Type;      ///< in the defining input's language; "" unknown
+  std::string Name;      ///< "" when not known
+};
+
+/// What the link knew of a kernel beyond its parameter sizes: the
+/// manifest fatlink stores beside the fatbin. Empty Params and Origin with
+/// Language unknown: nothing is known, and no manifest is written.
+struct KernelManifest {
+  uint8_t Language = FATLINK_LANGUAGE_UNKNOWN; ///< enum fatlink_language
+  std::string Origin; ///< the input that defined the kernel
+  std::vector<ParamInfo> Params; ///< empty, or one per parameter
+  uint32_t MaxThreads[3] = {0, 0, 0};
+  uint32_t ReqThreads[3] = {0, 0, 0};
+  uint32_t MinBlocks = 0;
+  uint32_t Cluster[3] = {0, 0, 0};
+  bool empty() const {
+    return Language == FATLINK_LANGUAGE_UNKNOWN && Origin.empty() &&
+           Params.empty();
+  }
+};
+
+/// "sint", "uint", "int", "float", "bf16", "pointer", "aggregate",
+/// "unknown": an enum fatlink_param_kind in JSON and listings.
+llvm::StringRef paramKindName(uint8_t Kind);
+/// "Rust", "CUDA C++", "C", "unknown": an enum fatlink_language.
+llvm::StringRef languageName(uint8_t Language);
+
 struct KernelInfo {
   std::string Name;
   std::vector<uint32_t> ParamSizes; ///< bytes per parameter, in order
   /// Cubins only (PTX says no register counts).
   std::optional<KernelResources> Resources = std::nullopt;
+  KernelManifest Manifest = {};
 };
 
 //===----------------------------------------------------------------------===//

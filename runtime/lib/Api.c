@@ -116,6 +116,144 @@ fatlink_rt_status fatlink_rt_kernel_get_info(fatlink_rt_kernel Kernel,
   return flrt_ok();
 }
 
+/*===----------------------------- Manifest ------------------------------===*/
+
+/* The manifest of kernel Index, or NULL. Its offsets count from the
+ * module's kernel array (packager/Descriptor.h). */
+static const struct fatlink_kernel_manifest *manifestOf(const flrt_module *M,
+                                                        uint32_t Index) {
+  const struct fatlink_kernel *K = &M->desc->kernels[Index];
+  if (!K->manifest)
+    return NULL;
+  const struct fatlink_kernel_manifest *Man =
+      (const void *)((const char *)M->desc->kernels + K->manifest);
+  return Man->version == FATLINK_MANIFEST_VERSION ? Man : NULL;
+}
+
+static const char *manifestString(const flrt_module *M, uint32_t Off) {
+  return Off ? (const char *)M->desc->kernels + Off : "";
+}
+
+/* The module and manifest of kernel Kernel, or NULL with the failure set
+ * (Man is NULL for a kernel without one). */
+static const flrt_module *kernelFor(uint32_t Module, uint32_t Kernel,
+                                    const char *Fn,
+                                    const struct fatlink_kernel_manifest **Man) {
+  flrt_module *M = moduleAt(Module, Fn);
+  if (!M)
+    return NULL;
+  uint32_t N = M->parse_error ? 0 : M->desc->num_kernels;
+  if (Kernel >= N) {
+    flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+              "%s: module %u has %u kernels, no kernel %u", Fn, Module, N,
+              Kernel);
+    return NULL;
+  }
+  *Man = manifestOf(M, Kernel);
+  return M;
+}
+
+fatlink_rt_status
+fatlink_rt_module_kernel_manifest(uint32_t Module, uint32_t Kernel,
+                                  fatlink_rt_kernel_manifest *Out) {
+  static const char Fn[] = "fatlink_rt_module_kernel_manifest";
+  if (!Out)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE, "%s: Out is NULL", Fn);
+  const struct fatlink_kernel_manifest *Man;
+  const flrt_module *M = kernelFor(Module, Kernel, Fn, &Man);
+  if (!M)
+    return FATLINK_RT_ERROR_INVALID_VALUE;
+  memset(Out, 0, sizeof(*Out));
+  Out->origin = "";
+  if (!Man)
+    return flrt_ok();
+  Out->language = (fatlink_rt_language)Man->language;
+  Out->num_params = Man->params ? M->desc->kernels[Kernel].num_params : 0;
+  Out->origin = manifestString(M, Man->origin);
+  for (int D = 0; D < 3; ++D) {
+    Out->max_threads[D] = Man->max_threads[D];
+    Out->req_threads[D] = Man->req_threads[D];
+    Out->cluster[D] = Man->cluster[D];
+  }
+  Out->min_blocks = Man->min_blocks;
+  return flrt_ok();
+}
+
+fatlink_rt_status fatlink_rt_module_kernel_param(uint32_t Module,
+                                                 uint32_t Kernel,
+                                                 uint32_t Param,
+                                                 fatlink_rt_param *Out) {
+  static const char Fn[] = "fatlink_rt_module_kernel_param";
+  if (!Out)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE, "%s: Out is NULL", Fn);
+  const struct fatlink_kernel_manifest *Man;
+  const flrt_module *M = kernelFor(Module, Kernel, Fn, &Man);
+  if (!M)
+    return FATLINK_RT_ERROR_INVALID_VALUE;
+  const struct fatlink_kernel *K = &M->desc->kernels[Kernel];
+  uint32_t N = Man && Man->params ? K->num_params : 0;
+  if (Param >= N)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "%s: the manifest of %s lists %u parameters, no "
+                     "parameter %u",
+                     Fn, K->name, N, Param);
+  const struct fatlink_param *P =
+      (const void *)((const char *)M->desc->kernels + Man->params +
+                     (uint64_t)Param * sizeof(struct fatlink_param));
+  Out->kind = (fatlink_rt_param_kind)P->kind;
+  Out->flags = P->flags;
+  Out->addrspace = P->addrspace;
+  Out->elem_kind = (fatlink_rt_param_kind)P->elem_kind;
+  Out->size = P->size;
+  Out->align = P->align;
+  Out->elem_size = P->elem_size;
+  Out->type = manifestString(M, P->type);
+  Out->name = manifestString(M, P->name);
+  return flrt_ok();
+}
+
+static const char *addrspaceName(uint32_t AS) {
+  switch (AS) {
+  case 0: return "generic";
+  case 1: return "global";
+  case 3: return "shared";
+  case 4: return "constant";
+  case 5: return "local";
+  default: return "?";
+  }
+}
+
+const char *fatlink_rt_param_string(const fatlink_rt_param *P, char *Buf,
+                                    size_t Size) {
+  if (!Buf || !Size)
+    return "";
+  if (!P) {
+    snprintf(Buf, Size, "?");
+    return Buf;
+  }
+  unsigned Bits = P->size * 8;
+  int N;
+  switch (P->kind) {
+  case FATLINK_RT_PARAM_SINT: N = snprintf(Buf, Size, "i%u", Bits); break;
+  case FATLINK_RT_PARAM_UINT: N = snprintf(Buf, Size, "u%u", Bits); break;
+  case FATLINK_RT_PARAM_INT:
+    N = snprintf(Buf, Size, "i%u (sign unknown)", Bits);
+    break;
+  case FATLINK_RT_PARAM_FLOAT: N = snprintf(Buf, Size, "f%u", Bits); break;
+  case FATLINK_RT_PARAM_BF16: N = snprintf(Buf, Size, "bf16"); break;
+  case FATLINK_RT_PARAM_POINTER:
+    N = snprintf(Buf, Size, "ptr %s", addrspaceName(P->addrspace));
+    break;
+  case FATLINK_RT_PARAM_AGGREGATE:
+    N = snprintf(Buf, Size, "aggregate %u bytes, align %u", P->size, P->align);
+    break;
+  default: N = snprintf(Buf, Size, "%u bytes", P->size); break;
+  }
+  if (N >= 0 && (size_t)N < Size && P->type && *P->type)
+    snprintf(Buf + N, Size - (size_t)N, " \"%s\"", P->type);
+  return Buf;
+}
+
 /*===----------------------------- Lookup --------------------------------===*/
 
 static size_t editDistance(const char *A, const char *B) {

@@ -3,6 +3,7 @@
  * `fatlink device-link` and run it with or without a (fake) driver).
  *
  *   rt_probe list                     modules, images, kernels
+ *   rt_probe manifest                 every kernel's manifest
  *   rt_probe get NAME                 look a kernel up (loads its module)
  *   rt_probe launch NAME SIZE...      launch with arguments of these sizes
  *   rt_probe vec_add N                full round trip through vec_add
@@ -59,6 +60,62 @@ static int list(void) {
   return 0;
 }
 
+static const char *languageName(fatlink_rt_language L) {
+  switch (L) {
+  case FATLINK_RT_LANGUAGE_RUST: return "Rust";
+  case FATLINK_RT_LANGUAGE_CUDA: return "CUDA C++";
+  case FATLINK_RT_LANGUAGE_C: return "C";
+  default: return "unknown";
+  }
+}
+
+static int manifest(void) {
+  for (uint32_t M = 0; M < fatlink_rt_module_count(); ++M) {
+    fatlink_rt_module_info Info;
+    fatlink_rt_status S = fatlink_rt_get_module_info(M, &Info);
+    if (S != FATLINK_RT_SUCCESS)
+      return failed(S);
+    for (uint32_t K = 0; K < Info.num_kernels; ++K) {
+      fatlink_rt_kernel_info KI;
+      fatlink_rt_kernel_manifest Man;
+      if ((S = fatlink_rt_module_kernel(M, K, &KI)) != FATLINK_RT_SUCCESS ||
+          (S = fatlink_rt_module_kernel_manifest(M, K, &Man)) !=
+              FATLINK_RT_SUCCESS)
+        return failed(S);
+      printf("kernel %s: %s, origin \"%s\", %u params", KI.name,
+             languageName(Man.language), Man.origin, Man.num_params);
+      if (Man.max_threads[0])
+        printf(", max threads %u,%u,%u", Man.max_threads[0],
+               Man.max_threads[1], Man.max_threads[2]);
+      if (Man.req_threads[0])
+        printf(", threads %u,%u,%u", Man.req_threads[0], Man.req_threads[1],
+               Man.req_threads[2]);
+      if (Man.min_blocks)
+        printf(", min blocks %u", Man.min_blocks);
+      if (Man.cluster[0])
+        printf(", cluster %u,%u,%u", Man.cluster[0], Man.cluster[1],
+               Man.cluster[2]);
+      printf("\n");
+      for (uint32_t P = 0; P < Man.num_params; ++P) {
+        fatlink_rt_param Param;
+        char Buf[256];
+        if ((S = fatlink_rt_module_kernel_param(M, K, P, &Param)) !=
+            FATLINK_RT_SUCCESS)
+          return failed(S);
+        printf("  %u: %s\n", P, fatlink_rt_param_string(&Param, Buf,
+                                                          sizeof(Buf)));
+      }
+      /* One past the end is refused. */
+      fatlink_rt_param Past;
+      if (fatlink_rt_module_kernel_param(M, K, Man.num_params, &Past) !=
+          FATLINK_RT_ERROR_INVALID_VALUE)
+        return printf("parameter %u of %s was not refused\n", Man.num_params,
+                      KI.name), 1;
+    }
+  }
+  return 0;
+}
+
 static void *threadMain(void *Arg) {
   (void)Arg;
   fatlink_rt_kernel K;
@@ -80,6 +137,8 @@ int main(int Argc, char **Argv) {
   fatlink_rt_status S;
   if (!strcmp(Cmd, "list"))
     return list();
+  if (!strcmp(Cmd, "manifest"))
+    return manifest();
   if (!strcmp(Cmd, "init"))
     return (S = fatlink_rt_init()) ? failed(S) : (puts("ok"), 0);
   if (!strcmp(Cmd, "device") && Argc > 2) {
@@ -226,7 +285,7 @@ int main(int Argc, char **Argv) {
     return 0;
   }
   fprintf(stderr,
-          "usage: rt_probe [list|init|device N|get NAME|launch NAME "
+          "usage: rt_probe [list|manifest|init|device N|get NAME|launch NAME "
           "SIZE...|vec_add N|select CC DRIVER|threads N|dlclose LIB NAME]\n");
   return 2;
 }

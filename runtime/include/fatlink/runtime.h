@@ -123,6 +123,68 @@ FATLINK_RT_API fatlink_rt_status
 fatlink_rt_module_kernel(uint32_t Module, uint32_t Kernel,
                          fatlink_rt_kernel_info *Info);
 
+/* The kernel manifest (docs/abi.md): what the link knew of a kernel's
+ * parameters, the input that defined it and the launches it declares.
+ * Kernels linked from bitcode have one; nvcc's kernels and modules written
+ * by an older fatlink have none (language UNKNOWN, num_params 0). */
+typedef enum fatlink_rt_param_kind {
+  FATLINK_RT_PARAM_UNKNOWN = 0,
+  FATLINK_RT_PARAM_SINT = 1,      /* signed integer */
+  FATLINK_RT_PARAM_UINT = 2,      /* unsigned integer */
+  FATLINK_RT_PARAM_INT = 3,       /* integer; no input states its sign */
+  FATLINK_RT_PARAM_FLOAT = 4,     /* IEEE binary16/32/64 by size */
+  FATLINK_RT_PARAM_BF16 = 5,
+  FATLINK_RT_PARAM_POINTER = 6,   /* a device pointer */
+  FATLINK_RT_PARAM_AGGREGATE = 7  /* a struct or array passed by value */
+} fatlink_rt_param_kind;
+
+#define FATLINK_RT_PARAM_CONST 0x1u /* flags: the pointee is const */
+
+typedef enum fatlink_rt_language {
+  FATLINK_RT_LANGUAGE_UNKNOWN = 0,
+  FATLINK_RT_LANGUAGE_RUST = 1,
+  FATLINK_RT_LANGUAGE_CUDA = 2,
+  FATLINK_RT_LANGUAGE_C = 3
+} fatlink_rt_language;
+
+typedef struct fatlink_rt_param {
+  fatlink_rt_param_kind kind;
+  uint32_t flags;              /* FATLINK_RT_PARAM_CONST */
+  uint32_t addrspace;          /* pointers: 0 generic, 1 global, 3 shared,
+                                * 4 constant, 5 local */
+  fatlink_rt_param_kind elem_kind; /* pointers: the pointee, where known */
+  uint32_t size;               /* bytes, as passed */
+  uint32_t align;
+  uint32_t elem_size;          /* pointers: the pointee's bytes, or 0 */
+  const char *type;            /* in the defining input's language, or "" */
+  const char *name;            /* or "" */
+} fatlink_rt_param;
+
+typedef struct fatlink_rt_kernel_manifest {
+  fatlink_rt_language language;
+  uint32_t num_params;         /* the kernel's, or 0 when none is known */
+  const char *origin;          /* the input that defined it, or "" */
+  uint32_t max_threads[3];     /* __launch_bounds__ / .maxntid; 0: none */
+  uint32_t req_threads[3];     /* .reqntid; 0: none */
+  uint32_t min_blocks;         /* .minnctapersm; 0: none */
+  uint32_t cluster[3];         /* cluster dimensions; 0: none */
+} fatlink_rt_kernel_manifest;
+
+/* The manifest of kernel Kernel of module Module (all zeros and "" when it
+ * has none). */
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_module_kernel_manifest(uint32_t Module, uint32_t Kernel,
+                                  fatlink_rt_kernel_manifest *Out);
+/* Parameter Param of that kernel; INVALID_VALUE past the manifest's
+ * num_params. */
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_module_kernel_param(uint32_t Module, uint32_t Kernel,
+                               uint32_t Param, fatlink_rt_param *Out);
+/* Formats a parameter as "f32", "i32 (sign unknown)", "ptr global
+ * \"const float *\"", "aggregate 16 bytes, align 8 \"S\"". */
+FATLINK_RT_API const char *fatlink_rt_param_string(const fatlink_rt_param *P,
+                                                   char *Buf, size_t Size);
+
 /* Formats an image as "cubin sm_80", "PTX compute_90a (ISA 8.0)". */
 FATLINK_RT_API const char *fatlink_rt_image_string(const fatlink_rt_image *Image,
                                                    char *Buf, size_t Size);
