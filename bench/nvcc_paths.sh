@@ -43,9 +43,9 @@ CU
 # 13.0 install leaves out: give it one.
 mkdir -p nvvm/lib64 && ln -s "$CUDA/lib64/libnvvm.so.4" nvvm/lib64/libnvvm.so
 RUSTC_BOOTSTRAP=1 rustc --target nvptx64-nvidia-cuda --edition 2021 -O --crate-type rlib \
-  --crate-name minicore "$T/rust/minicore.rs" -o libminicore.rlib
+  --crate-name fatlink_device "$T/../cargo/fatlink-device/src/lib.rs" -o libfatlink_device.rlib
 RUSTC_BOOTSTRAP=1 rustc --target nvptx64-nvidia-cuda --edition 2021 -O --crate-type rlib \
-  --crate-name nvcc_calls "$T/rust/nvcc_calls.rs" --extern minicore=libminicore.rlib -o libnvcc_calls.rlib
+  --crate-name nvcc_calls "$T/rust/nvcc_calls.rs" --extern fatlink_device=libfatlink_device.rlib -o libnvcc_calls.rlib
 for f in square nv_math nv_extra; do
   src="$T/nvcc/$f.cu"; [ "$f" = square ] && src=square.cu
   "$NVCC" -dc -arch=sm_80 "$src" -o "$f.rdc.o"

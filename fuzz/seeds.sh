@@ -21,13 +21,14 @@ mkdir -p "$W" "$OUT"/{fatbin,image,scan,archive,bitcode,link,options,settings} \
   "$OUT"/{fatbin_roundtrip,hostobj_roundtrip,embed_roundtrip,fatbin_diff,ptx_link}
 cd "$W"
 
+# rust NAME SRC [RUSTC ARGS...]
 rust() {
   RUSTC_BOOTSTRAP=1 rustc --target nvptx64-nvidia-cuda --edition 2021 -O \
-    --crate-type rlib --crate-name "$1" "$T/rust/$1.rs" -L . -o "lib$1.rlib" "${@:2}"
+    --crate-type rlib --crate-name "$1" "$2" -L . -o "lib$1.rlib" "${@:3}"
 }
-rust minicore
-rust vecmath --extern minicore=libminicore.rlib
-rust saxpy --extern minicore=libminicore.rlib --extern vecmath=libvecmath.rlib
+rust fatlink_device "$ROOT/cargo/fatlink-device/src/lib.rs"
+rust vecmath "$T/rust/vecmath.rs" --extern fatlink_device=libfatlink_device.rlib
+rust saxpy "$T/rust/saxpy.rs" --extern fatlink_device=libfatlink_device.rlib --extern vecmath=libvecmath.rlib
 rustc --crate-type rlib --crate-name host_only "$T/host/host_only.rs" -o libhost_only.rlib
 ar x libsaxpy.rlib
 CU=(clang++-22 -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version -O3)
@@ -35,7 +36,7 @@ CU=(clang++-22 -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version -O3)
 "${CU[@]}" --offload-new-driver -fgpu-rdc -foffload-lto --offload-arch=sm_75,sm_90 -c "$T/cuda/softplus.cu" -o softplus.o
 clang-22 -c -emit-llvm -O2 "$T/cuda/x86.c" -o x86.bc
 
-K=(libsaxpy.rlib libvecmath.rlib libminicore.rlib softplus.bc)
+K=(libsaxpy.rlib libvecmath.rlib libfatlink_device.rlib softplus.bc)
 "$FATLINK" device-link --arch=sm_75,sm_90a,compute_80 "${K[@]}" -o dir
 "$FATLINK" device-link --arch=sm_75,compute_80 "${K[@]}" -o k.fatbin
 "$FATLINK" device-link --arch=sm_75,compute_80 --compress=none "${K[@]}" -o plain.fatbin
@@ -69,7 +70,7 @@ cp k.fatbin plain.fatbin nv-*.fatbin ptx-*.fatbin cubin-zstd.fatbin "$OUT/fatbin
 cp nv-dc.o nv-lto-default.o "$OUT/scan/"
 cp dir/*.cubin dir/*.ptx "$OUT/image/"
 cp k.fatbin nv-size.fatbin nv-speed.fatbin k.o emb.o softplus.o mix.a plain.o "$OUT/scan/"
-cp libsaxpy.rlib libminicore.rlib libhost_only.rlib mix.a "$OUT/archive/"
+cp libsaxpy.rlib libfatlink_device.rlib libhost_only.rlib mix.a "$OUT/archive/"
 ar rc empty.a && cp empty.a "$OUT/archive/"
 cp softplus.bc x86.bc ./*.rcgu.o softplus.o emb.o "$OUT/bitcode/"
 # ptx_link: PTX modules separated by NUL, as a PTX target links them:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # example.sh: fatlink's main job on the bundled example.
 #
-# Two Rust device crates (vecmath, saxpy; #![no_core] over a small minicore)
+# Two Rust device crates (vecmath, saxpy; #![no_core] over fatlink-device)
 # and CUDA C++ device code (softplus.cu) are compiled to bitcode, linked as
 # one program with whole-program LTO (the Rust kernel's call into CUDA C++,
 # and libdevice's expf/logf under it, are inlined), compiled for five GPU
@@ -21,20 +21,21 @@ mkdir -p "$OUT"
 cd "$OUT"
 
 echo "== compiling the Rust device crates (rustc --target nvptx64-nvidia-cuda)"
+# rust NAME SRC [RUSTC ARGS...]
 rust() {
   RUSTC_BOOTSTRAP=1 rustc --target nvptx64-nvidia-cuda --edition 2021 -O \
-    --crate-type rlib --crate-name "$1" "$ROOT/testdata/rust/$1.rs" -L . -o "lib$1.rlib" "${@:2}"
+    --crate-type rlib --crate-name "$1" "$2" -L . -o "lib$1.rlib" "${@:3}"
 }
-rust minicore
-rust vecmath --extern minicore=libminicore.rlib
-rust saxpy --extern minicore=libminicore.rlib --extern vecmath=libvecmath.rlib
+rust fatlink_device "$ROOT/cargo/fatlink-device/src/lib.rs"
+rust vecmath "$ROOT/testdata/rust/vecmath.rs" --extern fatlink_device=libfatlink_device.rlib
+rust saxpy "$ROOT/testdata/rust/saxpy.rs" --extern fatlink_device=libfatlink_device.rlib --extern vecmath=libvecmath.rlib
 
 echo "== compiling the CUDA C++ device code (clang-22 -x cuda)"
 clang++-22 -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --cuda-device-only \
   --offload-arch=sm_75 -fgpu-rdc -O3 -emit-llvm -c "$ROOT/testdata/cuda/softplus.cu" -o softplus.bc
 
 echo "== fatlink device-link --arch=$ARCHS"
-time "$FATLINK" device-link --arch="$ARCHS" libsaxpy.rlib libvecmath.rlib libminicore.rlib \
+time "$FATLINK" device-link --arch="$ARCHS" libsaxpy.rlib libvecmath.rlib libfatlink_device.rlib \
   softplus.bc -o kernels.o --json=kernels.json
 
 echo "== linking the host program"

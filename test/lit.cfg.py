@@ -106,14 +106,14 @@ cuda_flags = "-x cuda --cuda-path=%s -Wno-unknown-cuda-version" % cuda
 config.substitutions += [
     ("%fatlink", "env TMPDIR=%t.tmp FATLINK_CACHE_DIR=%t.cache " + fatlink),
     # The device code every feature links: libsaxpy, libvecmath and
-    # libminicore rlibs and softplus.cu (.bc for sm_75, .o for sm_75,sm_90),
+    # libfatlink_device rlibs and softplus.cu (.bc for sm_75, .o for sm_75,sm_90),
     # built into DIR by test/Inputs/build-testdata.sh.
     # Under Bazel, //test:testdata_dev built it once for every test
     # (test/testdata.bzl) and each test copies it.
     ("%build_testdata", "bash %s %s" % (
         os.path.join(config.test_source_root, "Inputs", "build-testdata.sh"),
         ("--copy " + prebuilt_testdata) if prebuilt_testdata else testdata)),
-    ("%rlibs", "%t.dev/libsaxpy.rlib %t.dev/libvecmath.rlib %t.dev/libminicore.rlib"),
+    ("%rlibs", "%t.dev/libsaxpy.rlib %t.dev/libvecmath.rlib %t.dev/libfatlink_device.rlib"),
     # CUDA C++ to device bitcode: %clang_cuda_bc --offload-arch=sm_75 a.cu -o a.bc
     ("%clang_cuda_bc", "%s %s --cuda-device-only -fgpu-rdc -O3 -emit-llvm -c" % (clangxx, cuda_flags)),
     # CUDA C++ to a host object with device bitcode (clang's new offload driver).

@@ -1,7 +1,7 @@
 """The device code most lit tests link, built once per build.
 
 `%build_testdata DIR` (test/lit.cfg.py) gives a test its own copy of the
-Rust crates minicore, vecmath and saxpy (rlibs) and softplus.cu (.bc for
+Rust crates fatlink_device, vecmath and saxpy (rlibs) and softplus.cu (.bc for
 sm_75, a host object for sm_75 and sm_90). Built by each of the 80-odd
 files that use it, that was 8 s of rustc and clang per file, about 11
 minutes of CPU per suite. This rule runs test/Inputs/build-testdata.sh once,

@@ -52,6 +52,9 @@ check "cuda_relu inlined relu() from the cc_library header" no_call cuda_relu
 for dead in cuda_softplus never_called vecmath_unused_helper; do
   check "dead function $dead removed" bash -c "! grep -q '$dead' '$PTX'"
 done
+# fatlink-device's functions (mangled names holding fatlink_device) are all
+# inlined into the kernels or dropped.
+check "no fatlink_device function left" bash -c "! grep -q 'fatlink_device' '$PTX'"
 for f in "$WORK"/x/*.cubin; do
   check "$(basename "$f") is an ELF cubin" bash -c "head -c4 '$f' | grep -q ELF"
 done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # build-testdata.sh TESTDATA DIR: builds the device code most lit tests
 # link into DIR, with the real rustc and clang-22: the Rust crates
-# minicore, vecmath and saxpy (rlibs), and softplus.cu as sm_75 bitcode
+# fatlink_device (cargo/fatlink-device, over the minicore it includes: no
+# nvptx `core` here), vecmath and saxpy (rlibs), and softplus.cu as sm_75 bitcode
 # (softplus.bc) and as a host object carrying sm_75 and sm_90 bitcode
 # (softplus.o). The lit substitution %build_testdata runs it, or, under
 # Bazel, copies what //test:testdata_dev built with it (test/testdata.bzl).
@@ -22,15 +23,19 @@ RUSTC="${FATLINK_RUSTC:-rustc}"
 CLANGXX="${FATLINK_CLANG:-clang++-22}"
 rm -rf "$DIR"
 mkdir -p "$DIR"
+# rust_crate NAME SRC [RUSTC ARGS...]
 rust_crate() {
-  local name="$1"; shift
+  local name="$1" src="$2"; shift 2
   RUSTC_BOOTSTRAP=1 "$RUSTC" --target nvptx64-nvidia-cuda --edition 2021 -O \
-    --crate-type rlib --crate-name "$name" "$TESTDATA/rust/$name.rs" \
+    --crate-type rlib --crate-name "$name" "$src" \
     -L "$DIR" -o "$DIR/lib$name.rlib" "$@"
 }
-rust_crate minicore
-rust_crate vecmath --extern minicore="$DIR/libminicore.rlib"
-rust_crate saxpy --extern minicore="$DIR/libminicore.rlib" --extern vecmath="$DIR/libvecmath.rlib"
+# fatlink-device lies beside testdata/ (its lib.rs includes
+# testdata/rust/minicore.rs by a relative #[path]).
+rust_crate fatlink_device "$TESTDATA/../cargo/fatlink-device/src/lib.rs"
+DEVICE=(--extern fatlink_device="$DIR/libfatlink_device.rlib")
+rust_crate vecmath "$TESTDATA/rust/vecmath.rs" "${DEVICE[@]}"
+rust_crate saxpy "$TESTDATA/rust/saxpy.rs" "${DEVICE[@]}" --extern vecmath="$DIR/libvecmath.rlib"
 CUDA_FLAGS=(-x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version -fgpu-rdc -O3)
 "$CLANGXX" "${CUDA_FLAGS[@]}" --cuda-device-only --offload-arch=sm_75 -emit-llvm -c \
   "$TESTDATA/cuda/softplus.cu" -o "$DIR/softplus.bc"

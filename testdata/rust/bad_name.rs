@@ -5,11 +5,10 @@
 #![feature(no_core, abi_ptx)]
 #![no_core]
 
-extern crate minicore;
-use minicore::*;
+use fatlink_device::prelude::*;
 
 #[export_name = "scale-by-two"]
 pub unsafe extern "ptx-kernel" fn scale_by_two(p: *mut f32) {
-    let i = gpu::global_index() as usize;
-    *offset(p, i) = *offset(p, i) * 2.0;
+    let i = grid::global_x() as usize;
+    *p.add(i) = *p.add(i) * 2.0;
 }

@@ -1,16 +1,16 @@
 //! corpus_rs: a Rust kernel crate that calls into the CUDA C++ corpus
 //! (testdata/cuda/corpus) through `extern "C"`, as a Rust project wrapping
-//! an existing CUDA library would. Each callee exercises something Rust
-//! cannot write itself here: warp shuffles and votes (warp_coop.cu), half
-//! precision and libdevice double functions (numerics.cu), a system-scope
+//! an existing CUDA library would (fatlink-device gives only the thread's
+//! index). Each callee exercises something of the CUDA C++ side: warp
+//! shuffles and votes (warp_coop.cu), half precision and libdevice double
+//! functions (numerics.cu), a system-scope
 //! atomic (atomics.cu) and a call through a device function-pointer table
 //! (dispatch_a.cu). After the device link all of it is inlined into the
 //! Rust kernel except the indirect call.
 #![feature(no_core, abi_ptx)]
 #![no_core]
 
-extern crate minicore;
-use minicore::*;
+use fatlink_device::prelude::*;
 
 extern "C" {
     /// Butterfly-shuffle sum over the warp (shfl.sync).
@@ -41,12 +41,12 @@ pub unsafe extern "ptx-kernel" fn rust_corpus_mix(
     d: *mut f64,
     counter: *mut u64,
 ) {
-    let i = gpu::global_index() as usize;
-    let v = *offset(x, i);
+    let i = grid::global_x() as usize;
+    let v = *x.add(i);
     let s = corpus_warp_sum(v);
-    let o = corpus_apply_op(*offset(ops, i), v, s);
-    *offset(out, i) = corpus_half_fma(o, 1.0, 0.5);
-    *offset(d, i) = corpus_special(v as f64);
-    let votes = corpus_warp_vote(*offset(flags, i));
+    let o = corpus_apply_op(*ops.add(i), v, s);
+    *out.add(i) = corpus_half_fma(o, 1.0, 0.5);
+    *d.add(i) = corpus_special(v as f64);
+    let votes = corpus_warp_vote(*flags.add(i));
     corpus_count_system(counter, votes as u64);
 }

@@ -4,10 +4,11 @@
 //! No nvptx `core` is installed on the build machines (rustup's
 //! `nvptx64-nvidia-cuda` target or `-Zbuild-std=core` would provide it), so
 //! device crates depend on this one the way real crates depend on `core`.
-//! It is used two ways: as a crate of its own (the test crates under
-//! testdata/rust/ and the Bazel examples), and included as a module by
-//! `fatlink-device` (cargo/fatlink-device, docs/device-rust.md) when no
-//! `core` is installed. The crate-level attributes below are ignored in
+//! It is used two ways: included as a module by `fatlink-device`
+//! (cargo/fatlink-device, docs/device-rust.md) when no `core` is installed,
+//! which is how the kernels under testdata/rust/ and examples/ build here;
+//! and as a crate of its own (the minimal examples of docs/cargo.md and
+//! docs/bazel.md, the benchmark's generated crates). The crate-level attributes below are ignored in
 //! the second use. Never link both: the lang items would be defined twice.
 //!
 //! What kernels can write over it: integer and float arithmetic with
@@ -20,8 +21,10 @@
 //! synchronization. There is no formatting, no `panic!` message, no
 //! `a..=b`, no `derive`.
 //!
-//! At the end, two helpers the older test kernels use (`offset`,
-//! `gpu::global_index`); new code uses fatlink-device's typed API.
+//! At the end, two helpers for crates that use this one directly (the
+//! minimal examples of docs/cargo.md and docs/bazel.md, the benchmark's
+//! generated crates): `offset`, `gpu::global_index`. Kernels use
+//! fatlink-device's typed API instead (`grid::global_x`, `ptr.add(i)`).
 #![feature(no_core, lang_items, intrinsics, rustc_attrs, auto_traits, decl_macro, link_llvm_intrinsics)]
 #![no_core]
 #![allow(internal_features)]
@@ -654,7 +657,7 @@ panic_const! {
     "panic_const_rem_by_zero" panic_const_rem_by_zero
 }
 
-// ---- Helpers of the older test kernels -----------------------------------
+// ---- Helpers of crates that use the minicore directly --------------------
 
 /// The thread's position in the grid (x dimension).
 pub mod gpu {

@@ -6,8 +6,7 @@
 #![feature(no_core, abi_ptx)]
 #![no_core]
 
-extern crate minicore;
-use minicore::*;
+use fatlink_device::prelude::*;
 
 extern "C" {
     fn nv_scale(x: f32) -> f32;
@@ -23,8 +22,8 @@ pub extern "C" fn rust_square(x: f32) -> f32 {
 /// p[i] = nv_scale(p[i]) through nvcc's device function.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn rust_scale_all(p: *mut f32) {
-    let i = gpu::global_index() as usize;
-    *offset(p, i) = nv_scale(*offset(p, i));
+    let i = grid::global_x() as usize;
+    *p.add(i) = nv_scale(*p.add(i));
 }
 
 /// *out = nv_calls, nvcc's device global.

@@ -5,9 +5,8 @@
 #![feature(no_core, abi_ptx)]
 #![no_core]
 
-extern crate minicore;
 extern crate vecmath;
-use minicore::*;
+use fatlink_device::prelude::*;
 
 extern "C" {
     fn cuda_softplus(x: f32) -> f32;
@@ -16,13 +15,13 @@ extern "C" {
 /// y[i] = a * x[i] + y[i]
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn saxpy(a: f32, x: *const f32, y: *mut f32) {
-    let i = gpu::global_index() as usize;
-    *offset(y, i) = vecmath::twice(a) * *offset(x, i) + *offset(y, i);
+    let i = grid::global_x() as usize;
+    *y.add(i) = vecmath::twice(a) * *x.add(i) + *y.add(i);
 }
 
 /// y[i] = softplus(x[i]) through CUDA C++
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn rust_softplus(x: *const f32, y: *mut f32) {
-    let i = gpu::global_index() as usize;
-    *offset(y, i) = cuda_softplus(*offset(x, i));
+    let i = grid::global_x() as usize;
+    *y.add(i) = cuda_softplus(*x.add(i));
 }

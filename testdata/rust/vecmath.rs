@@ -3,8 +3,7 @@
 #![feature(no_core, abi_ptx)]
 #![no_core]
 
-extern crate minicore;
-use minicore::*;
+use fatlink_device::prelude::*;
 
 /// Twice its argument; called from the `saxpy` crate, inlined at device link.
 pub fn twice(x: f32) -> f32 {
@@ -28,13 +27,13 @@ extern "C" {
 /// out[i] = sqrt(a[i]) + sin(b[i]) through libdevice
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vec_sqrt_sin(a: *const f32, b: *const f64, out: *mut f64) {
-    let i = gpu::global_index() as usize;
-    *offset(out, i) = __nv_sqrtf(*offset(a, i)) as f64 + __nv_sin(*offset(b, i));
+    let i = grid::global_x() as usize;
+    *out.add(i) = __nv_sqrtf(*a.add(i)) as f64 + __nv_sin(*b.add(i));
 }
 
 /// out[i] = a[i] + b[i]
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vec_add(a: *const f32, b: *const f32, out: *mut f32) {
-    let i = gpu::global_index() as usize;
-    *offset(out, i) = *offset(a, i) + *offset(b, i);
+    let i = grid::global_x() as usize;
+    *out.add(i) = *a.add(i) + *b.add(i);
 }

@@ -65,7 +65,7 @@ expect_spawns() {
 
 # Every file the GPU rules and the host link write for the test graph
 # (relative to bazel-bin/tests/bazel; fails if one is missing).
-OUTPUTS=(libminicore.rlib libvecmath.rlib libsaxpy.rlib libscale.rlib _objs/softplus/softplus.o
+OUTPUTS=(libfatlink_device.rlib libvecmath.rlib libsaxpy.rlib libscale.rlib _objs/softplus/softplus.o
   libsoftplus.a kernels.bc kernels/sm_75.cubin kernels/sm_90.cubin kernels/compute_90.ptx
   kernels.o kernels.fatbin libkernels_device.a app)
 hashes() { (cd "bazel-bin/$PKG" && sha256sum "${OUTPUTS[@]}"); }
@@ -130,7 +130,7 @@ GpuCodegen: Generating sm_90 code for //tests/bazel:kernels
 GpuDeviceLink: Device-linking //tests/bazel:kernels for sm_75,sm_90,compute_90
 GpuPackage: Packaging tests/bazel/kernels.fatbin
 GpuPackage: Packaging tests/bazel/kernels.o
-RustGpuCompile: Compiling Rust device crate minicore (//tests/bazel:minicore)
+RustGpuCompile: Compiling Rust device crate fatlink_device (//tests/bazel:fatlink_device)
 RustGpuCompile: Compiling Rust device crate saxpy (//tests/bazel:saxpy)
 RustGpuCompile: Compiling Rust device crate scale (//tests/bazel:scale)
 RustGpuCompile: Compiling Rust device crate vecmath (//tests/bazel:vecmath)"

@@ -3,12 +3,11 @@
 #![feature(no_core, abi_ptx)]
 #![no_core]
 
-extern crate minicore;
-use minicore::*;
+use fatlink_device::prelude::*;
 
 /// v[i] = v[i] * s
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn scale(s: f32, v: *mut f32) {
-    let i = gpu::global_index() as usize;
-    *offset(v, i) = *offset(v, i) * s;
+    let i = grid::global_x() as usize;
+    *v.add(i) = *v.add(i) * s;
 }
