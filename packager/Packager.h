@@ -171,6 +171,7 @@ struct KernelResources {
   uint64_t Shared = 0;    ///< static shared bytes: .nv.shared.<kernel>
   uint64_t Local = 0;     ///< bytes: .nv.local.<kernel>
   uint64_t Constant0 = 0; ///< bank 0 bytes (parameters): .nv.constant0.<kernel>
+  uint64_t CodeSize = 0;  ///< the kernel's bytes of code: .text.<kernel>
   /// __launch_bounds__ / .maxntid (EIATTR_MAX_THREADS) and .reqntid
   /// (EIATTR_REQNTID), x, y, z; all 0 when the kernel declares none.
   uint32_t MaxThreads[3] = {0, 0, 0};
@@ -180,6 +181,9 @@ struct KernelResources {
 struct KernelInfo {
   std::string Name;
   std::vector<uint32_t> ParamSizes; ///< bytes per parameter, in order
+  /// The input that defined it ("libk.rlib(k.rcgu.o)"), where a link
+  /// knows (fatlink's device link); empty otherwise.
+  std::string Origin = {};
   /// Cubins only (PTX says no register counts).
   std::optional<KernelResources> Resources = std::nullopt;
 };
