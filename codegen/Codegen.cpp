@@ -23,8 +23,11 @@
 #include "codegen/Codegen.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/BLAKE3.h"
+#include "llvm/Support/ExponentialBackoff.h"
+#include "llvm/Support/Jobserver.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ThreadPool.h"
@@ -211,10 +214,20 @@ namespace {
 /// one pool task, and a task runs whichever waiting job has the smallest
 /// priority when a thread picks it up (equal priorities in posting order).
 /// Jobs may post more jobs; the pool's wait() waits for those too.
+///
+/// With a jobserver, a task first takes a job slot (waiting for one) and
+/// gives it back when its job is done: the jobs running at once, and the
+/// ptxas and nvlink processes they run, never outnumber the build's slots,
+/// and as other jobs of the build return tokens, more of fatlink's run (up
+/// to the pool's threads). LLVM's own jobserver pool instead sizes itself
+/// to the slots free when it starts, and its threads keep their slots while
+/// idle.
 class JobQueue {
 public:
-  JobQueue(ThreadPoolInterface &Pool, const CodegenOptions &Opts)
-      : Pool(Pool), Opts(Opts), Tracing(timeTraceProfilerEnabled()) {}
+  JobQueue(ThreadPoolInterface &Pool, const CodegenOptions &Opts,
+           JobserverClient *Jobserver)
+      : Pool(Pool), Opts(Opts), Jobserver(Jobserver),
+        Tracing(timeTraceProfilerEnabled()) {}
 
   void post(uint64_t Priority, std::function<void()> Job) {
     {
@@ -222,6 +235,11 @@ public:
       Jobs.emplace(Priority, std::move(Job));
     }
     Pool.async([this] {
+      JobSlot Slot = acquireSlot();
+      scope_exit Release([&] {
+        if (Jobserver)
+          Jobserver->release(std::move(Slot));
+      });
       std::function<void()> Next;
       {
         std::lock_guard<std::mutex> Lock(Mu);
@@ -244,8 +262,25 @@ public:
   }
 
 private:
+  /// A job slot of the jobserver, when there is one (invalid otherwise):
+  /// polled, as the protocol has no wait; the first is the implicit slot.
+  JobSlot acquireSlot() {
+    if (!Jobserver)
+      return JobSlot();
+    ExponentialBackoff Backoff(std::chrono::hours(24),
+                               std::chrono::milliseconds(1),
+                               std::chrono::milliseconds(50));
+    do {
+      JobSlot Slot = Jobserver->tryAcquire();
+      if (Slot.isValid())
+        return Slot;
+    } while (Backoff.waitForNextAttempt());
+    return JobSlot(); // a day without a slot: run anyway
+  }
+
   ThreadPoolInterface &Pool;
   const CodegenOptions &Opts;
+  JobserverClient *Jobserver;
   bool Tracing;
   std::mutex Mu;
   std::multimap<uint64_t, std::function<void()>> Jobs;
@@ -865,8 +900,17 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
   };
 
   {
-    DefaultThreadPool Pool(lto::threadStrategy(Opts.Jobs, Opts.UseJobserver));
-    JobQueue Queue(Pool, Opts);
+    // With a jobserver: a thread per core, or per slot free at the start
+    // where the build allows more; each job runs holding a slot.
+    JobserverClient *Jobserver =
+        Opts.UseJobserver && Opts.Jobs == 0 ? JobserverClient::getInstance()
+                                             : nullptr;
+    unsigned Threads = Opts.Jobs;
+    if (Jobserver)
+      Threads = std::max(hardware_concurrency().compute_thread_count(),
+                         Jobserver->getNumJobs());
+    DefaultThreadPool Pool(hardware_concurrency(Threads));
+    JobQueue Queue(Pool, Opts, Jobserver);
     // Whole targets first: they are the longest tasks.
     for (size_t I = 0; I < NT; ++I)
       if (!PartsOf[I])

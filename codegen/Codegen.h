@@ -240,8 +240,8 @@ struct CodegenCache {
 struct CodegenOptions {
   unsigned OptLevel = 3;
   unsigned Jobs = 0; ///< 0: all cores
-  /// With Jobs 0: the build's jobserver bounds the jobs (and so the ptxas
-  /// processes they run); see lto::threadStrategy.
+  /// With Jobs 0: the driver joined the build's jobserver; each job (and
+  /// so each ptxas and nvlink it runs) holds one of its slots while it runs.
   bool UseJobserver = false;
   /// false: PTX only, ptxas is neither run nor needed.
   bool RunPtxas = true;

@@ -77,7 +77,7 @@ bool joinJobserver(Context &Ctx) {
   static bool Joined = false;
   std::call_once(Once, [&Ctx] {
     std::string Note;
-    auto Report = make_scope_exit([&] {
+    scope_exit Report([&] {
       if (!Note.empty())
         Ctx.verbose(Note);
     });
