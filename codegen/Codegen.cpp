@@ -14,7 +14,11 @@
 //   packaged outputs   the job that finishes a target encodes its fatbin
 //                      entry
 //
-// All jobs run on one thread pool, the most urgent first (JobQueue). Output
+// Every ptxas that makes a cubin runs with -v: its spill figures are kept
+// with the cubins (TargetOutput::Spills, PartitionCode): no cubin has them.
+//
+// All jobs run on one thread pool, the most urgent first (JobQueue), each
+// holding a slot of the build's jobserver when fatlink joined one. Output
 // bytes do not depend on -j: each target is compiled into its own slot, and
 // each partition's result (or error) into its own.
 //
