@@ -14,7 +14,11 @@
 //   packaged outputs   the job that finishes a target encodes its fatbin
 //                      entry
 //
-// All jobs run on one thread pool, the most urgent first (JobQueue). Output
+// Every ptxas that makes a cubin runs with -v: its spill figures are kept
+// with the cubins (TargetOutput::Spills, PartitionCode): no cubin has them.
+//
+// All jobs run on one thread pool, the most urgent first (JobQueue), each
+// holding a slot of the build's jobserver when fatlink joined one. Output
 // bytes do not depend on -j: each target is compiled into its own slot, and
 // each partition's result (or error) into its own.
 //
@@ -23,8 +27,11 @@
 #include "codegen/Codegen.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/BLAKE3.h"
+#include "llvm/Support/ExponentialBackoff.h"
+#include "llvm/Support/Jobserver.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ThreadPool.h"
@@ -40,6 +47,54 @@ using namespace llvm;
 
 namespace fatlink::codegen {
 
+std::vector<FunctionSpills> parsePtxasSpills(StringRef Log) {
+  // ptxas info    : Function properties for NAME
+  //     N bytes stack frame, N bytes spill stores, N bytes spill loads
+  std::vector<FunctionSpills> Out;
+  StringRef Pending;
+  while (!Log.empty()) {
+    StringRef Line;
+    std::tie(Line, Log) = Log.split('\n');
+    Line = Line.trim();
+    size_t At = Line.find("Function properties for ");
+    if (Line.starts_with("ptxas info") && At != StringRef::npos) {
+      Pending = Line.drop_front(At + strlen("Function properties for "));
+      continue;
+    }
+    if (Pending.empty())
+      continue;
+    FunctionSpills F;
+    F.Name = Pending.str();
+    Pending = {};
+    bool HasStores = false, HasLoads = false;
+    SmallVector<StringRef, 4> Parts;
+    Line.split(Parts, ',');
+    for (StringRef P : Parts) {
+      P = P.trim();
+      uint64_t N;
+      StringRef Num = P.take_while([](char C) { return isDigit(C); });
+      if (Num.empty() || Num.getAsInteger(10, N))
+        continue;
+      if (P.ends_with("bytes spill stores"))
+        F.Stores = N, HasStores = true;
+      else if (P.ends_with("bytes spill loads"))
+        F.Loads = N, HasLoads = true;
+    }
+    if (HasStores && HasLoads)
+      Out.push_back(std::move(F));
+  }
+  return Out;
+}
+
+/// Sorts Spills by name (the order of partitions and ptxas runs is not the
+/// output's).
+static void sortSpills(std::vector<FunctionSpills> &Spills) {
+  llvm::stable_sort(Spills, [](const FunctionSpills &A,
+                               const FunctionSpills &B) {
+    return A.Name < B.Name;
+  });
+}
+
 static Expected<std::string> readBack(StringRef Path, StringRef What) {
   ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(Path);
   if (!MB)
@@ -52,11 +107,13 @@ static Expected<std::string> readBack(StringRef Path, StringRef What) {
 /// inputs' relocatable cubins for its arch and the device libraries the
 /// program uses (given to nvlink as archives: it picks the arch's cubin)
 /// into one cubin with nvlink.
+/// The spills ptxas reports for nvcc's PTX are added to Spills.
 static Expected<std::string>
 linkCubins(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
            std::vector<std::string> Cubins,
            ArrayRef<const lto::DeviceObject *> Objs,
-           ArrayRef<lto::DeviceLibrary> Libs) {
+           ArrayRef<lto::DeviceLibrary> Libs,
+           std::vector<FunctionSpills> &Spills) {
   TimeTraceScope Scope("nvlink", T.Name);
   for (auto [N, O] : enumerate(Objs)) {
     if (O->IsLTOIR)
@@ -73,12 +130,13 @@ linkCubins(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
         return CubinPath.takeError();
       std::string Arch = "-arch=" + T.Cpu;
       std::string What = "ptxas for " + T.Name + " (" + O->Origin + ")";
-      if (Expected<std::string> R =
-              runProgram(Ctx, Opts.Paths.Ptxas,
-                         {"ptxas", Arch, "-c", *Path, "-o", *CubinPath},
-                         Opts.PtxasTimeout, What);
-          !R)
+      Expected<std::string> R =
+          runProgram(Ctx, Opts.Paths.Ptxas,
+                     {"ptxas", Arch, "-c", *Path, "-o", *CubinPath, "-v"},
+                     Opts.PtxasTimeout, What);
+      if (!R)
         return R.takeError();
+      append_range(Spills, parsePtxasSpills(*R));
       Path = std::move(CubinPath);
     }
     Cubins.push_back(*Path);
@@ -124,8 +182,9 @@ static std::string partitionFileName(const lto::Target &T, size_t PartIndex,
 }
 
 /// Assembles one partition's PTX file for target T with ptxas -c into a
-/// relocatable cubin, and stores it in the cache under Key (if not empty).
-static Expected<std::string>
+/// relocatable cubin, and stores it and its spills in the cache under Key
+/// (if not empty).
+static Expected<PartitionCode>
 assemblePartition(Context &Ctx, const CodegenOptions &Opts,
                   const lto::Target &T, StringRef PTXPath, size_t PartIndex,
                   StringRef Key) {
@@ -138,18 +197,19 @@ assemblePartition(Context &Ctx, const CodegenOptions &Opts,
   std::string OptFlag = "-O" + std::to_string(Opts.OptLevel);
   std::string What =
       "ptxas for " + T.Name + " (partition " + std::to_string(PartIndex) + ")";
-  if (Expected<std::string> R =
-          runProgram(Ctx, Opts.Paths.Ptxas,
-                     {"ptxas", Arch, OptFlag, "-c", PTXPath, "-o", *CubinPath},
-                     Opts.PtxasTimeout, What);
-      !R)
+  Expected<std::string> R = runProgram(
+      Ctx, Opts.Paths.Ptxas,
+      {"ptxas", Arch, OptFlag, "-c", PTXPath, "-o", *CubinPath, "-v"},
+      Opts.PtxasTimeout, What);
+  if (!R)
     return R.takeError();
   Expected<std::string> Cubin = readBack(*CubinPath, What);
   if (!Cubin)
     return Cubin.takeError();
+  PartitionCode Code{std::move(*Cubin), parsePtxasSpills(*R)};
   if (!Key.empty())
-    Opts.Cache.Store(Key, *Cubin);
-  return Cubin;
+    Opts.Cache.Store(Key, Code);
+  return Code;
 }
 
 namespace {
@@ -158,10 +218,20 @@ namespace {
 /// one pool task, and a task runs whichever waiting job has the smallest
 /// priority when a thread picks it up (equal priorities in posting order).
 /// Jobs may post more jobs; the pool's wait() waits for those too.
+///
+/// With a jobserver, a task first takes a job slot (waiting for one) and
+/// gives it back when its job is done: the jobs running at once, and the
+/// ptxas and nvlink processes they run, never outnumber the build's slots,
+/// and as other jobs of the build return tokens, more of fatlink's run (up
+/// to the pool's threads). LLVM's own jobserver pool instead sizes itself
+/// to the slots free when it starts, and its threads keep their slots while
+/// idle.
 class JobQueue {
 public:
-  JobQueue(ThreadPoolInterface &Pool, const CodegenOptions &Opts)
-      : Pool(Pool), Opts(Opts), Tracing(timeTraceProfilerEnabled()) {}
+  JobQueue(ThreadPoolInterface &Pool, const CodegenOptions &Opts,
+           JobserverClient *Jobserver)
+      : Pool(Pool), Opts(Opts), Jobserver(Jobserver),
+        Tracing(timeTraceProfilerEnabled()) {}
 
   void post(uint64_t Priority, std::function<void()> Job) {
     {
@@ -169,6 +239,11 @@ public:
       Jobs.emplace(Priority, std::move(Job));
     }
     Pool.async([this] {
+      JobSlot Slot = acquireSlot();
+      scope_exit Release([&] {
+        if (Jobserver)
+          Jobserver->release(std::move(Slot));
+      });
       std::function<void()> Next;
       {
         std::lock_guard<std::mutex> Lock(Mu);
@@ -191,8 +266,25 @@ public:
   }
 
 private:
+  /// A job slot of the jobserver, when there is one (invalid otherwise):
+  /// polled, as the protocol has no wait; the first is the implicit slot.
+  JobSlot acquireSlot() {
+    if (!Jobserver)
+      return JobSlot();
+    ExponentialBackoff Backoff(std::chrono::hours(24),
+                               std::chrono::milliseconds(1),
+                               std::chrono::milliseconds(50));
+    do {
+      JobSlot Slot = Jobserver->tryAcquire();
+      if (Slot.isValid())
+        return Slot;
+    } while (Backoff.waitForNextAttempt());
+    return JobSlot(); // a day without a slot: run anyway
+  }
+
   ThreadPoolInterface &Pool;
   const CodegenOptions &Opts;
+  JobserverClient *Jobserver;
   bool Tracing;
   std::mutex Mu;
   std::multimap<uint64_t, std::function<void()>> Jobs;
@@ -272,7 +364,7 @@ namespace {
 class PartitionJobs {
 public:
   using DoneFn =
-      function_ref<void(size_t Target, size_t Part, Expected<std::string>)>;
+      function_ref<void(size_t Target, size_t Part, Expected<PartitionCode>)>;
 
   PartitionJobs(Context &Ctx, const CodegenOptions &Opts,
                 ArrayRef<lto::Target> Targets,
@@ -327,7 +419,7 @@ private:
     const lto::CodegenPartition &Part = (*G.Parts)[P];
     TimeTraceScope Scope("Codegen partition", "part" + std::to_string(P));
     std::vector<std::string> Keys(Targets.size());
-    std::vector<std::pair<size_t, std::string>> Hits;
+    std::vector<std::pair<size_t, PartitionCode>> Hits;
     std::vector<size_t> Missing;
     BLAKE3Result<32> BitcodeHash;
     bool Caching = bool(Opts.Cache.Key);
@@ -336,8 +428,8 @@ private:
     for (size_t I : G.Members) {
       if (Caching) {
         Keys[I] = Opts.Cache.Key(Targets[I], BitcodeHash, PTXSource[I]);
-        if (std::optional<std::string> Cubin = Opts.Cache.Lookup(Keys[I])) {
-          Hits.emplace_back(I, std::move(*Cubin));
+        if (std::optional<PartitionCode> Code = Opts.Cache.Lookup(Keys[I])) {
+          Hits.emplace_back(I, std::move(*Code));
           continue;
         }
       }
@@ -409,8 +501,8 @@ private:
         Done(I, P, assemblePartition(Ctx, Opts, Targets[I], Path, P, Key));
       });
     }
-    for (auto &[I, Cubin] : Hits)
-      Done(I, P, std::move(Cubin));
+    for (auto &[I, Code] : Hits)
+      Done(I, P, std::move(Code));
   }
 
   Context &Ctx;
@@ -659,26 +751,29 @@ compileTarget(Context &Ctx, const CodegenOptions &Opts,
     std::vector<StringRef> Argv = {"ptxas", Arch, OptFlag};
     if (Relocatable)
       Argv.push_back("-c"); // relocatable, for nvlink
-    append_range(Argv, ArrayRef<StringRef>{*PTXPath, "-o", *CubinPath});
-    if (Expected<std::string> R =
-            runProgram(Ctx, Opts.Paths.Ptxas, Argv, Opts.PtxasTimeout, What);
-        !R)
+    append_range(Argv, ArrayRef<StringRef>{*PTXPath, "-o", *CubinPath, "-v"});
+    Expected<std::string> R =
+        runProgram(Ctx, Opts.Paths.Ptxas, Argv, Opts.PtxasTimeout, What);
+    if (!R)
       return R.takeError();
+    Out.Spills = parsePtxasSpills(*R);
     if (!Relocatable) {
       Expected<std::string> Cubin = readBack(*CubinPath, What);
       if (!Cubin)
         return Cubin.takeError();
       Out.Cubin = std::move(*Cubin);
+      sortSpills(Out.Spills);
       return Out;
     }
     Cubins.push_back(*CubinPath);
   }
 
   Expected<std::string> Cubin =
-      linkCubins(Ctx, Opts, T, Cubins, Objs, Program.Libraries);
+      linkCubins(Ctx, Opts, T, Cubins, Objs, Program.Libraries, Out.Spills);
   if (!Cubin)
     return Cubin.takeError();
   Out.Cubin = std::move(*Cubin);
+  sortSpills(Out.Spills);
   return Out;
 }
 
@@ -759,7 +854,7 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
   // Which partitions each target compiles (none: compiled whole).
   std::vector<const std::vector<lto::CodegenPartition> *> PartsOf =
       partitionsOf(Program, Targets, Parts);
-  std::vector<std::vector<std::string>> PartCubins(NT);
+  std::vector<std::vector<PartitionCode>> PartCubins(NT);
   // Each partition's error, in its own slot: the partitions finish in
   // whatever order the threads run them, so the one reported is chosen by
   // partition number, not by which failed first.
@@ -776,38 +871,50 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
   // A target's partition is done (its cubin, or why not); the last one to
   // finish links the target's partitions and encodes its entry, or reports
   // the error of the first partition that failed.
-  auto PartDone = [&](size_t I, size_t P, Expected<std::string> Cubin) {
+  auto PartDone = [&](size_t I, size_t P, Expected<PartitionCode> Code) {
     Ctx.progressDone(Targets[I].Name);
-    if (Cubin)
-      PartCubins[I][P] = std::move(*Cubin);
+    if (Code)
+      PartCubins[I][P] = std::move(*Code);
     else
-      PartErrors[I][P] = toString(Cubin.takeError());
+      PartErrors[I][P] = toString(Code.takeError());
     if (--Remaining[I] != 0)
       return;
     for (const std::string &E : PartErrors[I])
       if (!E.empty())
         return Fail(I, createStringError(inconvertibleErrorCode(), E));
     std::vector<std::string> Paths;
-    for (auto [N, Data] : enumerate(PartCubins[I])) {
-      Expected<std::string> Path =
-          Ctx.Temps.write(partitionFileName(Targets[I], N, ".o.cubin"), Data);
+    std::vector<FunctionSpills> &Spills = Outputs[I].Spills;
+    for (auto [N, Code] : enumerate(PartCubins[I])) {
+      Expected<std::string> Path = Ctx.Temps.write(
+          partitionFileName(Targets[I], N, ".o.cubin"), Code.Cubin);
       if (!Path)
         return Fail(I, Path.takeError());
       Paths.push_back(*Path);
+      append_range(Spills, Code.Spills);
     }
     PartCubins[I].clear();
     Expected<std::string> Linked = linkCubins(
         Ctx, Opts, Targets[I], Paths, lto::objectsForTarget(Inputs, Targets[I]),
-        Program.Libraries);
+        Program.Libraries, Spills);
     if (!Linked)
       return Fail(I, Linked.takeError());
     Outputs[I].Cubin = std::move(*Linked);
+    sortSpills(Spills);
     Encode(I);
   };
 
   {
-    DefaultThreadPool Pool(hardware_concurrency(Opts.Jobs));
-    JobQueue Queue(Pool, Opts);
+    // With a jobserver: a thread per core, or per slot free at the start
+    // where the build allows more; each job runs holding a slot.
+    JobserverClient *Jobserver =
+        Opts.UseJobserver && Opts.Jobs == 0 ? JobserverClient::getInstance()
+                                             : nullptr;
+    unsigned Threads = Opts.Jobs;
+    if (Jobserver)
+      Threads = std::max(hardware_concurrency().compute_thread_count(),
+                         Jobserver->getNumJobs());
+    DefaultThreadPool Pool(hardware_concurrency(Threads));
+    JobQueue Queue(Pool, Opts, Jobserver);
     // Whole targets first: they are the longest tasks.
     for (size_t I = 0; I < NT; ++I)
       if (!PartsOf[I])

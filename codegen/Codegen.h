@@ -188,10 +188,35 @@ llvm::Expected<PtxLinkResult> linkPTX(llvm::ArrayRef<PtxModule> Modules,
 // Code generation
 //===----------------------------------------------------------------------===//
 
+/// What ptxas -v says of one function it compiled: the bytes of
+/// registers it spilled to local memory and loaded back (the cubin does not
+/// record them).
+struct FunctionSpills {
+  std::string Name;
+  uint64_t Stores = 0;
+  uint64_t Loads = 0;
+};
+
+/// The spill figures of every function in ptxas -v output \p Log, from its
+/// "Function properties for NAME" blocks ("N bytes stack frame, N bytes
+/// spill stores, N bytes spill loads"), in the order ptxas printed them.
+std::vector<FunctionSpills> parsePtxasSpills(llvm::StringRef Log);
+
+/// One partition's code for one target: its relocatable cubin and what
+/// ptxas said it spilled.
+struct PartitionCode {
+  std::string Cubin;
+  std::vector<FunctionSpills> Spills;
+};
+
 /// The code of one target.
 struct TargetOutput {
   std::string PTX;
   std::string Cubin; // empty for compute_XX targets
+  /// The spills of the functions fatlink's ptxas compiled for this target,
+  /// sorted by name; a kernel not listed (from a cubin nvcc compiled, or
+  /// linked by nvJitLink) has unknown spills.
+  std::vector<FunctionSpills> Spills;
   /// For fatbin and host-object outputs: the image the fatbin holds for
   /// this target, its entry already encoded (compressed) by the task that
   /// compiled it, in parallel with the other targets.
@@ -208,13 +233,16 @@ struct CodegenCache {
                             llvm::ArrayRef<uint8_t> BitcodeHash,
                             llvm::StringRef PTXSource)>
       Key;
-  std::function<std::optional<std::string>(llvm::StringRef Key)> Lookup;
-  std::function<void(llvm::StringRef Key, llvm::StringRef Cubin)> Store;
+  std::function<std::optional<PartitionCode>(llvm::StringRef Key)> Lookup;
+  std::function<void(llvm::StringRef Key, const PartitionCode &Code)> Store;
 };
 
 struct CodegenOptions {
   unsigned OptLevel = 3;
   unsigned Jobs = 0; ///< 0: all cores
+  /// With Jobs 0: the driver joined the build's jobserver; each job (and
+  /// so each ptxas and nvlink it runs) holds one of its slots while it runs.
+  bool UseJobserver = false;
   /// false: PTX only, ptxas is neither run nor needed.
   bool RunPtxas = true;
   /// Partitioned code generation: when the oldest and the newest plain

@@ -148,6 +148,21 @@ Expected<PtxasInfo> probePtxas(Context &Ctx, StringRef Ptxas) {
   return parsePtxasInfo(Ptxas, *Version, *Help);
 }
 
+/// Output without what ptxas -v adds (its "ptxas info" lines and their
+/// function properties), for error messages: what went wrong stands out.
+static std::string withoutPtxasInfo(StringRef Output) {
+  std::string Out;
+  SmallVector<StringRef, 16> Lines;
+  Output.rtrim().split(Lines, '\n');
+  for (StringRef L : Lines) {
+    if (L.starts_with("ptxas info") || L.trim().ends_with("bytes spill loads"))
+      continue;
+    Out += L;
+    Out += '\n';
+  }
+  return StringRef(Out).rtrim().str();
+}
+
 Expected<std::string> runProgram(Context &Ctx, StringRef Program,
                                  ArrayRef<StringRef> Args,
                                  unsigned TimeoutSeconds, StringRef What) {
@@ -237,12 +252,12 @@ Expected<std::string> runProgram(Context &Ctx, StringRef Program,
     return createStringError(inconvertibleErrorCode(), "%s crashed: %s%s%s",
                              What.str().c_str(), ErrMsg.c_str(),
                              Output.empty() ? "" : "\n",
-                             StringRef(Output).rtrim().str().c_str());
+                             withoutPtxasInfo(Output).c_str());
   if (RC != 0)
     return createStringError(inconvertibleErrorCode(),
                              "%s failed with exit code %d:\n%s",
                              What.str().c_str(), RC,
-                             StringRef(Output).rtrim().str().c_str());
+                             withoutPtxasInfo(Output).c_str());
   return Output;
 }
 

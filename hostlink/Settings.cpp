@@ -59,6 +59,8 @@ constexpr KeyInfo Keys[] = {
     {"partitions", false, "0 (one per 8 kernels)",
      "code generation partitions; 1: no split"},
     {"ptx-per-arch", true, "off", "generate each arch's PTX on its own"},
+    {"warn-spills", true, "off",
+     "warn about each kernel that spills registers, per target"},
     {"cache-policy", false, "prune_interval=20m:prune_after=168h:cache_size_bytes=2g",
      "the cache's limits, as lld's --thinlto-cache-policy"},
 };
@@ -223,6 +225,7 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
       Fail(N.takeError());
   }
   C.SharePTX = !S.flag("ptx-per-arch");
+  C.WarnSpills = S.flag("warn-spills");
   if (std::optional<StringRef> V = S.get("ptx-version")) {
     C.PtxVersion = parsePtxVersion(*V);
     if (!C.PtxVersion)

@@ -30,7 +30,9 @@ using namespace llvm;
 namespace fatlink {
 
 // 3: host objects define their wrapper symbol (packager::wrapperSymbol).
-static constexpr StringLiteral Magic = "FLCACHE4";
+// 4: each target's spills (ptxas -v) and each kernel's defining input.
+// 5: each kernel's manifest (packager::KernelManifest).
+static constexpr StringLiteral Magic = "FLCACHE5";
 /// Entry names: the prefix llvm::pruneCache removes, and only it.
 static constexpr StringLiteral EntryPrefix = "llvmcache-";
 
@@ -80,6 +82,26 @@ private:
 };
 
 } // namespace
+
+static void writeSpills(Writer &W, ArrayRef<codegen::FunctionSpills> Spills) {
+  W.u64(Spills.size());
+  for (const codegen::FunctionSpills &F : Spills) {
+    W.str(F.Name);
+    W.u64(F.Stores);
+    W.u64(F.Loads);
+  }
+}
+
+static bool readSpills(Reader &R, size_t Limit,
+                       std::vector<codegen::FunctionSpills> &Spills) {
+  uint64_t N;
+  if (!R.u64(N) || N > Limit)
+    return false;
+  Spills.resize(N);
+  return all_of(Spills, [&](codegen::FunctionSpills &F) {
+    return R.str(F.Name) && R.u64(F.Stores) && R.u64(F.Loads);
+  });
+}
 
 /// What identifies an installed tool without running it.
 static std::string toolIdentity(StringRef Path) {
@@ -158,7 +180,6 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
 
 static void writeManifest(Writer &W, const packager::KernelManifest &M) {
   W.u64(M.Language);
-  W.str(M.Origin);
   W.u64(M.Params.size());
   for (const packager::ParamInfo &P : M.Params) {
     W.u64(P.Kind);
@@ -191,7 +212,7 @@ static bool readManifest(Reader &R, size_t Limit, packager::KernelManifest &M) {
     Out = uint32_t(V);
     return true;
   };
-  if (!U8(M.Language) || !R.str(M.Origin) || !R.u64(N) || N > Limit)
+  if (!U8(M.Language) || !R.u64(N) || N > Limit)
     return false;
   M.Params.resize(N);
   for (packager::ParamInfo &P : M.Params)
@@ -218,10 +239,12 @@ static std::string serialize(const DeviceBuild &B) {
     W.u64(T.PtxVersion);
     W.str(O.PTX);
     W.str(O.Cubin);
+    writeSpills(W, O.Spills);
   }
   W.u64(B.Program.Kernels.size());
   for (const lto::KernelInfo &K : B.Program.Kernels) {
     W.str(K.Name);
+    W.str(K.Origin);
     W.u64(K.ParamSizes.size());
     for (unsigned S : K.ParamSizes)
       W.u64(S);
@@ -258,7 +281,8 @@ static std::optional<DeviceBuild> deserialize(StringRef Payload) {
     TargetOutput O;
     uint64_t Sm, IsPTX, Ptx;
     if (!R.str(T.Name) || !R.str(T.Cpu) || !R.u64(Sm) || !R.u64(IsPTX) ||
-        !R.u64(Ptx) || !R.str(O.PTX) || !R.str(O.Cubin))
+        !R.u64(Ptx) || !R.str(O.PTX) || !R.str(O.Cubin) ||
+        !readSpills(R, Payload.size(), O.Spills))
       return std::nullopt;
     T.Sm = unsigned(Sm);
     T.IsPTX = IsPTX != 0;
@@ -271,7 +295,8 @@ static std::optional<DeviceBuild> deserialize(StringRef Payload) {
   for (uint64_t I = 0; I < N; ++I) {
     lto::KernelInfo K;
     uint64_t NP;
-    if (!R.str(K.Name) || !R.u64(NP) || NP > Payload.size())
+    if (!R.str(K.Name) || !R.str(K.Origin) || !R.u64(NP) ||
+        NP > Payload.size())
       return std::nullopt;
     for (uint64_t P = 0; P < NP; ++P) {
       uint64_t S;
@@ -309,7 +334,8 @@ std::string codegenKey(const DeviceLinkConfig &C, const lto::Target &T,
                        ArrayRef<uint8_t> BitcodeHash, StringRef PTXSource) {
   std::string Data;
   Writer W(Data);
-  W.str("fatlink-codegen-2");
+  // 3: the entry holds the cubin and its spills (encodePartitionCode).
+  W.str("fatlink-codegen-3");
   W.str(PTXSource);
   W.str(versionString());
   W.str(LLVM_VERSION_STRING);
@@ -321,6 +347,23 @@ std::string codegenKey(const DeviceLinkConfig &C, const lto::Target &T,
   W.str(toStringRef(BitcodeHash));
   BLAKE3Result<32> Key = BLAKE3::hash(arrayRefFromStringRef(Data));
   return toHex(ArrayRef<uint8_t>(Key), /*LowerCase=*/true);
+}
+
+std::string encodePartitionCode(const codegen::PartitionCode &Code) {
+  std::string Out;
+  Writer W(Out);
+  W.str(Code.Cubin);
+  writeSpills(W, Code.Spills);
+  return Out;
+}
+
+std::optional<codegen::PartitionCode> decodePartitionCode(StringRef Payload) {
+  Reader R(Payload);
+  codegen::PartitionCode Code;
+  if (!R.str(Code.Cubin) || !readSpills(R, Payload.size(), Code.Spills) ||
+      !R.atEnd())
+    return std::nullopt;
+  return Code;
 }
 
 std::optional<std::string> cacheLookupBlob(Context &Ctx, StringRef Dir,

@@ -16,7 +16,7 @@
 // LLVM's pruneCache, which keeps the cache within its limits, considers; it
 // leaves every other file alone): "FLCACHE1", the
 // payload's length and its BLAKE3 hash, then the payload (targets, their
-// PTX and cubins, the kernel table, the fatbin and host object). Entries
+// PTX, cubins and spills, the kernel table, the fatbin and host object). Entries
 // are written to a temporary file in the cache directory and renamed, so
 // concurrent links never see half an entry; an entry whose length or hash
 // does not match, or that is not a regular file, is treated as a miss and
@@ -59,6 +59,12 @@ bool cacheStore(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
 std::string codegenKey(const DeviceLinkConfig &C, const lto::Target &T,
                        llvm::ArrayRef<uint8_t> BitcodeHash,
                        llvm::StringRef PTXSource);
+
+/// The payload of a partition's codegen entry: its cubin and its spills.
+std::string encodePartitionCode(const codegen::PartitionCode &Code);
+/// The partition code in Payload; none if it is malformed.
+std::optional<codegen::PartitionCode>
+decodePartitionCode(llvm::StringRef Payload);
 
 /// The payload stored under Key in Dir, if present and intact (checked
 /// against its recorded length and BLAKE3 hash); misses, hits and damaged

@@ -76,6 +76,9 @@ struct DeviceLinkConfig {
   /// A linked program without kernels is the caller's error (fatlink cc),
   /// not a warning (device-link).
   bool RequireKernels = false;
+  /// Warn about each kernel that spills registers, per target (from ptxas
+  /// -v; the output does not change, so neither does the cache key).
+  bool WarnSpills = false;
 };
 
 /// The code of one target (codegen/).
@@ -147,6 +150,13 @@ struct NamedValue {
 llvm::Expected<packager::FatbinOptions>
 chooseCompression(const std::optional<NamedValue> &Compress,
                   const std::optional<NamedValue> &MinDriver);
+
+/// Joins the GNU make jobserver that MAKEFLAGS or CARGO_MAKEFLAGS offers
+/// (--jobserver-auth=fifo:PATH or R,W), once per process; whether one was
+/// joined. Says with -v what it found. The thread pools then take their
+/// -j from it (lto::LinkOptions::UseJobserver,
+/// codegen::CodegenOptions::UseJobserver). docs/lto.md, "Jobserver".
+bool joinJobserver(Context &Ctx);
 
 /// The host triple for an arch name ("aarch64"), or this machine's for "".
 std::string hostTriple(llvm::StringRef Arch);

@@ -253,6 +253,7 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
   }
   C.Link.CodegenOnly = Args.hasArg(OPT_codegen_only);
   C.SharePTX = !Args.hasArg(OPT_ptx_per_arch);
+  C.WarnSpills = Args.hasArg(OPT_warn_spills);
   C.CacheDir = Args.getLastArgValue(OPT_cache_dir_EQ).str();
   if (const opt::Arg *A = Args.getLastArg(OPT_cache_policy_EQ)) {
     C.CachePolicy = A->getValue();
@@ -619,6 +620,53 @@ static Error commitOutputs(std::vector<StagedFile> &Staged) {
   return Error::success();
 }
 
+namespace {
+/// One kernel of one cubin target: what its cubin says it uses, what ptxas
+/// said it spilled (none: the cubin came from elsewhere), and the input
+/// that defined it ("" where unknown).
+struct KernelRow {
+  const lto::Target *Target;
+  packager::KernelInfo Kernel;
+  std::optional<codegen::FunctionSpills> Spills;
+  std::string Origin;
+};
+} // namespace
+
+/// Every cubin target's kernels, in target order, each target's by name.
+static std::vector<KernelRow> kernelRows(ArrayRef<lto::Target> Targets,
+                                         ArrayRef<TargetOutput> Outputs,
+                                         const lto::LinkedProgram &Program) {
+  std::vector<KernelRow> Rows;
+  for (auto [T, Out] : zip(Targets, Outputs)) {
+    if (T.IsPTX)
+      continue;
+    Expected<packager::ModuleSymbols> S = packager::readCubinSymbols(Out.Cubin);
+    if (!S) {
+      consumeError(S.takeError());
+      continue;
+    }
+    for (packager::KernelInfo &K : S->Kernels) {
+      if (!K.Resources)
+        continue;
+      KernelRow R{&T, std::move(K), std::nullopt, ""};
+      auto Sp = llvm::lower_bound(
+          Out.Spills, R.Kernel.Name,
+          [](const codegen::FunctionSpills &F, StringRef N) {
+            return F.Name < N;
+          });
+      if (Sp != Out.Spills.end() && Sp->Name == R.Kernel.Name)
+        R.Spills = *Sp;
+      auto Def = llvm::lower_bound(
+          Program.Kernels, R.Kernel.Name,
+          [](const lto::KernelInfo &I, StringRef N) { return I.Name < N; });
+      if (Def != Program.Kernels.end() && Def->Name == R.Kernel.Name)
+        R.Origin = Def->Origin;
+      Rows.push_back(std::move(R));
+    }
+  }
+  return Rows;
+}
+
 static Error writeJSON(Context &Ctx, const Config &C,
                        ArrayRef<lto::Target> Targets,
                        ArrayRef<TargetOutput> Outputs,
@@ -663,12 +711,12 @@ static Error writeJSON(Context &Ctx, const Config &C,
     J.attributeArray("kernel_manifest", [&] {
       for (const lto::KernelInfo &K : Program.Kernels) {
         const packager::KernelManifest &M = K.Manifest;
-        if (M.empty())
+        if (!K.hasManifest())
           continue;
         J.object([&] {
           J.attribute("kernel", K.Name);
           J.attribute("language", packager::languageName(M.Language));
-          J.attribute("origin", M.Origin);
+          J.attribute("origin", K.Origin);
           J.attributeArray("params", [&] {
             for (const packager::ParamInfo &P : M.Params)
               J.object([&] {
@@ -699,31 +747,29 @@ static Error writeJSON(Context &Ctx, const Config &C,
       }
     });
     // Each cubin target's kernels and their resources, as `fatlink inspect
-    // --resources` reads them from the cubin.
+    // --resources` reads them from the cubin, with the spills ptxas
+    // reported (null for a cubin fatlink's ptxas did not compile).
     J.attributeArray("kernel_resources", [&] {
-      for (auto [T, Out] : zip(Targets, Outputs)) {
-        if (T.IsPTX)
-          continue;
-        Expected<packager::ModuleSymbols> S =
-            packager::readCubinSymbols(Out.Cubin);
-        if (!S) {
-          consumeError(S.takeError());
-          continue;
-        }
-        for (const packager::KernelInfo &K : S->Kernels) {
-          if (!K.Resources)
-            continue;
-          const packager::KernelResources &R = *K.Resources;
-          J.object([&] {
-            J.attribute("target", T.Name);
-            J.attribute("kernel", K.Name);
-            J.attribute("registers", int64_t(R.Registers));
-            J.attribute("stack", int64_t(R.Stack));
-            J.attribute("shared", int64_t(R.Shared));
-            J.attribute("local", int64_t(R.Local));
-            J.attribute("constant0", int64_t(R.Constant0));
-          });
-        }
+      for (const KernelRow &Row : kernelRows(Targets, Outputs, Program)) {
+        const packager::KernelResources &R = *Row.Kernel.Resources;
+        auto Spill = [&](uint64_t codegen::FunctionSpills::*Field) {
+          return Row.Spills ? json::Value(int64_t((*Row.Spills).*Field))
+                            : json::Value(nullptr);
+        };
+        J.object([&] {
+          J.attribute("target", Row.Target->Name);
+          J.attribute("kernel", Row.Kernel.Name);
+          J.attribute("origin", Row.Origin.empty() ? json::Value(nullptr)
+                                                   : json::Value(Row.Origin));
+          J.attribute("registers", int64_t(R.Registers));
+          J.attribute("stack", int64_t(R.Stack));
+          J.attribute("spill_stores", Spill(&codegen::FunctionSpills::Stores));
+          J.attribute("spill_loads", Spill(&codegen::FunctionSpills::Loads));
+          J.attribute("shared", int64_t(R.Shared));
+          J.attribute("local", int64_t(R.Local));
+          J.attribute("constant0", int64_t(R.Constant0));
+          J.attribute("code_size", int64_t(R.CodeSize));
+        });
       }
     });
     J.attributeArray("inputs", [&] {
@@ -818,6 +864,7 @@ static lto::LinkOptions linkOptions(Context &Ctx, const Config &C,
                                     ArrayRef<lto::Target> Targets) {
   lto::LinkOptions Link = C.Link;
   Link.Jobs = C.Jobs;
+  Link.UseJobserver = C.Jobs == 0 && joinJobserver(Ctx);
   // Inputs compiled for a newer PTX ISA raise their targets' (up to what
   // both LLVM and ptxas take), unless --ptx-version chose it.
   Link.KeepPtxVersion = C.PtxVersion.has_value();
@@ -887,6 +934,7 @@ static codegen::CodegenOptions codegenOptions(Context &Ctx, const Config &C) {
   codegen::CodegenOptions O;
   O.OptLevel = C.Link.OptLevel;
   O.Jobs = C.Jobs;
+  O.UseJobserver = C.Jobs == 0 && joinJobserver(Ctx);
   O.RunPtxas = C.RunPtxas;
   O.SharePTX = C.SharePTX;
   O.Paths = C.Paths;
@@ -900,11 +948,19 @@ static codegen::CodegenOptions codegenOptions(Context &Ctx, const Config &C) {
                        StringRef PTXSource) {
       return codegenKey(C, T, BitcodeHash, PTXSource);
     };
-    O.Cache.Lookup = [&Ctx, Dir](StringRef Key) {
-      return cacheLookupBlob(Ctx, Dir, Key);
+    O.Cache.Lookup =
+        [&Ctx, Dir](StringRef Key) -> std::optional<codegen::PartitionCode> {
+      std::optional<std::string> Blob = cacheLookupBlob(Ctx, Dir, Key);
+      if (!Blob)
+        return std::nullopt;
+      std::optional<codegen::PartitionCode> Code = decodePartitionCode(*Blob);
+      if (!Code)
+        Ctx.verbose("cache: malformed codegen entry " + Key + ", rebuilt");
+      return Code;
     };
-    O.Cache.Store = [&Ctx, Dir](StringRef Key, StringRef Cubin) {
-      cacheStoreBlob(Ctx, Dir, Key, Cubin);
+    O.Cache.Store = [&Ctx, Dir](StringRef Key,
+                                const codegen::PartitionCode &Code) {
+      cacheStoreBlob(Ctx, Dir, Key, encodePartitionCode(Code));
     };
   }
   return O;
@@ -1018,6 +1074,26 @@ static void warnNoKernels(Context &Ctx, const Config &C, const DeviceBuild &B) {
     Ctx.warn("the linked program has no kernels: nothing can be launched");
 }
 
+/// --warn-spills: a warning for each kernel and target that ptxas said
+/// spills registers, naming the input that defined the kernel. From the
+/// cache too: the figures are kept with the cubins.
+static void warnSpills(Context &Ctx, const Config &C, const DeviceBuild &B) {
+  if (!C.WarnSpills)
+    return;
+  for (const KernelRow &Row : kernelRows(B.Targets, B.Outputs, B.Program)) {
+    if (!Row.Spills || (!Row.Spills->Stores && !Row.Spills->Loads))
+      continue;
+    std::string Msg = "kernel " + Row.Kernel.Name + " spills " +
+                      std::to_string(Row.Spills->Stores) +
+                      " bytes (stores) / " +
+                      std::to_string(Row.Spills->Loads) + " bytes (loads) on " +
+                      Row.Target->Name;
+    if (!Row.Origin.empty())
+      Msg += "; defined in " + Row.Origin;
+    Ctx.warn(Msg);
+  }
+}
+
 Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
                                         lto::InputSet &Inputs, ProbeFn Probe) {
   // Bitcode outputs feed build systems, which cache them themselves.
@@ -1029,6 +1105,7 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
       for (const std::string &W : B->Program.Warnings)
         Ctx.warn(W);
       warnNoKernels(Ctx, C, *B);
+      warnSpills(Ctx, C, *B);
       return std::move(*B);
     }
   }
@@ -1047,6 +1124,7 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
     for (const std::string &W : B->Program.Warnings)
       Ctx.warn(W);
     warnNoKernels(Ctx, C, *B);
+    warnSpills(Ctx, C, *B);
   }
   // Only a store makes the cache grow: then keep it within its limits (on
   // a full disk, nothing is stored and nothing is written).

@@ -103,6 +103,11 @@ def partitions_EQ : Joined<["--"], "partitions=">, MetaVarName<"<N>">,
            "(and cached) on its own, then linked with nvlink (default 0: one "
            "per 8 kernels, at most 32; 1: no split)">;
 
+def warn_spills : F<"warn-spills",
+  "Warn about every kernel that spills registers to local memory, per "
+  "target, with the bytes stored and loaded (from ptxas -v) and the input "
+  "that defined it">, Group<grp_tools>;
+
 def ptx_per_arch : F<"ptx-per-arch",
   "Generate every arch's PTX with its own code generation, even where the "
   "oldest and the newest arch of the set get the same code (by default the "

@@ -356,11 +356,13 @@ static std::string dims(const uint32_t (&D)[3]) {
 }
 
 /// --resources: one row per kernel of every cubin, with what the cubin says
-/// it uses (packager::KernelResources).
+/// it uses (packager::KernelResources). Spills are not in a cubin (ptxas
+/// prints them, `device-link --json` reports them): "-", unknown.
 static void printResourceTable(Context &Ctx, ArrayRef<Entry> Entries) {
   std::vector<std::vector<std::string>> Rows;
-  Rows.push_back({"name", "arch", "kernel", "regs", "stack", "shared",
-                  "local", "const0", "maxntid", "reqntid"});
+  Rows.push_back({"name", "arch", "kernel", "regs", "stack", "spill-st",
+                  "spill-ld", "shared", "local", "const0", "code", "maxntid",
+                  "reqntid"});
   for (const Entry &E : Entries) {
     if (!E.Kernels)
       continue;
@@ -369,8 +371,9 @@ static void printResourceTable(Context &Ctx, ArrayRef<Entry> Entries) {
         continue;
       const packager::KernelResources &R = *K.Resources;
       Rows.push_back({E.Name, E.Arch, K.Name, std::to_string(R.Registers),
-                      std::to_string(R.Stack), std::to_string(R.Shared),
-                      std::to_string(R.Local), std::to_string(R.Constant0),
+                      std::to_string(R.Stack), "-", "-",
+                      std::to_string(R.Shared), std::to_string(R.Local),
+                      std::to_string(R.Constant0), std::to_string(R.CodeSize),
                       dims(R.MaxThreads), dims(R.ReqThreads)});
     }
   }
@@ -378,7 +381,7 @@ static void printResourceTable(Context &Ctx, ArrayRef<Entry> Entries) {
     Ctx.Out << "no cubin kernels found\n";
     return;
   }
-  printRows(Ctx, Rows, {3, 4, 5, 6, 7});
+  printRows(Ctx, Rows, {3, 4, 5, 6, 7, 8, 9, 10});
 }
 
 static void printJson(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
@@ -435,9 +438,13 @@ static void printJson(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
                 J.attributeObject("resources", [&] {
                   J.attribute("registers", int64_t(R.Registers));
                   J.attribute("stack", int64_t(R.Stack));
+                  // Not in a cubin: device-link --json reports them.
+                  J.attribute("spill_stores", nullptr);
+                  J.attribute("spill_loads", nullptr);
                   J.attribute("shared", int64_t(R.Shared));
                   J.attribute("local", int64_t(R.Local));
                   J.attribute("constant0", int64_t(R.Constant0));
+                  J.attribute("code_size", int64_t(R.CodeSize));
                   Dims("max_threads", R.MaxThreads);
                   Dims("required_threads", R.ReqThreads);
                 });

@@ -33,6 +33,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Threading.h"
 
 #include <functional>
 #include <memory>
@@ -287,6 +288,9 @@ struct LinkOptions {
   /// Threads for work that splits by image or partition (0: one per
   /// core). The result does not depend on it.
   unsigned Jobs = 0;
+  /// With Jobs 0: the driver joined the build's jobserver, and each task
+  /// runs holding one of its job slots (threadStrategy).
+  bool UseJobserver = false;
   /// With the time profiler on: what its worker threads leave out, in
   /// microseconds (as the driver's --time-trace-granularity).
   unsigned TimeTraceGranularity = 500;
@@ -365,6 +369,10 @@ struct LinkedProgram {
   /// The symbols the program takes from them, sorted.
   std::vector<std::string> LibrarySymbols;
 };
+
+/// The thread pool strategy for \p Jobs threads (0: one per core), or,
+/// with Jobs 0 and \p UseJobserver, as many as the jobserver grants.
+llvm::ThreadPoolStrategy threadStrategy(unsigned Jobs, bool UseJobserver);
 
 /// Links every image, resolves symbols as a linker would (strong, weak,
 /// linkonce and comdat definitions; duplicates and undefined references

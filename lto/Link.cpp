@@ -705,7 +705,7 @@ std::vector<size_t> DeviceLinker::equivalentImages(
       Opts.MemoStore(Key, toStringRef(ArrayRef<uint8_t>(*Digest[I])));
   };
   {
-    DefaultThreadPool Pool(hardware_concurrency(Opts.Jobs));
+    DefaultThreadPool Pool(threadStrategy(Opts.Jobs, Opts.UseJobserver));
     for (size_t I : ToHash)
       Pool.async([&, I] { Compute(I); });
     Pool.wait();
@@ -1106,13 +1106,21 @@ static void launchDims(const Function &F, StringRef Attr, uint32_t Dims[3]) {
       Dims[I] = 0;
 }
 
-static void collectInterface(const Module &M, LinkedProgram &Out) {
+/// The kernels and host-visible globals of the linked module M; each
+/// kernel's origin from Symtab, where one is known (null: none).
+static void collectInterface(const Module &M, LinkedProgram &Out,
+                             const SymbolTable *Symtab) {
   const DataLayout &DL = M.getDataLayout();
   for (const Function &F : M) {
     if (F.isDeclaration() || F.getCallingConv() != CallingConv::PTX_Kernel)
       continue;
     KernelInfo K;
     K.Name = F.getName().str();
+    if (Symtab) {
+      auto It = Symtab->Symbols.find(K.Name);
+      if (It != Symtab->Symbols.end())
+        K.Origin = It->second.DefOrigin.str();
+    }
     for (const Argument &A : F.args()) {
       packager::ParamInfo P = irParam(DL, A);
       K.ParamSizes.push_back(P.Size);
@@ -1219,7 +1227,7 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   if (Error E = checkPTXNames(*Composite, Symtab, Opts.ErrorLimit))
     return E;
   if (First)
-    collectInterface(*Composite, Out);
+    collectInterface(*Composite, Out, &Symtab);
 
   // Fold what does not depend on the target, then split the group by what
   // the program can observe of __CUDA_ARCH.
@@ -1300,6 +1308,12 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   return Error::success();
 }
 
+ThreadPoolStrategy threadStrategy(unsigned Jobs, bool UseJobserver) {
+  if (Jobs == 0 && UseJobserver)
+    return jobserver_concurrency();
+  return hardware_concurrency(Jobs);
+}
+
 unsigned defaultPartitions(size_t Kernels) {
   return unsigned(std::clamp<size_t>(Kernels / 8, 1, 32));
 }
@@ -1354,7 +1368,7 @@ Expected<bool> DeviceLinker::optimizePartitions(Module &M, const Target &Rep,
       Opts.MemoStore(Key, P.Bitcode);
   };
   {
-    DefaultThreadPool Pool(hardware_concurrency(Opts.Jobs));
+    DefaultThreadPool Pool(threadStrategy(Opts.Jobs, Opts.UseJobserver));
     for (size_t I = 0; I < Split.size(); ++I)
       Pool.async([&, I] {
         if (Tracing)
@@ -1409,7 +1423,7 @@ Expected<std::vector<KernelInfo>> readKernels(MemoryBufferRef Bitcode) {
                              Bitcode.getBufferIdentifier().str().c_str(),
                              toString(MOrErr.takeError()).c_str());
   LinkedProgram P;
-  collectInterface(**MOrErr, P);
+  collectInterface(**MOrErr, P, nullptr);
   llvm::sort(P.Kernels, [](const KernelInfo &A, const KernelInfo &B) {
     return A.Name < B.Name;
   });
@@ -1461,7 +1475,10 @@ static Expected<LinkedProgram> linkAndOptimizeImpl(const InputSet &Inputs,
     std::set<unsigned> Units;
     for (const DeviceObject &O : Inputs.Objects)
       if (Units.insert(O.Source).second)
-        append_range(Out.Kernels, O.Kernels);
+        for (KernelInfo K : O.Kernels) {
+          K.Origin = O.Origin;
+          Out.Kernels.push_back(std::move(K));
+        }
     llvm::stable_sort(Out.Kernels,
                       [](const KernelInfo &A, const KernelInfo &B) {
                         return A.Name < B.Name;

@@ -78,7 +78,7 @@ Expected<ElfSection> kernelTable(ArrayRef<const KernelInfo *> Kernels) {
   uint64_t NumSizes = 0, NumManifests = 0, NumParams = 0;
   for (const KernelInfo *K : Kernels) {
     NumSizes += K->ParamSizes.size();
-    if (K->Manifest.empty())
+    if (!K->hasManifest())
       continue;
     if (!K->Manifest.Params.empty() &&
         K->Manifest.Params.size() != K->ParamSizes.size())
@@ -121,7 +121,7 @@ Expected<ElfSection> kernelTable(ArrayRef<const KernelInfo *> Kernels) {
       NextSize += 4;
     }
     const KernelManifest &M = K.Manifest;
-    if (M.empty())
+    if (!K.hasManifest())
       continue;
     uint64_t MOff = NextManifest;
     NextManifest += sizeof(fatlink_kernel_manifest);
@@ -135,7 +135,7 @@ Expected<ElfSection> kernelTable(ArrayRef<const KernelInfo *> Kernels) {
       put32(Sec.Data, MOff + offsetof(fatlink_kernel_manifest, params),
             NextParam);
     put32(Sec.Data, MOff + offsetof(fatlink_kernel_manifest, origin),
-          addString(M.Origin));
+          addString(K.Origin));
     for (unsigned D = 0; D < 3; ++D) {
       put32(Sec.Data,
             MOff + offsetof(fatlink_kernel_manifest, max_threads) + 4 * D,
@@ -238,7 +238,7 @@ fatlink::packager::writeHostObject(StringRef Fatbin,
                              sizeof(fatlink_module));
   put64(Module.Data, offsetof(fatlink_module, fatbin_size), Fatbin.size());
   put32(Module.Data, offsetof(fatlink_module, num_kernels), Sorted.size());
-  if (any_of(Sorted, [](const KernelInfo *K) { return !K->Manifest.empty(); }))
+  if (any_of(Sorted, [](const KernelInfo *K) { return K->hasManifest(); }))
     put32(Module.Data, offsetof(fatlink_module, flags),
           FATLINK_MODULE_FLAG_MANIFEST);
   Module.Relocs.push_back({offsetof(fatlink_module, wrapper), WrapperSec, 0});

@@ -173,6 +173,7 @@ struct KernelResources {
   uint64_t Shared = 0;    ///< static shared bytes: .nv.shared.<kernel>
   uint64_t Local = 0;     ///< bytes: .nv.local.<kernel>
   uint64_t Constant0 = 0; ///< bank 0 bytes (parameters): .nv.constant0.<kernel>
+  uint64_t CodeSize = 0;  ///< the kernel's bytes of code: .text.<kernel>
   /// __launch_bounds__ / .maxntid (EIATTR_MAX_THREADS) and .reqntid
   /// (EIATTR_REQNTID), x, y, z; all 0 when the kernel declares none.
   uint32_t MaxThreads[3] = {0, 0, 0};
@@ -191,21 +192,17 @@ struct ParamInfo {
   std::string Name;      ///< "" when not known
 };
 
-/// What the link knew of a kernel beyond its parameter sizes: the
-/// manifest fatlink stores beside the fatbin. Empty Params and Origin with
-/// Language unknown: nothing is known, and no manifest is written.
+/// What the link knew of a kernel beyond its parameter sizes and origin
+/// (KernelInfo has those): the manifest fatlink stores beside the fatbin,
+/// with the origin. A kernel with no origin, no parameters described and
+/// no language known gets none.
 struct KernelManifest {
   uint8_t Language = FATLINK_LANGUAGE_UNKNOWN; ///< enum fatlink_language
-  std::string Origin; ///< the input that defined the kernel
   std::vector<ParamInfo> Params; ///< empty, or one per parameter
   uint32_t MaxThreads[3] = {0, 0, 0};
   uint32_t ReqThreads[3] = {0, 0, 0};
   uint32_t MinBlocks = 0;
   uint32_t Cluster[3] = {0, 0, 0};
-  bool empty() const {
-    return Language == FATLINK_LANGUAGE_UNKNOWN && Origin.empty() &&
-           Params.empty();
-  }
 };
 
 /// "sint", "uint", "int", "float", "bf16", "pointer", "aggregate",
@@ -217,9 +214,17 @@ llvm::StringRef languageName(uint8_t Language);
 struct KernelInfo {
   std::string Name;
   std::vector<uint32_t> ParamSizes; ///< bytes per parameter, in order
+  /// The input that defined it ("libk.rlib(k.rcgu.o)"), where a link
+  /// knows (fatlink's device link); empty otherwise.
+  std::string Origin = {};
   /// Cubins only (PTX says no register counts).
   std::optional<KernelResources> Resources = std::nullopt;
   KernelManifest Manifest = {};
+  /// Whether a manifest is written for it (see KernelManifest).
+  bool hasManifest() const {
+    return !Origin.empty() || !Manifest.Params.empty() ||
+           Manifest.Language != FATLINK_LANGUAGE_UNKNOWN;
+  }
 };
 
 //===----------------------------------------------------------------------===//

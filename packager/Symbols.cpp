@@ -83,7 +83,7 @@ static std::vector<unsigned> cubinParamSizes(StringRef Info) {
 /// `.nv.shared.<kernel>`, `.nv.local.<kernel>` and
 /// `.nv.constant0.<kernel>`, and declared block sizes from
 /// `.nv.info.<kernel>` (EIATTR_MAX_THREADS 0x05, EIATTR_REQNTID 0x10: three
-/// u32). Measured against nvcc 13.0's cubins and cuobjdump -res-usage.
+/// u32), and the code size from `.text.<kernel>`'s size. Measured against nvcc 13.0's cubins and cuobjdump -res-usage.
 static void readResources(const object::ELF64LEObjectFile &Obj,
                           std::vector<KernelInfo> &Kernels) {
   constexpr uint8_t AttrMaxThreads = 0x05, AttrReqNtid = 0x10,
@@ -122,6 +122,7 @@ static void readResources(const object::ELF64LEObjectFile &Obj,
         R->Registers = (*Hdr)->sh_info >> 24;
       else
         consumeError(Hdr.takeError());
+      R->CodeSize = Sec.getSize();
     } else if (KernelResources *R = For(".nv.shared.")) {
       R->Shared = Sec.getSize();
     } else if (KernelResources *R = For(".nv.local.")) {

@@ -335,3 +335,43 @@ TEST(PtxLinkTest, MalformedInputNamesTheInputAndLine) {
 }
 
 } // namespace
+
+namespace {
+
+// ptxas -v's per-function properties, as CUDA 13.0's ptxas prints them:
+// entry and device functions, with other info lines in between.
+TEST(PtxasSpills, Parse) {
+  const char *Log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'plain' for 'sm_80'\n"
+      "ptxas info    : Function properties for plain\n"
+      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 8 registers, used 0 barriers, 360 bytes cmem[0]\n"
+      "ptxas info    : Function properties for helper\n"
+      "    8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n"
+      "ptxas info    : Compiling entry function 'spill' for 'sm_80'\n"
+      "ptxas info    : Function properties for spill\n"
+      "    528 bytes stack frame, 1000 bytes spill stores, 756 bytes spill "
+      "loads\n"
+      "ptxas info    : Used 32 registers, used 0 barriers, 372 bytes "
+      "cmem[0]\n";
+  std::vector<fatlink::codegen::FunctionSpills> S =
+      fatlink::codegen::parsePtxasSpills(Log);
+  ASSERT_EQ(S.size(), 3u);
+  EXPECT_EQ(S[0].Name, "plain");
+  EXPECT_EQ(S[0].Stores, 0u);
+  EXPECT_EQ(S[1].Name, "helper");
+  EXPECT_EQ(S[1].Stores, 4u);
+  EXPECT_EQ(S[1].Loads, 12u);
+  EXPECT_EQ(S[2].Name, "spill");
+  EXPECT_EQ(S[2].Stores, 1000u);
+  EXPECT_EQ(S[2].Loads, 756u);
+  // Properties without the spill figures, or none at all: nothing.
+  EXPECT_TRUE(fatlink::codegen::parsePtxasSpills(
+                  "ptxas info    : Function properties for f\n"
+                  "ptxas info    : Used 8 registers\n")
+                  .empty());
+  EXPECT_TRUE(fatlink::codegen::parsePtxasSpills("").empty());
+}
+
+} // namespace

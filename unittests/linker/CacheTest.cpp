@@ -53,3 +53,31 @@ TEST(CacheKey, ToolkitToolsOfLtoIR) {
 }
 
 } // namespace
+
+namespace {
+
+// A partition's codegen entry keeps its spills with its cubin; a payload
+// cut short or with bytes after it is not an entry.
+TEST(CacheEntry, PartitionCodeRoundTrip) {
+  codegen::PartitionCode Code;
+  Code.Cubin = std::string("\x7f" "ELF\0cubin", 10);
+  Code.Spills = {{"a_kernel", 16, 24}, {"b_kernel", 0, 0}};
+  std::string Payload = encodePartitionCode(Code);
+  std::optional<codegen::PartitionCode> Back = decodePartitionCode(Payload);
+  ASSERT_TRUE(Back.has_value());
+  EXPECT_EQ(Back->Cubin, Code.Cubin);
+  ASSERT_EQ(Back->Spills.size(), 2u);
+  EXPECT_EQ(Back->Spills[0].Name, "a_kernel");
+  EXPECT_EQ(Back->Spills[0].Stores, 16u);
+  EXPECT_EQ(Back->Spills[0].Loads, 24u);
+  EXPECT_EQ(Back->Spills[1].Name, "b_kernel");
+  EXPECT_FALSE(decodePartitionCode(StringRef(Payload).drop_back(1)));
+  EXPECT_FALSE(decodePartitionCode(Payload + "x"));
+  // A spill count larger than the payload is refused before any
+  // allocation.
+  std::string Huge = Payload.substr(0, 8 + Code.Cubin.size());
+  Huge += std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8);
+  EXPECT_FALSE(decodePartitionCode(Huge));
+}
+
+} // namespace
