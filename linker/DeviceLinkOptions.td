@@ -125,7 +125,8 @@ def error_limit_EQ : J<"error-limit", "<N>",
   Group<grp_diag>;
 defm allow_abi_mismatch : JS<"allow-abi-mismatch", "<symbol>",
   "Link even though declarations of <symbol> (its link name, as the error "
-  "writes it) disagree with its definition (repeatable; docs/abi.md)">,
+  "writes it) disagree with its definition (comma-separated, repeatable; "
+  "docs/abi.md)">,
   Group<grp_diag>;
 defm time_trace : JS<"time-trace", "<file>",
   "Write a Chrome trace of where the time goes to <file>">, Group<grp_diag>;

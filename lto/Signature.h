@@ -14,7 +14,7 @@
 // pointer) come, best first, from debug info (rustc -g, clang -g: the
 // DISubroutineType of the function's DISubprogram), from the Itanium
 // mangled name of a C++ function (its parameter types), and last from the
-// IR types themselves, spelled as the language would ("i32 or u32" in Rust,
+// IR types themselves, spelled as the language would ("i32/u32" in Rust,
 // "int/unsigned" in C++, where the IR does not keep the sign).
 //
 // The link checks every declaration against the definition it resolves to
