@@ -280,7 +280,7 @@ void printSettingsHelp(raw_ostream &OS, StringRef Tool) {
         "of the file --fatlink-config= or FATLINK_CONFIG names.\n\nSETTINGS:\n";
   for (const KeyInfo &K : Keys) {
     std::string Arg = std::string("--fatlink-") + K.Key + (K.IsFlag ? "" : "=");
-    OS << "  " << left_justify(Arg, 28) << left_justify(envName(K.Key), 26)
+    OS << "  " << left_justify(Arg, 31) << left_justify(envName(K.Key), 28)
        << K.Help << " (default: " << K.Default << ")\n";
   }
   OS << "\n--fatlink-help prints this; --help is the host linker's.\n";

@@ -249,8 +249,9 @@ static void scalarOf(const DIType *T, TypeSig::Kind &K, TypeSig::Sign &S,
     K = TypeSig::Int;
     S = TypeSig::Sign::Unsigned;
     break;
-  case dwarf::DW_ATE_boolean:
+  case dwarf::DW_ATE_boolean: // a byte in memory, i1 as a value
     K = TypeSig::Int;
+    Bits = 1;
     break;
   default: // characters: their sign is the platform's
     K = TypeSig::Int;
@@ -386,9 +387,9 @@ static std::vector<std::string> splitParams(StringRef List) {
 /// Whether a source type can describe an IR type: the same kind and, for
 /// scalars, the same width (an aggregate or anything else: any).
 static bool describes(const SourceType &Src, const TypeSig &IR) {
+  // A struct or union may travel as anything but nothing.
   if (Src.K == TypeSig::Other)
-    return IR.K == TypeSig::Aggregate || IR.K == TypeSig::Other ||
-           IR.K == TypeSig::Pointer || IR.K == TypeSig::Int;
+    return IR.K != TypeSig::Void;
   if (Src.K != IR.K)
     return false;
   return Src.K == TypeSig::Pointer || Src.Bits == IR.Bits;
