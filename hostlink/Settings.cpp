@@ -45,6 +45,9 @@ constexpr KeyInfo Keys[] = {
      "no progress line (on a terminal, for a device link over 2 s)"},
     {"allow-no-kernels", true, "off",
      "cc: link device code without kernels (else an error)"},
+    {"allow-abi-mismatch", false, "none",
+     "symbols (comma-separated) whose declarations may disagree with their "
+     "definition"},
     {"log-file", false, "<output>.fatlink.log",
      "cc: where the link's messages go, -v or not; off: none"},
     {"dry-run", true, "off", "print the plan; run nothing"},
@@ -252,6 +255,12 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
   C.Link.LibdevicePath = C.Paths.Libdevice;
   C.Link.DeviceRuntimePath = C.Paths.DeviceRuntime;
   C.TimeTracePath = S.get("time-trace").value_or("").str();
+  if (std::optional<StringRef> V = S.get("allow-abi-mismatch")) {
+    SmallVector<StringRef, 4> Names;
+    V->split(Names, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef N : Names)
+      C.Link.AllowAbiMismatch.push_back(N.trim().str());
+  }
   // The wrappers cache by default: a host-only change skips the device link.
   std::string Cache = S.get("cache-dir").value_or(defaultCacheDir()).str();
   C.CacheDir = Cache == "off" || Cache == "0" ? "" : Cache;
@@ -274,7 +283,7 @@ void printSettingsHelp(raw_ostream &OS, StringRef Tool) {
         "of the file --fatlink-config= or FATLINK_CONFIG names.\n\nSETTINGS:\n";
   for (const KeyInfo &K : Keys) {
     std::string Arg = std::string("--fatlink-") + K.Key + (K.IsFlag ? "" : "=");
-    OS << "  " << left_justify(Arg, 28) << left_justify(envName(K.Key), 26)
+    OS << "  " << left_justify(Arg, 31) << left_justify(envName(K.Key), 28)
        << K.Help << " (default: " << K.Default << ")\n";
   }
   OS << "\n--fatlink-help prints this; --help is the host linker's.\n";

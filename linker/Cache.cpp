@@ -136,6 +136,10 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   W.u64(C.Link.ExportSymbols.size());
   for (const std::string &S : C.Link.ExportSymbols)
     W.str(S);
+  // A link that passed only by an allowance must not answer one without.
+  W.u64(C.Link.AllowAbiMismatch.size());
+  for (const std::string &S : C.Link.AllowAbiMismatch)
+    W.str(S);
   W.u64(unsigned(C.OutKind));
   W.u64(unsigned(C.Fatbin.Compress));
   W.u64(C.Fatbin.ZstdLevel);

@@ -166,6 +166,12 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
   C.Output = Args.getLastArgValue(OPT_output).str();
   C.ArchLists = Args.getAllArgValues(OPT_arch_EQ);
   C.Link.ExportSymbols = Args.getAllArgValues(OPT_export_symbol_EQ);
+  for (StringRef V : Args.getAllArgValues(OPT_allow_abi_mismatch_EQ)) {
+    SmallVector<StringRef, 4> Names;
+    V.split(Names, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef N : Names)
+      C.Link.AllowAbiMismatch.push_back(N.trim().str());
+  }
   C.EmitPTX = Args.hasArg(OPT_emit_ptx);
   C.ListTargets = Args.hasArg(OPT_list_targets);
   C.JsonPath = Args.getLastArgValue(OPT_json_EQ).str();

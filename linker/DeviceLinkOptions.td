@@ -128,6 +128,11 @@ def save_temps_EQ : J<"save-temps", "<dir>", "Keep intermediate files in <dir>">
 def error_limit_EQ : J<"error-limit", "<N>",
   "Report at most <N> errors of one kind (default 20; 0: all)">,
   Group<grp_diag>;
+defm allow_abi_mismatch : JS<"allow-abi-mismatch", "<symbol>",
+  "Link even though declarations of <symbol> (its link name, as the error "
+  "writes it) disagree with its definition (comma-separated, repeatable; "
+  "docs/abi.md)">,
+  Group<grp_diag>;
 defm time_trace : JS<"time-trace", "<file>",
   "Write a Chrome trace of where the time goes to <file>">, Group<grp_diag>;
 defm time_trace_granularity : JS<"time-trace-granularity", "<us>",

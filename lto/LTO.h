@@ -261,6 +261,10 @@ struct LinkOptions {
   /// Symbols that must stay visible, besides kernels and host-visible
   /// globals (rustc's `--export-symbol`).
   std::vector<std::string> ExportSymbols;
+  /// Symbols whose declarations may disagree with their definition (the
+  /// escape hatch of the signature check: `--allow-abi-mismatch`,
+  /// docs/abi.md), by their link (mangled) name.
+  std::vector<std::string> AllowAbiMismatch;
   /// The highest PTX ISA version (x10) the tools after code generation
   /// accept (ptxas), and who says so, for messages ("ptxas from CUDA
   /// 13.0"). 0: no limit. An input compiled for a newer PTX ISA than this

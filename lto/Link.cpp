@@ -33,6 +33,7 @@
 
 #include "lto/LTO.h"
 #include "lto/Libraries.h"
+#include "lto/Signature.h"
 #include "lto/Support.h"
 #include "lto/Target.h"
 
@@ -47,6 +48,7 @@
 #include "llvm/Demangle/Demangle.h"
 #include "llvm/IR/Comdat.h"
 #include "llvm/IR/Constants.h"
+#include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/Instructions.h"
@@ -253,6 +255,92 @@ static Error checkKinds(const SymbolTable &Symtab, unsigned ErrorLimit) {
       Errors.add(createStringError(Msg));
     }
   }
+  return Errors.take();
+}
+
+/// Every declaration of a function or variable must agree with the
+/// definition it resolves to, in the ways that change the code the call or
+/// access compiles to: parameter count, integer or float, width, pointer or
+/// value, return type, variadic or not; and, where a source type on each
+/// side says (debug info, a C++ mangled name), the sign of an integer and a
+/// pointer's pointee. Otherwise a Rust `fn(f32) -> f32` calling a CUDA
+/// `float f(double)` links without a word and computes garbage. Runs once
+/// per link, on the modules as parsed, before anything is linked; symbols
+/// in \p Allowed are not checked (docs/abi.md).
+static Error checkSignatures(ArrayRef<std::unique_ptr<Module>> Modules,
+                             ArrayRef<StringRef> Origins,
+                             ArrayRef<std::string> Allowed,
+                             unsigned ErrorLimit) {
+  TimeTraceScope Scope("Check signatures");
+  struct Def {
+    const GlobalValue *GV;
+    size_t Module;
+  };
+  StringMap<Def> Defs;
+  for (auto [I, M] : enumerate(Modules))
+    for (const GlobalValue &GV : M->global_values())
+      if (!GV.hasLocalLinkage() && GV.hasName() && !isLLVMReserved(GV) &&
+          !GV.isDeclarationForLinker() && kindOf(GV) != SymbolKind::Other)
+        Defs.try_emplace(GV.getName(), Def{&GV, I});
+  StringSet<> Allow;
+  for (const std::string &Name : Allowed)
+    Allow.insert(Name);
+
+  std::vector<SourceLanguage> Langs;
+  for (const std::unique_ptr<Module> &M : Modules)
+    Langs.push_back(moduleLanguage(*M));
+  auto HasSourceTypes = [](const GlobalValue &GV) {
+    if (isa<GlobalVariable>(GV))
+      return cast<GlobalVariable>(GV).hasMetadata(LLVMContext::MD_dbg);
+    const auto *F = dyn_cast<Function>(&GV);
+    const DISubprogram *SP = F ? F->getSubprogram() : nullptr;
+    return SP && SP->getType() && SP->getType()->getTypeArray().size() > 0;
+  };
+
+  ErrorList Errors(ErrorLimit);
+  for (auto [I, M] : enumerate(Modules))
+    for (const GlobalValue &GV : M->global_values()) {
+      if (GV.hasLocalLinkage() || !GV.hasName() || isLLVMReserved(GV) ||
+          !GV.isDeclarationForLinker())
+        continue;
+      auto It = Defs.find(GV.getName());
+      if (It == Defs.end() || Allow.contains(GV.getName()))
+        continue;
+      const GlobalValue &D = *It->second.GV;
+      // A mismatch of kinds is checkKinds'; a kernel's uncalled plain
+      // declaration (clang's, for host launches) claims nothing.
+      SymbolKind UseKind = refKindOf(GV);
+      if (UseKind != kindOf(D))
+        continue;
+      if (UseKind == SymbolKind::Variable &&
+          (GV.getAddressSpace() == NVPTXAS::ADDRESS_SPACE_SHARED ||
+           D.getAddressSpace() == NVPTXAS::ADDRESS_SPACE_SHARED))
+        continue; // unifySharedDeclarations' business
+      // The common case costs one comparison: equal IR types (uniqued in
+      // the one LLVMContext) agree unless source types on a side can say
+      // more than the IR.
+      if (GV.getValueType() == D.getValueType() && !HasSourceTypes(GV) &&
+          !HasSourceTypes(D))
+        continue;
+      Signature Use = signatureOf(GV, Langs[I]);
+      Signature DefSig = signatureOf(D, Langs[It->second.Module]);
+      std::string Why = findMismatch(Use, DefSig);
+      if (Why.empty())
+        continue;
+      auto Where = [](StringRef Origin, SourceLanguage L) {
+        StringRef Name = languageName(L);
+        return Name.empty() ? Origin.str() : (Origin + " (" + Name + ")").str();
+      };
+      StringRef Link = GV.getName();
+      Errors.add(createStringError(
+          "ABI mismatch for %s: %s\n>>> declared as %s by %s\n>>> defined as "
+          "%s in %s\n>>> to link anyway: --allow-abi-mismatch=%s (fatlink "
+          "cc, llbc: --fatlink-allow-abi-mismatch=%s)",
+          describeSymbol(Link).c_str(), Why.c_str(), Use.str().c_str(),
+          Where(Origins[I], Use.Language).c_str(), DefSig.str().c_str(),
+          Where(Origins[It->second.Module], DefSig.Language).c_str(),
+          Link.str().c_str(), Link.str().c_str()));
+    }
   return Errors.take();
 }
 
@@ -1147,6 +1235,7 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
 
   // Parse every image, recording who defines and uses what.
   std::vector<std::unique_ptr<Module>> Modules;
+  std::vector<StringRef> Origins; // of Modules, in order
   SymbolTable Symtab;
   ErrorList Errors(Opts.ErrorLimit);
   {
@@ -1161,6 +1250,7 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
       Errors.add(checkCompiledFor(**MOrErr, Image, G));
       noteUse(**MOrErr, Image, I, G, Out);
       Symtab.add(**MOrErr, Image.Origin);
+      Origins.push_back(Image.Origin);
       Modules.push_back(std::move(*MOrErr));
     }
   }
@@ -1183,6 +1273,9 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   if (Error E = checkDuplicates(Symtab, Opts.ErrorLimit))
     return E;
   if (Error E = checkKinds(Symtab, Opts.ErrorLimit))
+    return E;
+  if (Error E = checkSignatures(Modules, Origins, Opts.AllowAbiMismatch,
+                                Opts.ErrorLimit))
     return E;
   if (Error E = choosePtxVersions(Modules, G, Out))
     return E;

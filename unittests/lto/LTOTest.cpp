@@ -743,6 +743,148 @@ TEST_F(LTOTest, KernelDeclaredAsAFunctionButNotCalledLinks) {
   EXPECT_THAT_EXPECTED(link({A, B}, Sm80, options()), Succeeded());
 }
 
+//===----------------------------------------------------------------------===//
+// Signature checks (docs/abi.md)
+//===----------------------------------------------------------------------===//
+
+namespace {
+const char *RustIdent =
+    "!llvm.ident = !{!0}\n!0 = !{!\"rustc version 1.95.0 (59807616e 2026-04-14)\"}\n";
+const char *ClangIdent =
+    "!llvm.ident = !{!0}\n!0 = !{!\"Debian clang version 22.1.8\"}\n";
+
+/// a.bc calls `float f(<Param>)`, which b.bc defines with \p DefParam.
+std::string callerOf(StringRef Decl, StringRef Call) {
+  return (Decl + "\ndefine ptx_kernel void @k(ptr %p) {\n" + Call +
+          "  ret void\n}\n")
+      .str();
+}
+} // namespace
+
+TEST_F(LTOTest, AbiMismatchNamesBothSignatures) {
+  // Without a producer, LLVM's words.
+  std::string A = writeIR(
+      "a.bc", callerOf("declare float @f(float)",
+                       "  %v = call float @f(float 1.0)\n  store float %v, ptr %p\n"));
+  std::string B = writeIR("b.bc", "define float @f(double %x) {\n"
+                                  "  %r = fptrunc double %x to float\n"
+                                  "  ret float %r\n}\n");
+  EXPECT_THAT_EXPECTED(
+      link({A, B}, Sm80, options()),
+      FailedWithMessage(
+          "ABI mismatch for f: parameter 1 is float in the declaration and "
+          "double in the definition\n>>> declared as float f(float) by " +
+          A + "\n>>> defined as float f(double) in " + B +
+          "\n>>> to link anyway: --allow-abi-mismatch=f (fatlink cc, llbc: "
+          "--fatlink-allow-abi-mismatch=f)"));
+}
+
+TEST_F(LTOTest, AbiMismatchInEachLanguagesWords) {
+  std::string A = writeIR(
+      "a.bc", callerOf("declare float @f(float)",
+                       "  %v = call float @f(float 1.0)\n  store float %v, ptr %p\n") +
+                  RustIdent);
+  std::string B = writeIR("b.bc", std::string("define float @f(double %x) {\n"
+                                              "  %r = fptrunc double %x to float\n"
+                                              "  ret float %r\n}\n") +
+                                      ClangIdent);
+  EXPECT_THAT_EXPECTED(
+      link({A, B}, Sm80, options()),
+      FailedWithMessage(HasSubstr(
+          "parameter 1 is f32 in the declaration and double in the "
+          "definition\n>>> declared as fn f(f32) -> f32 by " +
+          A + " (Rust)\n>>> defined as float f(double) in " + B +
+          " (CUDA C++)")));
+}
+
+TEST_F(LTOTest, AbiMismatchEveryKind) {
+  // Count, return type, variadic, pointer or value, integer width, a
+  // variable's type: one error each, all in one run.
+  std::string A = writeIR(
+      "a.bc",
+      "declare float @count(float, float)\n"
+      "declare double @ret(float)\n"
+      "declare i32 @var(i32, ...)\n"
+      "declare float @ptr(ptr)\n"
+      "declare i32 @wide(i64)\n"
+      "@g = external addrspace(1) global double\n"
+      "define ptx_kernel void @k(ptr %p) {\n"
+      "  %a = call float @count(float 1.0, float 2.0)\n"
+      "  %b = call double @ret(float 1.0)\n"
+      "  %c = call i32 (i32, ...) @var(i32 1, i32 2)\n"
+      "  %d = call float @ptr(ptr %p)\n"
+      "  %e = call i32 @wide(i64 1)\n"
+      "  %f = load double, ptr addrspace(1) @g\n"
+      "  store float %a, ptr %p\n  store double %b, ptr %p\n"
+      "  store i32 %c, ptr %p\n  store float %d, ptr %p\n"
+      "  store i32 %e, ptr %p\n  store double %f, ptr %p\n"
+      "  ret void\n}\n");
+  std::string B = writeIR("b.bc", "define float @count(float %x) { ret float %x }\n"
+                                  "define float @ret(float %x) { ret float %x }\n"
+                                  "define i32 @var(i32 %x) { ret i32 %x }\n"
+                                  "define float @ptr(float %x) { ret float %x }\n"
+                                  "define i32 @wide(i32 %x) { ret i32 %x }\n"
+                                  "@g = addrspace(1) global float 1.0\n");
+  Expected<lto::LinkedProgram> P = link({A, B}, Sm80, options());
+  ASSERT_FALSE(bool(P));
+  std::string Msg = toString(P.takeError());
+  EXPECT_THAT(Msg, HasSubstr("ABI mismatch for count: it takes 2 parameters "
+                             "in the declaration and 1 in the definition"));
+  EXPECT_THAT(Msg, HasSubstr("ABI mismatch for ret: the return type is double "
+                             "in the declaration and float in the definition"));
+  EXPECT_THAT(Msg, HasSubstr("ABI mismatch for var: it is variadic in the "
+                             "declaration, not in the definition"));
+  EXPECT_THAT(Msg, HasSubstr("ABI mismatch for ptr: parameter 1 is ptr in the "
+                             "declaration and float in the definition"));
+  EXPECT_THAT(Msg, HasSubstr("ABI mismatch for wide: parameter 1 is i64 in "
+                             "the declaration and i32 in the definition"));
+  EXPECT_THAT(Msg, HasSubstr("ABI mismatch for g: the type is double in the "
+                             "declaration and float in the definition"));
+}
+
+TEST_F(LTOTest, AbiMismatchAllowed) {
+  std::string A = writeIR(
+      "a.bc", callerOf("declare float @f(float)",
+                       "  %v = call float @f(float 1.0)\n  store float %v, ptr %p\n"));
+  std::string B = writeIR("b.bc", "define float @f(double %x) {\n"
+                                  "  %r = fptrunc double %x to float\n"
+                                  "  ret float %r\n}\n");
+  lto::LinkOptions Opts = options();
+  Opts.AllowAbiMismatch = {"f"};
+  EXPECT_THAT_EXPECTED(link({A, B}, Sm80, Opts), Succeeded());
+}
+
+TEST_F(LTOTest, AggregateByValueMatchesAnyTypeOfItsSize) {
+  // clang passes a 12-byte struct as a byval pointer, rustc may pass it as
+  // [3 x i32]: one ABI. A 16-byte array is not it.
+  std::string A = writeIR(
+      "a.bc", "%s = type { float, float, i32 }\n" +
+                  callerOf("declare void @f(ptr byval(%s) align 4)\n"
+                           "declare void @g(ptr byval(%s) align 4)",
+                           "  call void @f(ptr byval(%s) align 4 %p)\n"
+                           "  call void @g(ptr byval(%s) align 4 %p)\n"));
+  std::string B = writeIR("b.bc", "define void @f([3 x i32] %x) { ret void }\n"
+                                  "define void @g([4 x i32] %x) { ret void }\n");
+  EXPECT_THAT_EXPECTED(
+      link({A, B}, Sm80, options()),
+      FailedWithMessage(HasSubstr(
+          "ABI mismatch for g: parameter 1 is 12-byte struct in the "
+          "declaration and 16-byte struct in the definition\n")));
+}
+
+TEST_F(LTOTest, SameIRTypesLinkWhateverTheLanguages) {
+  // `u32` in Rust against `int` in CUDA C++: the IR keeps no sign, and
+  // neither side has source types, so nothing is said.
+  std::string A = writeIR(
+      "a.bc", callerOf("declare i32 @f(i32)",
+                       "  %v = call i32 @f(i32 1)\n  store i32 %v, ptr %p\n") +
+                  RustIdent);
+  std::string B = writeIR("b.bc", std::string("define i32 @f(i32 %x) {\n"
+                                              "  ret i32 %x\n}\n") +
+                                      ClangIdent);
+  EXPECT_THAT_EXPECTED(link({A, B}, Sm80, options()), Succeeded());
+}
+
 TEST_F(LTOTest, KernelNameThatIsNotAPTXIdentifier) {
   // rustc's #[export_name = "scale-by-two"]: LLVM's NVPTX printer aborts on
   // it; fatlink names it and its input.
