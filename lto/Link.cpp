@@ -72,6 +72,7 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 
 #include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -178,6 +179,8 @@ struct SymbolTable {
     SymbolKind DefKind = SymbolKind::Other;
     StringRef DefOrigin;
     std::vector<SymbolKind> RefKinds;
+    /// A kernel's definition as its source states it, for the manifest.
+    std::optional<Signature> KernelSig;
   };
   std::map<std::string, Entry> Symbols; // ordered: deterministic reports
 
@@ -198,6 +201,9 @@ struct SymbolTable {
       if (E.DefOrigin.empty()) {
         E.DefKind = kindOf(GV);
         E.DefOrigin = Origin;
+        if (const auto *F = dyn_cast<Function>(&GV);
+            F && F->getCallingConv() == CallingConv::PTX_Kernel)
+          E.KernelSig = signatureOf(*F, moduleLanguage(M));
       }
       if (GV.hasExternalLinkage() && !Deduplicated)
         E.StrongDefs.push_back(Origin);
@@ -1183,6 +1189,44 @@ static packager::ParamInfo irParam(const DataLayout &DL, const Argument &A) {
   return P;
 }
 
+static unsigned manifestLanguage(SourceLanguage L) {
+  switch (L) {
+  case SourceLanguage::Rust:
+    return FATLINK_LANGUAGE_RUST;
+  case SourceLanguage::CudaCxx:
+    return FATLINK_LANGUAGE_CUDA;
+  case SourceLanguage::C:
+    return FATLINK_LANGUAGE_C;
+  default:
+    return FATLINK_LANGUAGE_UNKNOWN;
+  }
+}
+
+/// Refines \p P, as the IR states it, with what the kernel's source says
+/// (lto/Signature.cpp: debug info, a demangled C++ name): an integer's
+/// sign, a pointer's pointee and const-ness, the type's spelling.
+static void refineParam(packager::ParamInfo &P, const TypeSig &T) {
+  P.Type = T.Spelling.empty() ? P.Type : T.Spelling;
+  if (T.K == TypeSig::Int && T.SignFromSource &&
+      P.Kind == FATLINK_PARAM_INT)
+    P.Kind = T.S == TypeSig::Sign::Signed ? FATLINK_PARAM_SINT
+                                          : FATLINK_PARAM_UINT;
+  if (T.K != TypeSig::Pointer || P.Kind != FATLINK_PARAM_POINTER)
+    return;
+  if (T.PointeeK == TypeSig::Int)
+    P.ElemKind = FATLINK_PARAM_INT;
+  else if (T.PointeeK == TypeSig::Float)
+    P.ElemKind = FATLINK_PARAM_FLOAT;
+  P.ElemSize = T.PointeeBits / 8;
+  // Rust `*const T` / `&T`; C++ `const T *` (const before the last '*').
+  StringRef Sp = T.Spelling;
+  bool Const = Sp.starts_with("*const ") ||
+               (Sp.starts_with("&") && !Sp.starts_with("&mut")) ||
+               Sp.rsplit('*').first.contains("const");
+  if (Const)
+    P.Flags |= FATLINK_PARAM_CONST;
+}
+
 /// "256" or "256,2,1" (an nvvm.* launch attribute) into \p Dims.
 static void launchDims(const Function &F, StringRef Attr, uint32_t Dims[3]) {
   if (!F.hasFnAttribute(Attr))
@@ -1204,13 +1248,23 @@ static void collectInterface(const Module &M, LinkedProgram &Out,
       continue;
     KernelInfo K;
     K.Name = F.getName().str();
+    const Signature *Sig = nullptr;
     if (Symtab) {
       auto It = Symtab->Symbols.find(K.Name);
-      if (It != Symtab->Symbols.end())
+      if (It != Symtab->Symbols.end()) {
         K.Origin = It->second.DefOrigin.str();
+        if (It->second.KernelSig)
+          Sig = &*It->second.KernelSig;
+      }
     }
+    if (Sig)
+      K.Manifest.Language = uint8_t(manifestLanguage(Sig->Language));
     for (const Argument &A : F.args()) {
       packager::ParamInfo P = irParam(DL, A);
+      // What the source says, where it still describes this parameter.
+      // (A signature from the IR alone says no more than irParam.)
+      if (Sig && Sig->FromSource && Sig->Params.size() == F.arg_size())
+        refineParam(P, Sig->Params[A.getArgNo()]);
       K.ParamSizes.push_back(P.Size);
       K.Manifest.Params.push_back(std::move(P));
     }

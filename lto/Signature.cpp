@@ -450,9 +450,11 @@ Signature signatureOf(const GlobalValue &GV, SourceLanguage L) {
     Sig.Name = SP->getName().str();
   else if (L != SourceLanguage::Rust && GV.getName().starts_with("_Z")) {
     // The C++ name without its parameters, which the signature writes.
+    // The demangler keeps pointers into the name: it must outlive D's use.
+    std::string Mangled = GV.getName().str();
     ItaniumPartialDemangler D;
     size_t N = 0;
-    if (!D.partialDemangle(GV.getName().str().c_str()) && D.isFunction())
+    if (!D.partialDemangle(Mangled.c_str()) && D.isFunction())
       if (char *B = D.getFunctionName(nullptr, &N)) {
         Sig.Name = B;
         std::free(B);
@@ -502,9 +504,10 @@ Signature signatureOf(const GlobalValue &GV, SourceLanguage L) {
   // Else a C++ name's parameters; its return type is not in the name.
   StringRef Name = GV.getName();
   if (Name.starts_with("_Z")) {
+    std::string Mangled = Name.str(); // outlives D's use, as above
     ItaniumPartialDemangler D;
     size_t N = 0;
-    if (!D.partialDemangle(Name.str().c_str()) && D.isFunction()) {
+    if (!D.partialDemangle(Mangled.c_str()) && D.isFunction()) {
       if (char *P = D.getFunctionParameters(nullptr, &N)) {
         std::vector<std::string> Params = splitParams(P);
         std::free(P);
