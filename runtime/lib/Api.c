@@ -135,10 +135,15 @@ static const char *manifestString(const flrt_module *M, uint32_t Off) {
 }
 
 /* The module and manifest of kernel Kernel, or NULL with the failure set
- * (Man is NULL for a kernel without one). */
-static const flrt_module *kernelFor(uint32_t Module, uint32_t Kernel,
-                                    const char *Fn,
-                                    const struct fatlink_kernel_manifest **Man) {
+ * (Man is NULL for a kernel without one); Out is the caller's output
+ * argument, which must not be NULL. */
+static const flrt_module *
+kernelFor(uint32_t Module, uint32_t Kernel, const char *Fn, const void *Out,
+          const struct fatlink_kernel_manifest **Man) {
+  if (!Out) {
+    flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE, "%s: Out is NULL", Fn);
+    return NULL;
+  }
   flrt_module *M = moduleAt(Module, Fn);
   if (!M)
     return NULL;
@@ -156,11 +161,9 @@ static const flrt_module *kernelFor(uint32_t Module, uint32_t Kernel,
 fatlink_rt_status
 fatlink_rt_module_kernel_manifest(uint32_t Module, uint32_t Kernel,
                                   fatlink_rt_kernel_manifest *Out) {
-  static const char Fn[] = "fatlink_rt_module_kernel_manifest";
-  if (!Out)
-    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE, "%s: Out is NULL", Fn);
   const struct fatlink_kernel_manifest *Man;
-  const flrt_module *M = kernelFor(Module, Kernel, Fn, &Man);
+  const flrt_module *M =
+      kernelFor(Module, Kernel, "fatlink_rt_module_kernel_manifest", Out, &Man);
   if (!M)
     return FATLINK_RT_ERROR_INVALID_VALUE;
   memset(Out, 0, sizeof(*Out));
@@ -183,20 +186,18 @@ fatlink_rt_status fatlink_rt_module_kernel_param(uint32_t Module,
                                                  uint32_t Kernel,
                                                  uint32_t Param,
                                                  fatlink_rt_param *Out) {
-  static const char Fn[] = "fatlink_rt_module_kernel_param";
-  if (!Out)
-    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE, "%s: Out is NULL", Fn);
   const struct fatlink_kernel_manifest *Man;
-  const flrt_module *M = kernelFor(Module, Kernel, Fn, &Man);
+  const flrt_module *M =
+      kernelFor(Module, Kernel, "fatlink_rt_module_kernel_param", Out, &Man);
   if (!M)
     return FATLINK_RT_ERROR_INVALID_VALUE;
   const struct fatlink_kernel *K = &M->desc->kernels[Kernel];
   uint32_t N = Man && Man->params ? K->num_params : 0;
   if (Param >= N)
     return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
-                     "%s: the manifest of %s lists %u parameters, no "
-                     "parameter %u",
-                     Fn, K->name, N, Param);
+                     "fatlink_rt_module_kernel_param: the manifest of %s "
+                     "lists %u parameters, no parameter %u",
+                     K->name, N, Param);
   const struct fatlink_param *P =
       (const void *)((const char *)M->desc->kernels + Man->params +
                      (uint64_t)Param * sizeof(struct fatlink_param));
