@@ -41,6 +41,7 @@
 #include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/MathExtras.h"
+#include "llvm/Support/Path.h"
 #include "llvm/TargetParser/Triple.h"
 
 #include <cstddef>
@@ -61,6 +62,15 @@ void put32(std::string &S, uint64_t Off, uint32_t V) {
 }
 void put64(std::string &S, uint64_t Off, uint64_t V) {
   support::endian::write64le(S.data() + Off, V);
+}
+
+/// The origin as the binary keeps it: without directories, which would
+/// tie the program's bytes to where it was built ("/w/libk.rlib(k.o)" is
+/// "libk.rlib(k.o)").
+static std::string portableOrigin(StringRef Origin) {
+  size_t Paren = Origin.find('(');
+  StringRef File = Origin.take_front(Paren);
+  return (sys::path::filename(File) + Origin.drop_front(File.size())).str();
 }
 
 /// Lays out the kernel table and its relocations: the records, the u32
@@ -135,7 +145,7 @@ Expected<ElfSection> kernelTable(ArrayRef<const KernelInfo *> Kernels) {
       put32(Sec.Data, MOff + offsetof(fatlink_kernel_manifest, params),
             NextParam);
     put32(Sec.Data, MOff + offsetof(fatlink_kernel_manifest, origin),
-          addString(K.Origin));
+          addString(portableOrigin(K.Origin)));
     for (unsigned D = 0; D < 3; ++D) {
       put32(Sec.Data,
             MOff + offsetof(fatlink_kernel_manifest, max_threads) + 4 * D,

@@ -51,7 +51,7 @@ PROGRAMS=(
   "yaml2obj-22           lit tests: malformed ELF objects (llvm-22-tools)"
   "cc                    host links (fatlink cc runs it)"
   "gcc                   host links"
-  "g++                   Bazel's C++ toolchain"
+  "g++                   Bazel's C++ toolchain, runtime.hpp hosts in tests"
   "ar                    tests (archives)"
   "nm                    tests"
   "readelf               tests"

@@ -192,4 +192,6 @@ config.substitutions += [
     # The C compiler the runtime's users link with (gcc: its sanitizer
     # runtimes match an instrumented archive).
     ("%host_cc", which("cc", "cc (gcc)")),
+    # The C++ compiler of hosts that use fatlink/runtime.hpp.
+    ("%host_cxx", which("g++", "g++")),
 ]

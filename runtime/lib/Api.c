@@ -412,8 +412,11 @@ static fatlink_rt_status unusableModuleFailure(const char *Name,
   return FATLINK_RT_SUCCESS;
 }
 
+/* Looks Name up (in module Module only, if OnlyModule); with Load, loads
+ * its module on the current device, as the launch would. */
 static fatlink_rt_status getKernel(const char *Name, int OnlyModule,
-                                   uint32_t Module, fatlink_rt_kernel *Out) {
+                                   uint32_t Module, int Load,
+                                   fatlink_rt_kernel *Out) {
   if (!Out)
     return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
                      "fatlink_rt_get_kernel: Out is NULL");
@@ -447,24 +450,144 @@ static fatlink_rt_status getKernel(const char *Name, int OnlyModule,
     return S != FATLINK_RT_SUCCESS ? S : notFound(Name, OnlyModule, Module);
   }
   flrt_registry_unlock();
-  CUfunction F;
-  fatlink_rt_status S = flrt_module_function(Found->module, Found->index,
-                                             flrt_current_device(), &F);
-  if (S != FATLINK_RT_SUCCESS)
-    return S;
+  if (Load) {
+    CUfunction F;
+    fatlink_rt_status S = flrt_module_function(Found->module, Found->index,
+                                               flrt_current_device(), &F);
+    if (S != FATLINK_RT_SUCCESS)
+      return S;
+  }
   *Out = Found;
   return flrt_ok();
 }
 
 fatlink_rt_status fatlink_rt_get_kernel(const char *Name,
                                         fatlink_rt_kernel *Out) {
-  return getKernel(Name, 0, 0, Out);
+  return getKernel(Name, 0, 0, 1, Out);
 }
 
 fatlink_rt_status fatlink_rt_module_get_kernel(uint32_t Module,
                                                const char *Name,
                                                fatlink_rt_kernel *Out) {
-  return getKernel(Name, 1, Module, Out);
+  return getKernel(Name, 1, Module, 1, Out);
+}
+
+fatlink_rt_status fatlink_rt_find_kernel(const char *Name,
+                                         fatlink_rt_kernel *Out) {
+  return getKernel(Name, 0, 0, 0, Out);
+}
+
+/*===-------------------------- Argument kinds ---------------------------===*/
+
+static const char *kindWord(fatlink_rt_param_kind K) {
+  switch (K) {
+  case FATLINK_RT_PARAM_SINT:
+  case FATLINK_RT_PARAM_UINT:
+  case FATLINK_RT_PARAM_INT: return "an integer";
+  case FATLINK_RT_PARAM_FLOAT: return "a floating-point number";
+  case FATLINK_RT_PARAM_BF16: return "a bf16";
+  case FATLINK_RT_PARAM_POINTER: return "a pointer";
+  case FATLINK_RT_PARAM_AGGREGATE: return "a struct";
+  default: return "a value";
+  }
+}
+
+static int isInt(fatlink_rt_param_kind K) {
+  return K == FATLINK_RT_PARAM_SINT || K == FATLINK_RT_PARAM_UINT ||
+         K == FATLINK_RT_PARAM_INT;
+}
+
+/* Why argument A cannot be parameter P, or NULL. Buf holds the reason. */
+static const char *argMismatch(const fatlink_rt_param *P,
+                               const fatlink_rt_arg *A, char *Buf,
+                               size_t Size) {
+  if (P->kind == FATLINK_RT_PARAM_UNKNOWN || A->kind == FATLINK_RT_PARAM_UNKNOWN)
+    return NULL;
+  int SameKind =
+      (isInt(P->kind) && isInt(A->kind)) || P->kind == A->kind ||
+      /* A device pointer held as an integer (fatlink_rt_devptr). */
+      (P->kind == FATLINK_RT_PARAM_POINTER && A->kind == FATLINK_RT_PARAM_UINT &&
+       A->size == 8 && A->devptr);
+  if (!SameKind) {
+    snprintf(Buf, Size, "the launch passes %s (%s) where the kernel takes %s",
+             kindWord(A->kind), A->type ? A->type : "?", kindWord(P->kind));
+    return Buf;
+  }
+  if (P->kind != FATLINK_RT_PARAM_POINTER && A->size != P->size) {
+    snprintf(Buf, Size, "the launch passes %u bytes (%s) where the kernel "
+             "takes %u", A->size, A->type ? A->type : "?", P->size);
+    return Buf;
+  }
+  if (P->kind == FATLINK_RT_PARAM_POINTER &&
+      A->kind == FATLINK_RT_PARAM_POINTER &&
+      P->elem_kind != FATLINK_RT_PARAM_UNKNOWN &&
+      A->elem_kind != FATLINK_RT_PARAM_UNKNOWN &&
+      (!(isInt(P->elem_kind) && isInt(A->elem_kind)) &&
+           P->elem_kind != A->elem_kind ||
+       P->elem_size != A->elem_size)) {
+    snprintf(Buf, Size, "the launch passes a pointer to %u-byte %s (%s) "
+             "where the kernel takes a pointer to %u-byte %s",
+             A->elem_size, isInt(A->elem_kind) ? "integers" : "floats",
+             A->type ? A->type : "?", P->elem_size,
+             isInt(P->elem_kind) ? "integers" : "floats");
+    return Buf;
+  }
+  return NULL;
+}
+
+fatlink_rt_status fatlink_rt_kernel_check_args(fatlink_rt_kernel Kernel,
+                                               const fatlink_rt_arg *Args,
+                                               uint32_t NumArgs) {
+  if (!Kernel || (NumArgs && !Args))
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "fatlink_rt_kernel_check_args: NULL argument");
+  if (atomic_load(&Kernel->module->unloaded))
+    return flrt_unloaded_failure(Kernel->module, Kernel->index);
+  const flrt_module *M = Kernel->module;
+  const struct fatlink_kernel *K = &M->desc->kernels[Kernel->index];
+  if (NumArgs != K->num_params)
+    return flrt_fail(FATLINK_RT_ERROR_ARGUMENTS,
+                     "kernel %s takes %u argument%s, but the launch passes %u",
+                     K->name, K->num_params, K->num_params == 1 ? "" : "s",
+                     NumArgs);
+  const struct fatlink_kernel_manifest *Man = manifestOf(M, Kernel->index);
+  flrt_str S;
+  flrt_str_init(&S);
+  int Bad = 0;
+  for (uint32_t I = 0; I < NumArgs; ++I) {
+    char Buf[256];
+    const char *Why = NULL;
+    fatlink_rt_param P;
+    if (Man && Man->params) {
+      const struct fatlink_param *D =
+          (const void *)((const char *)M->desc->kernels + Man->params +
+                         (uint64_t)I * sizeof(struct fatlink_param));
+      P.kind = (fatlink_rt_param_kind)D->kind;
+      P.size = D->size;
+      P.elem_kind = (fatlink_rt_param_kind)D->elem_kind;
+      P.elem_size = D->elem_size;
+      P.type = manifestString(M, D->type);
+      Why = argMismatch(&P, &Args[I], Buf, sizeof(Buf));
+    } else if (Args[I].size != K->param_sizes[I]) {
+      snprintf(Buf, sizeof(Buf), "the launch passes %u bytes where the "
+               "kernel takes %u", Args[I].size, K->param_sizes[I]);
+      Why = Buf;
+    }
+    if (!Why)
+      continue;
+    flrt_str_addf(&S, "%sargument %u of kernel %s: %s", Bad++ ? "; " : "", I,
+                  K->name, Why);
+    if (Man && Man->params && *P.type)
+      flrt_str_addf(&S, " (parameter %u is \"%s\")", I, P.type);
+  }
+  if (!Bad) {
+    flrt_str_free(&S);
+    return flrt_ok();
+  }
+  fatlink_rt_status St =
+      flrt_fail(FATLINK_RT_ERROR_ARGUMENTS, "%s", flrt_str_get(&S));
+  flrt_str_free(&S);
+  return St;
 }
 
 /*===----------------------------- Launch --------------------------------===*/

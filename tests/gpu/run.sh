@@ -67,15 +67,19 @@ build() {
     RUSTC_BOOTSTRAP=1 rustc --target nvptx64-nvidia-cuda --edition 2021 -O \
       --crate-type rlib --crate-name "$1" "$T/rust/$1.rs" -L "$W" -o "$W/lib$1.rlib" "${@:2}"
   }
-  rust minicore
-  rust vecmath --extern minicore="$W/libminicore.rlib"
-  rust saxpy --extern minicore="$W/libminicore.rlib" --extern vecmath="$W/libvecmath.rlib"
+  # The device crate the testdata kernels use (docs/device-rust.md).
+  RUSTC_BOOTSTRAP=1 rustc --target nvptx64-nvidia-cuda --edition 2021 -O \
+    --crate-type rlib --crate-name fatlink_device \
+    "$ROOT/cargo/fatlink-device/src/lib.rs" -o "$W/libfatlink_device.rlib"
+  local DEV=(--extern fatlink_device="$W/libfatlink_device.rlib")
+  rust vecmath "${DEV[@]}"
+  rust saxpy "${DEV[@]}" --extern vecmath="$W/libvecmath.rlib"
   "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --cuda-device-only \
     --offload-arch=sm_75 -fgpu-rdc -O3 -emit-llvm -c "$T/cuda/softplus.cu" -o "$W/softplus.bc"
   "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --offload-new-driver \
     -fgpu-rdc -foffload-lto --offload-arch=sm_75 -O2 -I"$ROOT/runtime/include" \
     -c "$ROOT/tests/gpu/gpu_app.cu" -o "$W/gpu_app.o"
-  local INPUTS="$W/gpu_app.o $W/libsaxpy.rlib $W/libvecmath.rlib $W/libminicore.rlib $W/softplus.bc"
+  local INPUTS="$W/gpu_app.o $W/libsaxpy.rlib $W/libvecmath.rlib $W/libfatlink_device.rlib $W/softplus.bc"
   link_app() { # NAME ARCHS [device-link options]
     "$FATLINK" device-link --arch="$2" "${@:3}" $INPUTS -o "$W/kernels_$1.o"
     "$CLANG" "$W/gpu_app.o" "$W/kernels_$1.o" -Wl,--whole-archive "$LIB" -Wl,--no-whole-archive \
@@ -100,7 +104,7 @@ build() {
     -L"$CUDA/lib64" -lcudart -ldl -lpthread -Wl,-rpath,'$ORIGIN' -o "$OUT/app_cdp"
   cp -L "$CUDA"/lib64/libcudart.so.1[0-9] "$OUT/"
   echo "== the corpus (testdata/cuda/corpus) and its host, corpus_app"
-  rust corpus_rs --extern minicore="$W/libminicore.rlib"
+  rust corpus_rs "${DEV[@]}"
   local CORPUS_OBJS="" tu
   for tu in smem_scan smem_histogram warp_coop atomics cccl tensor_async numerics texsurf dispatch_a dispatch_b; do
     "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version -std=c++17 -I"$CUDA/include/cccl" \
@@ -112,7 +116,7 @@ build() {
     -fgpu-rdc -foffload-lto --offload-arch=sm_75 -O2 -I"$ROOT/runtime/include" \
     -c "$ROOT/tests/gpu/corpus_app.cu" -o "$W/corpus_app.o"
   "$FATLINK" device-link --arch=sm_75,sm_80,sm_90,sm_100,sm_120,compute_120 $CORPUS_OBJS \
-    "$W/libcorpus_rs.rlib" "$W/libminicore.rlib" -o "$W/kernels_corpus.o"
+    "$W/libcorpus_rs.rlib" "$W/libfatlink_device.rlib" -o "$W/kernels_corpus.o"
   "$CLANG" "$W/corpus_app.o" $CORPUS_OBJS "$W/kernels_corpus.o" -Wl,--whole-archive "$LIB" \
     -Wl,--no-whole-archive -L"$CUDA/lib64" -lcudart -ldl -lpthread -Wl,-rpath,'$ORIGIN' \
     -o "$OUT/corpus_app"
@@ -120,8 +124,8 @@ build() {
   local NVCC="$CUDA/bin/nvcc" NVARCH="-gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_100,code=sm_100 -gencode arch=compute_120,code=sm_120"
   "$NVCC" -rdc=true $NVARCH -c "$T/nvcc/nv_host.cu" -o "$W/nv_host.o"
   "$NVCC" -dc $NVARCH "$T/nvcc/nv_math.cu" -o "$W/nv_math.o"
-  rust nvcc_calls --extern minicore="$W/libminicore.rlib"
-  "$FATLINK" embed "$W/libnvcc_calls.rlib" "$W/libminicore.rlib" -o "$W/nvcc_calls_dev.o"
+  rust nvcc_calls "${DEV[@]}"
+  "$FATLINK" embed "$W/libnvcc_calls.rlib" "$W/libfatlink_device.rlib" -o "$W/nvcc_calls_dev.o"
   "$FATLINK" cc "$W/nv_host.o" "$W/nv_math.o" "$W/nvcc_calls_dev.o" -L"$CUDA/lib64" -lcudart \
     -lstdc++ -Wl,-rpath,'$ORIGIN' -o "$OUT/nvcc_app" --fatlink-arch=sm_75,sm_80,sm_90,sm_100,sm_120
   "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --offload-new-driver \

@@ -223,6 +223,32 @@ fatlink_rt_module_get_kernel(uint32_t Module, const char *Name,
                              fatlink_rt_kernel *Out);
 FATLINK_RT_API fatlink_rt_status
 fatlink_rt_kernel_get_info(fatlink_rt_kernel Kernel, fatlink_rt_kernel_info *Info);
+/* Finds a kernel as fatlink_rt_get_kernel does, without loading its module
+ * (no driver needed): for checks; a launch loads the module then. */
+FATLINK_RT_API fatlink_rt_status fatlink_rt_find_kernel(const char *Name,
+                                                        fatlink_rt_kernel *Out);
+
+/* What a launch argument is, for fatlink_rt_kernel_check_args. */
+typedef struct fatlink_rt_arg {
+  fatlink_rt_param_kind kind;     /* SINT, UINT, FLOAT, POINTER, AGGREGATE */
+  uint32_t size;                  /* bytes */
+  fatlink_rt_param_kind elem_kind; /* pointers: the pointee, or UNKNOWN */
+  uint32_t elem_size;
+  uint32_t devptr;                /* 1: an integer that holds a device
+                                   * pointer (fatlink_rt_devptr) */
+  const char *type;               /* its type, for messages ("float *") */
+} fatlink_rt_arg;
+
+/* Checks arguments against the kernel's manifest, without the driver:
+ * their count; then each one's kind (an integer, a floating-point number,
+ * a pointer or a struct where the kernel takes another), its size, and a
+ * pointer's element (kind and size) where both sides know it; a
+ * fatlink_rt_devptr passes for any pointer. A kernel without a manifest
+ * (nvcc's) has its sizes checked only. ERROR_ARGUMENTS names each
+ * argument that does not fit, and the parameter's type where known. */
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_kernel_check_args(fatlink_rt_kernel Kernel,
+                             const fatlink_rt_arg *Args, uint32_t NumArgs);
 
 typedef struct fatlink_rt_dim3 {
   uint32_t x, y, z;

@@ -11,9 +11,13 @@
 //   auto X = fatlink::rt::DeviceBuffer<float>::from(HostX);
 //   Status S = K->launch({N / 256}, {256}, 2.0f, X->get(), Y->get());
 //
-// Launch arguments are passed by value; their sizes are checked against the
-// parameter sizes fatlink recorded at link time. Pass device buffers with
-// .get() (a fatlink_rt_devptr, 8 bytes, like a device pointer parameter).
+// Launch arguments are passed by value and checked against the kernel's
+// manifest, which fatlink recorded at link time (docs/abi.md): an integer,
+// a floating-point number, a pointer or a struct where the kernel takes
+// one, its size, and a pointer's element where both sides know it. Pass a
+// DeviceBuffer<T> itself (checked as a T *) or its .get() (a
+// fatlink_rt_devptr, which passes for any pointer). Kernel::find and
+// check<Args...>() do the same without a driver.
 //===----------------------------------------------------------------------===//
 
 #ifndef FATLINK_RUNTIME_HPP
@@ -23,6 +27,7 @@
 
 #include <cstddef>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -81,6 +86,10 @@ inline Status setDevice(int Device) {
   return Status::fromLast(fatlink_rt_set_device(Device));
 }
 
+// How an argument of type T is passed and described to the checks
+// (fatlink_rt_kernel_check_args); defined after DeviceBuffer.
+template <typename T> struct LaunchArg;
+
 class Kernel {
 public:
   Kernel() = default;
@@ -95,24 +104,55 @@ public:
     return Kernel(K);
   }
 
+  // Finds the kernel without loading its module (no driver needed), for
+  // check(); a launch loads the module.
+  static Expected<Kernel> find(const char *Name) {
+    fatlink_rt_kernel K = nullptr;
+    fatlink_rt_status S = fatlink_rt_find_kernel(Name, &K);
+    if (S != FATLINK_RT_SUCCESS)
+      return Status::fromLast(S);
+    return Kernel(K);
+  }
+
   fatlink_rt_kernel handle() const { return Handle; }
 
-  // Launches with Args by value (trivially copyable types only).
+  // Whether arguments of types Args fit the kernel's parameters, by the
+  // manifest fatlink recorded at link time: integer, floating-point,
+  // pointer (and its element) or struct, and size. No driver needed.
+  template <typename... Args> Status check() const {
+    fatlink_rt_arg Descs[sizeof...(Args) + 1] = {
+        LaunchArg<std::decay_t<Args>>::describe()...};
+    return Status::fromLast(
+        fatlink_rt_kernel_check_args(Handle, Descs, sizeof...(Args)));
+  }
+
+  // Launches with Args (trivially copyable values, or DeviceBuffer<T>,
+  // passed as its device pointer) after check<Args...>().
   template <typename... Args>
-  Status launch(Dim3 Grid, Dim3 Block, Args... A) const {
+  Status launch(Dim3 Grid, Dim3 Block, const Args &...A) const {
     return launchOn(Grid, Block, 0, nullptr, A...);
   }
 
   template <typename... Args>
   Status launchOn(Dim3 Grid, Dim3 Block, uint32_t SharedMemBytes,
-                  fatlink_rt_stream Stream, Args... A) const {
-    static_assert((std::is_trivially_copyable<Args>::value && ...),
-                  "kernel arguments must be trivially copyable");
-    void *Ptrs[sizeof...(Args) + 1] = {static_cast<void *>(&A)...};
-    size_t Sizes[sizeof...(Args) + 1] = {sizeof(Args)...};
-    return Status::fromLast(fatlink_rt_launch(Handle, Grid.c(), Block.c(),
-                                              SharedMemBytes, Stream, Ptrs,
-                                              Sizes, sizeof...(Args)));
+                  fatlink_rt_stream Stream, const Args &...A) const {
+    static_assert(
+        (std::is_trivially_copyable<typename LaunchArg<Args>::Value>::value &&
+         ...),
+        "kernel arguments must be trivially copyable");
+    if (Status S = check<Args...>(); !S)
+      return S;
+    std::tuple<typename LaunchArg<Args>::Value...> Values{
+        LaunchArg<Args>::value(A)...};
+    return std::apply(
+        [&](auto &...V) {
+          void *Ptrs[sizeof...(Args) + 1] = {static_cast<void *>(&V)...};
+          size_t Sizes[sizeof...(Args) + 1] = {sizeof(V)...};
+          return Status::fromLast(
+              fatlink_rt_launch(Handle, Grid.c(), Block.c(), SharedMemBytes,
+                                Stream, Ptrs, Sizes, sizeof...(Args)));
+        },
+        Values);
   }
 
 private:
@@ -183,6 +223,88 @@ public:
 private:
   fatlink_rt_devptr Ptr = 0;
   size_t Count = 0;
+};
+
+namespace detail {
+template <typename T> constexpr fatlink_rt_param_kind kindOf() {
+  if constexpr (std::is_integral<T>::value)
+    return std::is_signed<T>::value ? FATLINK_RT_PARAM_SINT
+                                    : FATLINK_RT_PARAM_UINT;
+  else if constexpr (std::is_floating_point<T>::value)
+    return FATLINK_RT_PARAM_FLOAT;
+  else if constexpr (std::is_pointer<T>::value)
+    return FATLINK_RT_PARAM_POINTER;
+  else
+    return FATLINK_RT_PARAM_AGGREGATE;
+}
+
+// The C++ name of an arithmetic type, for messages; "" otherwise.
+template <typename T> constexpr const char *nameOf() {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_same<U, bool>::value) return "bool";
+  else if constexpr (std::is_same<U, char>::value) return "char";
+  else if constexpr (std::is_same<U, signed char>::value) return "signed char";
+  else if constexpr (std::is_same<U, unsigned char>::value) return "unsigned char";
+  else if constexpr (std::is_same<U, short>::value) return "short";
+  else if constexpr (std::is_same<U, unsigned short>::value) return "unsigned short";
+  else if constexpr (std::is_same<U, int>::value) return "int";
+  else if constexpr (std::is_same<U, unsigned>::value) return "unsigned int";
+  else if constexpr (std::is_same<U, long>::value) return "long";
+  else if constexpr (std::is_same<U, unsigned long>::value) return "unsigned long";
+  else if constexpr (std::is_same<U, long long>::value) return "long long";
+  else if constexpr (std::is_same<U, unsigned long long>::value)
+    return "unsigned long long";
+  else if constexpr (std::is_same<U, float>::value) return "float";
+  else if constexpr (std::is_same<U, double>::value) return "double";
+  else return "";
+}
+
+// An argument whose element is E: a pointer E *, or DeviceBuffer<E>.
+template <typename E> fatlink_rt_arg pointerTo(const char *Type) {
+  fatlink_rt_arg A{};
+  A.kind = FATLINK_RT_PARAM_POINTER;
+  A.size = 8;
+  if constexpr (std::is_arithmetic<E>::value) {
+    A.elem_kind = kindOf<E>();
+    A.elem_size = sizeof(E);
+  }
+  A.type = Type;
+  return A;
+}
+} // namespace detail
+
+template <typename T> struct LaunchArg {
+  using Value = T;
+  static const T &value(const T &V) { return V; }
+  static fatlink_rt_arg describe() {
+    if constexpr (std::is_pointer<T>::value) {
+      using E = std::remove_pointer_t<T>;
+      static const std::string Name =
+          std::string(std::is_const<E>::value ? "const " : "") +
+          (*detail::nameOf<E>() ? detail::nameOf<E>() : "void") + " *";
+      return detail::pointerTo<std::remove_cv_t<E>>(Name.c_str());
+    } else {
+      fatlink_rt_arg A{};
+      A.kind = detail::kindOf<T>();
+      A.size = sizeof(T);
+      // A fatlink_rt_devptr (DeviceBuffer::get()) is a 64-bit unsigned.
+      A.devptr = A.kind == FATLINK_RT_PARAM_UINT && sizeof(T) == 8;
+      A.type = *detail::nameOf<T>() ? detail::nameOf<T>() : "a struct";
+      return A;
+    }
+  }
+};
+
+// A DeviceBuffer<T> is passed as its device pointer, a T *.
+template <typename T> struct LaunchArg<DeviceBuffer<T>> {
+  using Value = fatlink_rt_devptr;
+  static Value value(const DeviceBuffer<T> &B) { return B.get(); }
+  static fatlink_rt_arg describe() {
+    static const std::string Name =
+        std::string("DeviceBuffer<") +
+        (*detail::nameOf<T>() ? detail::nameOf<T>() : "struct") + ">";
+    return detail::pointerTo<T>(Name.c_str());
+  }
 };
 
 } // namespace rt
