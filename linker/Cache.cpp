@@ -7,6 +7,7 @@
 
 #include "linker/Cache.h"
 #include "linker/Linker.h"
+#include "packager/Bytes.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
@@ -36,52 +37,8 @@ static constexpr StringLiteral Magic = "FLCACHE5";
 /// Entry names: the prefix llvm::pruneCache removes, and only it.
 static constexpr StringLiteral EntryPrefix = "llvmcache-";
 
-namespace {
-
-/// Feeds values into a hash or a payload unambiguously: every string is
-/// length-prefixed.
-class Writer {
-public:
-  explicit Writer(std::string &Out) : Out(Out) {}
-  void u64(uint64_t V) {
-    char Buf[8];
-    support::endian::write64le(Buf, V);
-    Out.append(Buf, 8);
-  }
-  void str(StringRef S) {
-    u64(S.size());
-    Out.append(S.data(), S.size());
-  }
-
-private:
-  std::string &Out;
-};
-
-class Reader {
-public:
-  explicit Reader(StringRef In) : In(In) {}
-  bool u64(uint64_t &V) {
-    if (In.size() < 8)
-      return false;
-    V = support::endian::read64le(In.data());
-    In = In.drop_front(8);
-    return true;
-  }
-  bool str(std::string &S) {
-    uint64_t N;
-    if (!u64(N) || N > In.size())
-      return false;
-    S = In.take_front(N).str();
-    In = In.drop_front(N);
-    return true;
-  }
-  bool atEnd() const { return In.empty(); }
-
-private:
-  StringRef In;
-};
-
-} // namespace
+using Writer = packager::ByteWriter;
+using Reader = packager::ByteReader;
 
 static void writeSpills(Writer &W, ArrayRef<codegen::FunctionSpills> Spills) {
   W.u64(Spills.size());
@@ -182,55 +139,6 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   return toHex(ArrayRef<uint8_t>(Key), /*LowerCase=*/true);
 }
 
-static void writeManifest(Writer &W, const packager::KernelManifest &M) {
-  W.u64(M.Language);
-  W.u64(M.Params.size());
-  for (const packager::ParamInfo &P : M.Params) {
-    W.u64(P.Kind);
-    W.u64(P.Flags);
-    W.u64(P.AddrSpace);
-    W.u64(P.ElemKind);
-    W.u64(P.Size);
-    W.u64(P.Align);
-    W.u64(P.ElemSize);
-    W.str(P.Type);
-    W.str(P.Name);
-  }
-  for (const uint32_t *Dims : {M.MaxThreads, M.ReqThreads, M.Cluster})
-    for (unsigned D = 0; D < 3; ++D)
-      W.u64(Dims[D]);
-  W.u64(M.MinBlocks);
-}
-
-static bool readManifest(Reader &R, size_t Limit, packager::KernelManifest &M) {
-  uint64_t V, N;
-  auto U8 = [&](uint8_t &Out) {
-    if (!R.u64(V) || V > UINT8_MAX)
-      return false;
-    Out = uint8_t(V);
-    return true;
-  };
-  auto U32 = [&](uint32_t &Out) {
-    if (!R.u64(V) || V > UINT32_MAX)
-      return false;
-    Out = uint32_t(V);
-    return true;
-  };
-  if (!U8(M.Language) || !R.u64(N) || N > Limit)
-    return false;
-  M.Params.resize(N);
-  for (packager::ParamInfo &P : M.Params)
-    if (!U8(P.Kind) || !U8(P.Flags) || !U8(P.AddrSpace) || !U8(P.ElemKind) ||
-        !U32(P.Size) || !U32(P.Align) || !U32(P.ElemSize) || !R.str(P.Type) ||
-        !R.str(P.Name))
-      return false;
-  for (uint32_t *Dims : {M.MaxThreads, M.ReqThreads, M.Cluster})
-    for (unsigned D = 0; D < 3; ++D)
-      if (!U32(Dims[D]))
-        return false;
-  return U32(M.MinBlocks);
-}
-
 static std::string serialize(const DeviceBuild &B) {
   std::string Out;
   Writer W(Out);
@@ -245,15 +153,7 @@ static std::string serialize(const DeviceBuild &B) {
     W.str(O.Cubin);
     writeSpills(W, O.Spills);
   }
-  W.u64(B.Program.Kernels.size());
-  for (const lto::KernelInfo &K : B.Program.Kernels) {
-    W.str(K.Name);
-    W.str(K.Origin);
-    W.u64(K.ParamSizes.size());
-    for (unsigned S : K.ParamSizes)
-      W.u64(S);
-    writeManifest(W, K.Manifest);
-  }
+  packager::writeKernels(W, B.Program.Kernels);
   for (const std::vector<std::string> *List :
        {&B.Program.Globals, &B.Program.LibdeviceFunctions,
         &B.Program.Warnings}) {
@@ -294,24 +194,8 @@ static std::optional<DeviceBuild> deserialize(StringRef Payload) {
     B.Targets.push_back(std::move(T));
     B.Outputs.push_back(std::move(O));
   }
-  if (!R.u64(N) || N > Payload.size())
+  if (!packager::readKernels(R, Payload.size(), B.Program.Kernels))
     return std::nullopt;
-  for (uint64_t I = 0; I < N; ++I) {
-    lto::KernelInfo K;
-    uint64_t NP;
-    if (!R.str(K.Name) || !R.str(K.Origin) || !R.u64(NP) ||
-        NP > Payload.size())
-      return std::nullopt;
-    for (uint64_t P = 0; P < NP; ++P) {
-      uint64_t S;
-      if (!R.u64(S))
-        return std::nullopt;
-      K.ParamSizes.push_back(unsigned(S));
-    }
-    if (!readManifest(R, Payload.size(), K.Manifest))
-      return std::nullopt;
-    B.Program.Kernels.push_back(std::move(K));
-  }
   auto ReadList = [&](std::vector<std::string> &List) {
     if (!R.u64(N) || N > Payload.size())
       return false;

@@ -1000,8 +1000,18 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   reportProgram(Ctx, B);
   // From here on, the targets and their PTX ISA versions are fixed.
 
-  if (C.OutKind == OutputKind::Bitcode)
-    return std::move(B); // no code generation
+  if (C.OutKind == OutputKind::Bitcode) {
+    // No code generation. The module carries the kernel table, so that
+    // what is made of it later describes the kernels as this link would.
+    if (B.Program.Modules.size() == 1) {
+      Expected<std::string> Bitcode = lto::attachKernelTable(
+          B.Program.Modules[0].Bitcode, B.Program.Kernels);
+      if (!Bitcode)
+        return Bitcode.takeError();
+      B.Program.Modules[0].Bitcode = std::move(*Bitcode);
+    }
+    return std::move(B);
+  }
 
   // The device libraries the program calls must serve every target.
   if (Error E = checkLibraries(B.Program, B.Targets))

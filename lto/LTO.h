@@ -393,6 +393,13 @@ llvm::Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
 /// name, for packaging its code separately.
 llvm::Expected<std::vector<KernelInfo>> readKernels(llvm::MemoryBufferRef Bitcode);
 
+/// Bitcode with the link's kernel table (origins and manifests) attached
+/// as named metadata, so that readKernels, `fatlink package --kernels-from`
+/// and a --codegen-only link of it describe the kernels as the one-step
+/// link does (`-o prog.bc`).
+llvm::Expected<std::string> attachKernelTable(llvm::StringRef Bitcode,
+                                              llvm::ArrayRef<KernelInfo> Kernels);
+
 /// The partition count for a program of \p Kernels kernels: one per 8, at
 /// most 32 (one, no split, below 16 kernels).
 unsigned defaultPartitions(size_t Kernels);

@@ -32,6 +32,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lto/LTO.h"
+#include "packager/Bytes.h"
 #include "lto/Libraries.h"
 #include "lto/Signature.h"
 #include "lto/Support.h"
@@ -1238,6 +1239,43 @@ static void launchDims(const Function &F, StringRef Attr, uint32_t Dims[3]) {
       Dims[I] = 0;
 }
 
+/// The named metadata holding the kernel table of a module written with
+/// `-o prog.bc` (attachKernelTable): one string, a packager::writeKernels
+/// record.
+static constexpr StringLiteral KernelTableMD = "fatlink.kernels";
+
+/// The table M carries, if any and well formed.
+static bool readKernelTable(const Module &M, std::vector<KernelInfo> &Out) {
+  const NamedMDNode *N = M.getNamedMetadata(KernelTableMD);
+  if (!N || N->getNumOperands() != 1 || N->getOperand(0)->getNumOperands() != 1)
+    return false;
+  const auto *S = dyn_cast<MDString>(N->getOperand(0)->getOperand(0));
+  if (!S)
+    return false;
+  packager::ByteReader R(S->getString());
+  return packager::readKernels(R, S->getString().size(), Out) && R.atEnd();
+}
+
+Expected<std::string> attachKernelTable(StringRef Bitcode,
+                                        ArrayRef<KernelInfo> Kernels) {
+  LLVMContext Ctx;
+  Expected<std::unique_ptr<Module>> MOrErr =
+      parseBitcodeFile(MemoryBufferRef(Bitcode, "optimized module"), Ctx);
+  if (!MOrErr)
+    return MOrErr.takeError();
+  std::string Table;
+  packager::ByteWriter W(Table);
+  packager::writeKernels(W, Kernels);
+  NamedMDNode *N = (*MOrErr)->getOrInsertNamedMetadata(KernelTableMD);
+  N->clearOperands();
+  N->addOperand(MDNode::get(Ctx, MDString::get(Ctx, Table)));
+  std::string Out;
+  raw_string_ostream OS(Out);
+  WriteBitcodeToFile(**MOrErr, OS);
+  OS.flush();
+  return Out;
+}
+
 /// The kernels and host-visible globals of the linked module M; each
 /// kernel's origin from Symtab, where one is known (null: none).
 static void collectInterface(const Module &M, LinkedProgram &Out,
@@ -1276,6 +1314,20 @@ static void collectInterface(const Module &M, LinkedProgram &Out,
     K.Manifest.MinBlocks = MinBlocks[0];
     Out.Kernels.push_back(std::move(K));
   }
+  // A module written by `-o prog.bc` carries the link's table: the origins
+  // and manifests its inputs gave, which the module alone no longer says.
+  std::vector<KernelInfo> Table;
+  if (readKernelTable(M, Table))
+    for (KernelInfo &K : Out.Kernels) {
+      auto It = find_if(Table, [&](const KernelInfo &T) {
+        return T.Name == K.Name && T.ParamSizes == K.ParamSizes;
+      });
+      if (It == Table.end())
+        continue;
+      if (K.Origin.empty())
+        K.Origin = It->Origin;
+      K.Manifest = It->Manifest;
+    }
   for (const GlobalVariable &V : M.globals())
     if (!V.isDeclaration() && !V.hasLocalLinkage() && V.isExternallyInitialized())
       Out.Globals.push_back(V.getName().str());

@@ -227,6 +227,15 @@ struct KernelInfo {
   }
 };
 
+class ByteWriter;
+class ByteReader;
+
+/// The kernel table as a Bytes.h record (KernelTable.cpp): every field of
+/// each kernel but its resources. readKernels appends to Out and returns
+/// false on a short or malformed record (counts above Limit included).
+void writeKernels(ByteWriter &W, llvm::ArrayRef<KernelInfo> Kernels);
+bool readKernels(ByteReader &R, size_t Limit, std::vector<KernelInfo> &Out);
+
 //===----------------------------------------------------------------------===//
 // Symbols of cubins and PTX (Symbols.cpp)
 //===----------------------------------------------------------------------===//
