@@ -2,7 +2,7 @@
 //! fatlink embedded (no driver needed), then runs both kernels on the GPU
 //! and checks them against the same computation on the host. Without a GPU
 //! it says so and exits 0: the listing is what it can show.
-use fatlink_rt::{DeviceBuffer, ErrorKind, Kernel};
+use fatlink_rt::{DeviceBuffer, ErrorKind, RawKernel};
 
 const N: usize = 1 << 12;
 
@@ -47,11 +47,11 @@ fn run() -> fatlink_rt::Result<()> {
     let grid = (N as u32) / block;
 
     // y = gelu(a * x + b): Rust kernel -> Rust crate -> CUDA C++ -> tanhf.
-    let gelu_affine = Kernel::get("gelu_affine")?;
+    let gelu_affine = RawKernel::get("gelu_affine")?;
     let out = DeviceBuffer::<f32>::zeroed(N)?;
     unsafe { gelu_affine.launch(grid, block, 0, &[&a, &b, &dx, &out, &N])? };
     // y0 = a * x + y0
-    let axpy = Kernel::get("axpy")?;
+    let axpy = RawKernel::get("axpy")?;
     unsafe { axpy.launch(grid, block, 0, &[&a, &dx, &dy, &N])? };
     fatlink_rt::synchronize()?;
 
