@@ -1,4 +1,4 @@
-/*===- runtime/lib/Stream.c - Streams and events ---------------------------===*\
+/*===- runtime/lib/Stream.c - Streams and events --------------------------===*\
  *
  * Thin wrappers over the driver's streams (cuStream*) and events
  * (cuEvent*), so that hosts that do not use the CUDA runtime (Rust, C) can

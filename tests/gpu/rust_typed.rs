@@ -24,7 +24,9 @@ fn fail(what: String) -> fatlink_rt::Result<()> {
 fn run() -> fatlink_rt::Result<()> {
     match Kernel::<(f32, DeviceSlice<f64>, DeviceSliceMut<f32>, u32)>::get(AXPY) {
         Err(e) if e.kind() == ErrorKind::Arguments => println!("wrong handle refused: {e}"),
-        other => fail(format!("a DeviceSlice<f64> handle for float const* gave {other:?}"))?,
+        other => fail(format!(
+            "a DeviceSlice<f64> handle for float const* gave {other:?}"
+        ))?,
     }
     let axpy = Kernel::<(f32, DeviceSlice<f32>, DeviceSliceMut<f32>, u32)>::get(AXPY)?;
     let iota = Kernel::<(DeviceSliceMut<i64>, i64, i32, u32)>::get(IOTA)?;
@@ -44,7 +46,15 @@ fn run() -> fatlink_rt::Result<()> {
     start.record(&s1)?;
     // Two streams at once: both read dx; each writes its own buffer.
     let first = unsafe { axpy.launch(&s1, grid, block, 0, (0.5, &dx, &mut dy, n))? };
-    let second = unsafe { iota.launch(&s2, grid, block, 0, (&mut out, -5_000_000_000, -3, N as u32))? };
+    let second = unsafe {
+        iota.launch(
+            &s2,
+            grid,
+            block,
+            0,
+            (&mut out, -5_000_000_000, -3, N as u32),
+        )?
+    };
     end.record(&s1)?;
     first.wait()?;
     second.wait()?;
@@ -53,7 +63,11 @@ fn run() -> fatlink_rt::Result<()> {
 
     let y = dy.to_vec()?;
     for i in 0..N {
-        let want = if i < n as usize { 0.5 * x[i] + 1.0 } else { 1.0 };
+        let want = if i < n as usize {
+            0.5 * x[i] + 1.0
+        } else {
+            1.0
+        };
         if y[i] != want {
             fail(format!("typed_axpy: y[{i}] = {}, expected {want}", y[i]))?;
         }

@@ -291,7 +291,8 @@ FATLINK_RT_API fatlink_rt_status fatlink_rt_synchronize(void);
  * CUstream / CUevent values, so streams from the CUDA runtime
  * (cudaStream_t) may be passed too. */
 
-FATLINK_RT_API fatlink_rt_status fatlink_rt_stream_create(fatlink_rt_stream *Out);
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_stream_create(fatlink_rt_stream *Out);
 /* Work still queued on the stream completes; the handle is invalid after.
  * The default stream (NULL) cannot be destroyed. */
 FATLINK_RT_API fatlink_rt_status
@@ -305,7 +306,8 @@ fatlink_rt_stream_synchronize(fatlink_rt_stream Stream);
 typedef void *fatlink_rt_event;
 
 FATLINK_RT_API fatlink_rt_status fatlink_rt_event_create(fatlink_rt_event *Out);
-FATLINK_RT_API fatlink_rt_status fatlink_rt_event_destroy(fatlink_rt_event Event);
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_event_destroy(fatlink_rt_event Event);
 /* Marks the current end of Stream's work: Event completes when all work
  * queued on Stream before it has. */
 FATLINK_RT_API fatlink_rt_status

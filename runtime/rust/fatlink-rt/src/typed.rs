@@ -130,8 +130,20 @@ pub struct DeviceSliceMut<T>(PhantomData<fn() -> T>);
 /// name, anything else a struct of its size.
 fn elem_of<T: 'static>() -> (i32, u32) {
     let id = TypeId::of::<T>();
-    let signed = [TypeId::of::<i8>(), TypeId::of::<i16>(), TypeId::of::<i32>(), TypeId::of::<i64>(), TypeId::of::<isize>()];
-    let unsigned = [TypeId::of::<u8>(), TypeId::of::<u16>(), TypeId::of::<u32>(), TypeId::of::<u64>(), TypeId::of::<usize>()];
+    let signed = [
+        TypeId::of::<i8>(),
+        TypeId::of::<i16>(),
+        TypeId::of::<i32>(),
+        TypeId::of::<i64>(),
+        TypeId::of::<isize>(),
+    ];
+    let unsigned = [
+        TypeId::of::<u8>(),
+        TypeId::of::<u16>(),
+        TypeId::of::<u32>(),
+        TypeId::of::<u64>(),
+        TypeId::of::<usize>(),
+    ];
     let kind = if signed.contains(&id) {
         SINT
     } else if unsigned.contains(&id) {
@@ -158,7 +170,11 @@ impl<T: Copy + 'static> sealed::Sealed for DeviceSlice<T> {}
 impl<T: Copy + 'static> KernelParam for DeviceSlice<T> {
     type Arg<'a> = &'a DeviceBuffer<T>;
     fn describe() -> ParamDesc {
-        pointer_desc(Some(elem_of::<T>()), false, format!("DeviceSlice<{}>", type_name::<T>()))
+        pointer_desc(
+            Some(elem_of::<T>()),
+            false,
+            format!("DeviceSlice<{}>", type_name::<T>()),
+        )
     }
     fn arg_ptr(arg: &Self::Arg<'_>) -> *mut c_void {
         &arg.ptr as *const u64 as *mut c_void
@@ -169,7 +185,11 @@ impl<T: Copy + 'static> sealed::Sealed for DeviceSliceMut<T> {}
 impl<T: Copy + 'static> KernelParam for DeviceSliceMut<T> {
     type Arg<'a> = &'a mut DeviceBuffer<T>;
     fn describe() -> ParamDesc {
-        pointer_desc(Some(elem_of::<T>()), true, format!("DeviceSliceMut<{}>", type_name::<T>()))
+        pointer_desc(
+            Some(elem_of::<T>()),
+            true,
+            format!("DeviceSliceMut<{}>", type_name::<T>()),
+        )
     }
     fn arg_ptr(arg: &Self::Arg<'_>) -> *mut c_void {
         &arg.ptr as *const u64 as *mut c_void
@@ -246,7 +266,12 @@ impl<P: KernelParams> Clone for Kernel<P> {
 
 impl<P: KernelParams> fmt::Debug for Kernel<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} for kernel {}", handle_type(&P::describe()), self.name)
+        write!(
+            f,
+            "{} for kernel {}",
+            handle_type(&P::describe()),
+            self.name
+        )
     }
 }
 
@@ -505,8 +530,20 @@ impl KernelSig {
             POINTER if rust && p.addrspace <= 1 => "*mut _".into(),
             POINTER if rust => format!("*mut _ (address space {})", p.addrspace),
             SINT if cxx => c_int_name(p.size, "signed char", "short", "int", "long long"),
-            UINT if cxx => c_int_name(p.size, "unsigned char", "unsigned short", "unsigned int", "unsigned long long"),
-            INT if cxx => c_int_name(p.size, "char", "short/unsigned short", "int/unsigned", "long/unsigned long"),
+            UINT if cxx => c_int_name(
+                p.size,
+                "unsigned char",
+                "unsigned short",
+                "unsigned int",
+                "unsigned long long",
+            ),
+            INT if cxx => c_int_name(
+                p.size,
+                "char",
+                "short/unsigned short",
+                "int/unsigned",
+                "long/unsigned long",
+            ),
             FLOAT if cxx => match p.size {
                 2 => "__half".into(),
                 4 => "float".into(),
@@ -533,7 +570,10 @@ impl KernelSig {
         let params = params.join(", ");
         let base = demangled_base(&self.name).unwrap_or_else(|| self.name.clone());
         let mut s = match (&self.params, self.language) {
-            (None, _) => format!("{}({params}) (no manifest: only sizes are known)", self.name),
+            (None, _) => format!(
+                "{}({params}) (no manifest: only sizes are known)",
+                self.name
+            ),
             (Some(_), RUST) => format!("extern \"ptx-kernel\" fn {base}({params})"),
             (Some(_), CUDA) | (Some(_), C) => format!("__global__ void {base}({params})"),
             (Some(_), _) => format!("{base}({params})"),
@@ -581,8 +621,12 @@ fn kind_word(kind: i32) -> &'static str {
 /// Why the handle's parameter `d` cannot be the kernel's `p`, or None.
 fn mismatch(p: &ManParam, d: &ParamDesc) -> Option<String> {
     if p.kind == UNKNOWN {
-        return (p.size != d.size)
-            .then(|| format!("the handle passes {} bytes and the kernel takes {}", d.size, p.size));
+        return (p.size != d.size).then(|| {
+            format!(
+                "the handle passes {} bytes and the kernel takes {}",
+                d.size, p.size
+            )
+        });
     }
     if p.kind == AGGREGATE || p.kind == BF16 || (p.kind == FLOAT && p.size == 2) {
         let what = if p.kind == AGGREGATE {
@@ -592,7 +636,9 @@ fn mismatch(p: &ManParam, d: &ParamDesc) -> Option<String> {
         } else {
             "an f16".to_string()
         };
-        return Some(format!("the kernel takes {what}, for which Kernel has no marker: use RawKernel"));
+        return Some(format!(
+            "the kernel takes {what}, for which Kernel has no marker: use RawKernel"
+        ));
     }
     let same_kind = (is_int(p.kind) && is_int(d.kind)) || p.kind == d.kind;
     if !same_kind {
@@ -604,7 +650,10 @@ fn mismatch(p: &ManParam, d: &ParamDesc) -> Option<String> {
     }
     if p.kind != POINTER {
         if p.size != d.size {
-            return Some(format!("the handle passes {} bytes and the kernel takes {}", d.size, p.size));
+            return Some(format!(
+                "the handle passes {} bytes and the kernel takes {}",
+                d.size, p.size
+            ));
         }
         if (p.kind == SINT && d.kind == UINT) || (p.kind == UINT && d.kind == SINT) {
             return Some("the sign differs".into());
@@ -626,7 +675,8 @@ fn mismatch(p: &ManParam, d: &ParamDesc) -> Option<String> {
     if let Some((ek, es)) = d.elem {
         if p.elem_kind != UNKNOWN {
             let kinds_fit = (is_int(p.elem_kind) && is_int(ek)) || p.elem_kind == ek;
-            let sign_differs = (p.elem_kind == SINT && ek == UINT) || (p.elem_kind == UINT && ek == SINT);
+            let sign_differs =
+                (p.elem_kind == SINT && ek == UINT) || (p.elem_kind == UINT && ek == SINT);
             if !kinds_fit || sign_differs || (p.elem_size != 0 && p.elem_size != es) {
                 return Some("they point to different types".into());
             }
