@@ -158,18 +158,14 @@ kernelFor(uint32_t Module, uint32_t Kernel, const char *Fn, const void *Out,
   return M;
 }
 
-fatlink_rt_status
-fatlink_rt_module_kernel_manifest(uint32_t Module, uint32_t Kernel,
-                                  fatlink_rt_kernel_manifest *Out) {
-  const struct fatlink_kernel_manifest *Man;
-  const flrt_module *M =
-      kernelFor(Module, Kernel, "fatlink_rt_module_kernel_manifest", Out, &Man);
-  if (!M)
-    return FATLINK_RT_ERROR_INVALID_VALUE;
+/* Fills Out from kernel Kernel of M, whose manifest is Man (or NULL). */
+static void fillManifest(const flrt_module *M, uint32_t Kernel,
+                         const struct fatlink_kernel_manifest *Man,
+                         fatlink_rt_kernel_manifest *Out) {
   memset(Out, 0, sizeof(*Out));
   Out->origin = "";
   if (!Man)
-    return flrt_ok();
+    return;
   Out->language = (fatlink_rt_language)Man->language;
   Out->num_params = Man->params ? M->desc->kernels[Kernel].num_params : 0;
   Out->origin = manifestString(M, Man->origin);
@@ -179,25 +175,20 @@ fatlink_rt_module_kernel_manifest(uint32_t Module, uint32_t Kernel,
     Out->cluster[D] = Man->cluster[D];
   }
   Out->min_blocks = Man->min_blocks;
-  return flrt_ok();
 }
 
-fatlink_rt_status fatlink_rt_module_kernel_param(uint32_t Module,
-                                                 uint32_t Kernel,
-                                                 uint32_t Param,
-                                                 fatlink_rt_param *Out) {
-  const struct fatlink_kernel_manifest *Man;
-  const flrt_module *M =
-      kernelFor(Module, Kernel, "fatlink_rt_module_kernel_param", Out, &Man);
-  if (!M)
-    return FATLINK_RT_ERROR_INVALID_VALUE;
+/* Fills Out with parameter Param of kernel Kernel of M (manifest Man). */
+static fatlink_rt_status fillParam(const flrt_module *M, uint32_t Kernel,
+                                   const struct fatlink_kernel_manifest *Man,
+                                   uint32_t Param, const char *Fn,
+                                   fatlink_rt_param *Out) {
   const struct fatlink_kernel *K = &M->desc->kernels[Kernel];
   uint32_t N = Man && Man->params ? K->num_params : 0;
   if (Param >= N)
     return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
-                     "fatlink_rt_module_kernel_param: the manifest of %s "
-                     "lists %u parameters, no parameter %u",
-                     K->name, N, Param);
+                     "%s: the manifest of %s lists %u parameters, no "
+                     "parameter %u",
+                     Fn, K->name, N, Param);
   const struct fatlink_param *P =
       (const void *)((const char *)M->desc->kernels + Man->params +
                      (uint64_t)Param * sizeof(struct fatlink_param));
@@ -211,6 +202,70 @@ fatlink_rt_status fatlink_rt_module_kernel_param(uint32_t Module,
   Out->type = manifestString(M, P->type);
   Out->name = manifestString(M, P->name);
   return flrt_ok();
+}
+
+fatlink_rt_status
+fatlink_rt_module_kernel_manifest(uint32_t Module, uint32_t Kernel,
+                                  fatlink_rt_kernel_manifest *Out) {
+  const struct fatlink_kernel_manifest *Man;
+  const flrt_module *M =
+      kernelFor(Module, Kernel, "fatlink_rt_module_kernel_manifest", Out, &Man);
+  if (!M)
+    return FATLINK_RT_ERROR_INVALID_VALUE;
+  fillManifest(M, Kernel, Man, Out);
+  return flrt_ok();
+}
+
+fatlink_rt_status fatlink_rt_module_kernel_param(uint32_t Module,
+                                                 uint32_t Kernel,
+                                                 uint32_t Param,
+                                                 fatlink_rt_param *Out) {
+  const struct fatlink_kernel_manifest *Man;
+  const flrt_module *M =
+      kernelFor(Module, Kernel, "fatlink_rt_module_kernel_param", Out, &Man);
+  if (!M)
+    return FATLINK_RT_ERROR_INVALID_VALUE;
+  return fillParam(M, Kernel, Man, Param, "fatlink_rt_module_kernel_param",
+                   Out);
+}
+
+/* The handle's module, or NULL with the failure set (a NULL argument, or a
+ * module whose library was unloaded). */
+static const flrt_module *handleModule(fatlink_rt_kernel Kernel,
+                                       const void *Out, const char *Fn) {
+  if (!Kernel || !Out) {
+    flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE, "%s: NULL argument", Fn);
+    return NULL;
+  }
+  if (atomic_load(&Kernel->module->unloaded)) {
+    flrt_unloaded_failure(Kernel->module, Kernel->index);
+    return NULL;
+  }
+  return Kernel->module;
+}
+
+fatlink_rt_status
+fatlink_rt_kernel_get_manifest(fatlink_rt_kernel Kernel,
+                               fatlink_rt_kernel_manifest *Out) {
+  const flrt_module *M =
+      handleModule(Kernel, Out, "fatlink_rt_kernel_get_manifest");
+  if (!M)
+    return Kernel && Out ? FATLINK_RT_ERROR_BAD_MODULE
+                         : FATLINK_RT_ERROR_INVALID_VALUE;
+  fillManifest(M, Kernel->index, manifestOf(M, Kernel->index), Out);
+  return flrt_ok();
+}
+
+fatlink_rt_status fatlink_rt_kernel_get_param(fatlink_rt_kernel Kernel,
+                                              uint32_t Param,
+                                              fatlink_rt_param *Out) {
+  const flrt_module *M =
+      handleModule(Kernel, Out, "fatlink_rt_kernel_get_param");
+  if (!M)
+    return Kernel && Out ? FATLINK_RT_ERROR_BAD_MODULE
+                         : FATLINK_RT_ERROR_INVALID_VALUE;
+  return fillParam(M, Kernel->index, manifestOf(M, Kernel->index), Param,
+                   "fatlink_rt_kernel_get_param", Out);
 }
 
 static const char *addrspaceName(uint32_t AS) {

@@ -65,6 +65,7 @@ static const struct {
     {223, "CUDA_ERROR_JIT_COMPILATION_DISABLED"},
     {400, "CUDA_ERROR_INVALID_HANDLE"},
     {500, "CUDA_ERROR_NOT_FOUND"},
+    {600, "CUDA_ERROR_NOT_READY"},
     {700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
     {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"},
     {702, "CUDA_ERROR_LAUNCH_TIMEOUT"},
@@ -155,6 +156,16 @@ static void initDriver(void) {
       SYM(cuMemcpyHtoD, "cuMemcpyHtoD_v2", 1),
       SYM(cuMemcpyDtoH, "cuMemcpyDtoH_v2", 1),
       SYM(cuMemGetInfo, "cuMemGetInfo_v2", 1),
+      SYM(cuStreamCreate, "cuStreamCreate", 1),
+      SYM(cuStreamDestroy, "cuStreamDestroy_v2", 1),
+      SYM(cuStreamSynchronize, "cuStreamSynchronize", 1),
+      SYM(cuStreamWaitEvent, "cuStreamWaitEvent", 1),
+      SYM(cuEventCreate, "cuEventCreate", 1),
+      SYM(cuEventDestroy, "cuEventDestroy_v2", 1),
+      SYM(cuEventRecord, "cuEventRecord", 1),
+      SYM(cuEventSynchronize, "cuEventSynchronize", 1),
+      /* Drivers before CUDA 12.8 have only the first version. */
+      SYM(cuEventElapsedTime, "cuEventElapsedTime_v2", 0),
       SYM(cuGetErrorName, "cuGetErrorName", 0),
       SYM(cuGetErrorString, "cuGetErrorString", 0),
 #undef SYM
@@ -170,6 +181,16 @@ static void initDriver(void) {
       memset(&Api, 0, sizeof(Api));
       return;
     }
+  }
+  if (!Api.cuEventElapsedTime)
+    *(void **)&Api.cuEventElapsedTime = dlsym(Handle, "cuEventElapsedTime");
+  if (!Api.cuEventElapsedTime) {
+    initFail(FATLINK_RT_ERROR_NO_DRIVER, 0,
+             "%s lacks cuEventElapsedTime: it is not the NVIDIA driver's "
+             "libcuda.so.1; install a current NVIDIA driver",
+             Path);
+    memset(&Api, 0, sizeof(Api));
+    return;
   }
   /* Where the library really came from, for the log. */
   Dl_info Info;

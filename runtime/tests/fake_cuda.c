@@ -1,10 +1,13 @@
 /* fake_cuda.c: a stand-in for libcuda.so.1, loaded through
  * FATLINK_RT_LIBCUDA, so that the runtime's driver path (device queries,
  * module loading and its failure explanations, launches, memory) runs on
- * machines without a GPU. "Device memory" is host memory, and three kernels
+ * machines without a GPU. "Device memory" is host memory, and a few kernels
  * are emulated on the CPU (vec_add and saxpy of testdata/rust, scale of
- * docs/cargo.md's minimal project), so a test can check that arguments
- * reach the kernel in order.
+ * docs/cargo.md's minimal project, axpy and iota of
+ * test/runtime/rust-typed.test), so a test can check that arguments
+ * reach the kernel in order. Kernels run at once, when launched; streams
+ * and events are numbers (1, 2, ...) that the trace names, and the time
+ * between two events is 1.5 ms per launch between their records.
  *
  * Configured by the environment:
  *   FAKE_CUDA_INIT      CUresult of cuInit (default 0)
@@ -13,9 +16,11 @@
  *   FAKE_CUDA_DEVICES   device count (default 1)
  *   FAKE_CUDA_LOAD      CUresult of cuModuleLoadDataEx (default 0)
  *   FAKE_CUDA_JIT_LOG   text written to the JIT error log on a failed load
- *   FAKE_CUDA_TRACE     file that receives one line per module load and
- *                       per launch */
+ *   FAKE_CUDA_TRACE     file that receives one line per module load, per
+ *                       launch (naming its stream unless it is the
+ *                       default one) and per stream or event call */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +129,87 @@ CUresult cuFuncGetAttribute(int *V, int Attr, void *F) {
   *V = Attr == 0 ? 1024 : env("FAKE_CUDA_CC", 80);
   return 0;
 }
+static void trace(const char *Fmt, ...) __attribute__((format(printf, 1, 2)));
+static void trace(const char *Fmt, ...) {
+  const char *Trace = getenv("FAKE_CUDA_TRACE");
+  FILE *T = Trace ? fopen(Trace, "a") : NULL;
+  if (!T)
+    return;
+  va_list Ap;
+  va_start(Ap, Fmt);
+  vfprintf(T, Fmt, Ap);
+  va_end(Ap);
+  fputc('\n', T);
+  fclose(T);
+}
+
+/* Streams and events are numbered from 1 (the handle is the number); an
+ * event remembers how many launches came before its record. */
+static pthread_mutex_t Lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long NextStream = 1, NextEvent = 1, Launches;
+static unsigned long EventLaunches[256];
+
+CUresult cuStreamCreate(void **S, unsigned Flags) {
+  pthread_mutex_lock(&Lock);
+  unsigned long N = NextStream++;
+  pthread_mutex_unlock(&Lock);
+  *S = (void *)N;
+  trace("stream %lu create flags %u", N, Flags);
+  return 0;
+}
+CUresult cuStreamDestroy_v2(void *S) {
+  if (!S)
+    return 400; /* CUDA_ERROR_INVALID_HANDLE */
+  trace("stream %lu destroy", (unsigned long)S);
+  return 0;
+}
+CUresult cuStreamSynchronize(void *S) {
+  trace("stream %lu sync", (unsigned long)S);
+  return 0;
+}
+CUresult cuStreamWaitEvent(void *S, void *E, unsigned Flags) {
+  (void)Flags;
+  trace("stream %lu wait event %lu", (unsigned long)S, (unsigned long)E);
+  return 0;
+}
+CUresult cuEventCreate(void **E, unsigned Flags) {
+  pthread_mutex_lock(&Lock);
+  unsigned long N = NextEvent < 256 ? NextEvent++ : 0;
+  pthread_mutex_unlock(&Lock);
+  if (!N)
+    return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+  *E = (void *)N;
+  trace("event %lu create flags %u", N, Flags);
+  return 0;
+}
+CUresult cuEventDestroy_v2(void *E) {
+  trace("event %lu destroy", (unsigned long)E);
+  return 0;
+}
+CUresult cuEventRecord(void *E, void *S) {
+  unsigned long N = (unsigned long)E;
+  if (N == 0 || N >= 256)
+    return 400;
+  pthread_mutex_lock(&Lock);
+  EventLaunches[N] = Launches + 1; /* 0: never recorded */
+  pthread_mutex_unlock(&Lock);
+  trace("event %lu record on stream %lu", N, (unsigned long)S);
+  return 0;
+}
+CUresult cuEventSynchronize(void *E) {
+  trace("event %lu sync", (unsigned long)E);
+  return 0;
+}
+CUresult cuEventElapsedTime_v2(float *Ms, void *Start, void *End) {
+  unsigned long A = (unsigned long)Start, B = (unsigned long)End;
+  if (A == 0 || A >= 256 || B == 0 || B >= 256)
+    return 400;
+  if (!EventLaunches[A] || !EventLaunches[B])
+    return 600; /* CUDA_ERROR_NOT_READY */
+  *Ms = 1.5f * (float)((long)EventLaunches[B] - (long)EventLaunches[A]);
+  return 0;
+}
+
 CUresult cuLaunchKernel(void *F, unsigned GX, unsigned GY, unsigned GZ,
                         unsigned BX, unsigned BY, unsigned BZ, unsigned Shared,
                         void *Stream, void **Args, void **Extra) {
@@ -132,15 +218,14 @@ CUresult cuLaunchKernel(void *F, unsigned GX, unsigned GY, unsigned GZ,
   if ((unsigned long long)BX * BY * BZ > 1024)
     return 1; /* CUDA_ERROR_INVALID_VALUE */
   const char *Name = F;
-  const char *Trace = getenv("FAKE_CUDA_TRACE");
-  if (Trace) {
-    FILE *T = fopen(Trace, "a");
-    if (T) {
-      fprintf(T, "launch %s grid %u,%u,%u block %u,%u,%u shared %u\n", Name,
-              GX, GY, GZ, BX, BY, BZ, Shared);
-      fclose(T);
-    }
-  }
+  char On[32] = "";
+  if (Stream)
+    snprintf(On, sizeof(On), " stream %lu", (unsigned long)Stream);
+  trace("launch %s grid %u,%u,%u block %u,%u,%u shared %u%s", Name, GX, GY,
+        GZ, BX, BY, BZ, Shared, On);
+  pthread_mutex_lock(&Lock);
+  ++Launches;
+  pthread_mutex_unlock(&Lock);
   size_t N = (size_t)GX * BX;
   if (strcmp(Name, "vec_add") == 0) {
     float *A = *(float **)Args[0], *B = *(float **)Args[1],
@@ -152,6 +237,21 @@ CUresult cuLaunchKernel(void *F, unsigned GX, unsigned GY, unsigned GZ,
     float *X = *(float **)Args[1], *Y = *(float **)Args[2];
     for (size_t I = 0; X && Y && I < N; ++I)
       Y[I] = 2 * Alpha * X[I] + Y[I];
+  } else if (strcmp(Name, "_Z4axpyfPKfPfj") == 0) {
+    /* axpy(float a, const float *x, float *y, unsigned n) */
+    float A = *(float *)Args[0];
+    const float *X = *(const float **)Args[1];
+    float *Y = *(float **)Args[2];
+    unsigned Count = *(unsigned *)Args[3];
+    for (size_t I = 0; X && Y && I < N && I < Count; ++I)
+      Y[I] = A * X[I] + Y[I];
+  } else if (strcmp(Name, "_Z4iotaPxxi") == 0) {
+    /* iota(long long *out, long long start, int step) */
+    long long *Out = *(long long **)Args[0];
+    long long Start = *(long long *)Args[1];
+    int Step = *(int *)Args[2];
+    for (size_t I = 0; Out && I < N; ++I)
+      Out[I] = Start + (long long)I * Step;
   } else if (strcmp(Name, "scale") == 0) {
     float A = *(float *)Args[0];
     float *X = *(float **)Args[1];

@@ -9,6 +9,9 @@
  *   rt_probe vec_add N                full round trip through vec_add
  *   rt_probe device N                 set device N and print it
  *   rt_probe select CC DRIVER         the image chosen for each module
+ *   rt_probe streams                  vec_add on a stream between two
+ *                                     events; then each stream and event
+ *                                     call's refusals
  *   rt_probe threads N                N threads look up and launch vec_add
  *                                     at once (the module loads once)
  *   rt_probe dlclose LIB NAME         dlopen LIB, look NAME up, dlclose LIB,
@@ -225,6 +228,65 @@ int main(int Argc, char **Argv) {
     free(B);
     free(C);
     return Rc;
+  }
+  if (!strcmp(Cmd, "streams")) {
+    /* Queue vec_add on a new stream between two events, wait, time it. */
+    enum { N = 64 };
+    float A[N], B[N], C[N];
+    for (int I = 0; I < N; ++I) {
+      A[I] = (float)I;
+      B[I] = 2.0f;
+    }
+    fatlink_rt_kernel K;
+    fatlink_rt_stream Stream;
+    fatlink_rt_event Start, End, Unrecorded;
+    fatlink_rt_devptr DA, DB, DC;
+    float Ms = -1;
+    if ((S = fatlink_rt_get_kernel("vec_add", &K)) ||
+        (S = fatlink_rt_stream_create(&Stream)) ||
+        (S = fatlink_rt_event_create(&Start)) ||
+        (S = fatlink_rt_event_create(&End)) ||
+        (S = fatlink_rt_event_create(&Unrecorded)) ||
+        (S = fatlink_rt_malloc(&DA, sizeof(A))) ||
+        (S = fatlink_rt_malloc(&DB, sizeof(B))) ||
+        (S = fatlink_rt_malloc(&DC, sizeof(C))) ||
+        (S = fatlink_rt_memcpy_htod(DA, A, sizeof(A))) ||
+        (S = fatlink_rt_memcpy_htod(DB, B, sizeof(B))))
+      return failed(S);
+    void *Args[] = {&DA, &DB, &DC};
+    size_t Sizes[] = {8, 8, 8};
+    fatlink_rt_dim3 Grid = {2, 1, 1}, Block = {N / 2, 1, 1};
+    if ((S = fatlink_rt_event_record(Start, Stream)) ||
+        (S = fatlink_rt_launch(K, Grid, Block, 0, Stream, Args, Sizes, 3)) ||
+        (S = fatlink_rt_event_record(End, Stream)) ||
+        (S = fatlink_rt_stream_wait_event(NULL, End)) ||
+        (S = fatlink_rt_event_synchronize(End)) ||
+        (S = fatlink_rt_stream_synchronize(Stream)) ||
+        (S = fatlink_rt_event_elapsed_ms(Start, End, &Ms)) ||
+        (S = fatlink_rt_memcpy_dtoh(C, DC, sizeof(C))))
+      return failed(S);
+    int Bad = 0;
+    for (int I = 0; I < N; ++I)
+      Bad += C[I] != A[I] + B[I];
+    printf("vec_add on a stream: %d wrong, %.1f ms\n", Bad, Ms);
+    /* Refusals: each prints its status and message. */
+    if ((S = fatlink_rt_event_elapsed_ms(Start, Unrecorded, &Ms)))
+      failed(S);
+    if ((S = fatlink_rt_stream_destroy(NULL)))
+      failed(S);
+    if ((S = fatlink_rt_stream_create(NULL)))
+      failed(S);
+    if ((S = fatlink_rt_event_record(NULL, Stream)))
+      failed(S);
+    if ((S = fatlink_rt_event_destroy(Start)) ||
+        (S = fatlink_rt_event_destroy(End)) ||
+        (S = fatlink_rt_event_destroy(Unrecorded)) ||
+        (S = fatlink_rt_stream_destroy(Stream)))
+      return failed(S);
+    fatlink_rt_free(DA);
+    fatlink_rt_free(DB);
+    fatlink_rt_free(DC);
+    return Bad != 0;
   }
   if (!strcmp(Cmd, "threads") && Argc > 2) {
     int N = atoi(Argv[2]);

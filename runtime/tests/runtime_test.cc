@@ -501,6 +501,33 @@ TEST(Api, NullArgumentsAreErrors) {
   EXPECT_EQ(fatlink_rt_get_module_info(0, nullptr),
             FATLINK_RT_ERROR_INVALID_VALUE);
   EXPECT_EQ(fatlink_rt_free(0), FATLINK_RT_SUCCESS);
+  fatlink_rt_kernel_manifest Man;
+  EXPECT_EQ(fatlink_rt_kernel_get_manifest(nullptr, &Man),
+            FATLINK_RT_ERROR_INVALID_VALUE);
+  EXPECT_STREQ(fatlink_rt_last_error(),
+               "fatlink_rt_kernel_get_manifest: NULL argument");
+  fatlink_rt_param P;
+  EXPECT_EQ(fatlink_rt_kernel_get_param(nullptr, 0, &P),
+            FATLINK_RT_ERROR_INVALID_VALUE);
+  // Streams and events: refused before the driver is needed.
+  EXPECT_EQ(fatlink_rt_stream_create(nullptr), FATLINK_RT_ERROR_INVALID_VALUE);
+  EXPECT_EQ(fatlink_rt_stream_destroy(nullptr), FATLINK_RT_ERROR_INVALID_VALUE);
+  EXPECT_STREQ(fatlink_rt_last_error(),
+               "fatlink_rt_stream_destroy: the default stream (NULL) cannot "
+               "be destroyed");
+  EXPECT_EQ(fatlink_rt_event_create(nullptr), FATLINK_RT_ERROR_INVALID_VALUE);
+  EXPECT_EQ(fatlink_rt_event_destroy(nullptr), FATLINK_RT_ERROR_INVALID_VALUE);
+  EXPECT_EQ(fatlink_rt_event_record(nullptr, nullptr),
+            FATLINK_RT_ERROR_INVALID_VALUE);
+  EXPECT_EQ(fatlink_rt_event_synchronize(nullptr),
+            FATLINK_RT_ERROR_INVALID_VALUE);
+  EXPECT_EQ(fatlink_rt_stream_wait_event(nullptr, nullptr),
+            FATLINK_RT_ERROR_INVALID_VALUE);
+  float Ms = 1;
+  EXPECT_EQ(fatlink_rt_event_elapsed_ms(nullptr, nullptr, &Ms),
+            FATLINK_RT_ERROR_INVALID_VALUE);
+  EXPECT_STREQ(fatlink_rt_last_error(),
+               "fatlink_rt_event_elapsed_ms: NULL argument");
   EXPECT_STREQ(fatlink_rt_status_name(FATLINK_RT_ERROR_NO_DRIVER),
                "FATLINK_RT_ERROR_NO_DRIVER");
   EXPECT_STREQ(fatlink_rt_status_name((fatlink_rt_status)99),

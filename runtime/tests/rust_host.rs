@@ -2,7 +2,7 @@
 //! test/runtime/rust-host.test and cargo-host.test. Lists the embedded kernels, then runs saxpy
 //! (from testdata/rust/saxpy.rs) through typed arguments and device
 //! buffers, or reports the runtime's error and exits 1.
-use fatlink_rt::{DeviceBuffer, Kernel};
+use fatlink_rt::{DeviceBuffer, RawKernel};
 
 fn main() {
     let modules = fatlink_rt::modules().expect("listing needs no driver");
@@ -13,10 +13,10 @@ fn main() {
             println!("kernel {}{:?}", k.name, k.param_sizes);
         }
     }
-    if let Err(e) = Kernel::get("saxpi") {
+    if let Err(e) = RawKernel::get("saxpi") {
         println!("{}: {}", e.status_name(), e);
     }
-    let saxpy = match Kernel::get("saxpy") {
+    let saxpy = match RawKernel::get("saxpy") {
         Ok(k) => k,
         Err(e) => {
             println!("{}: {}", e.status_name(), e);

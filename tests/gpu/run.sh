@@ -21,7 +21,11 @@
 #   app_cdp    dynamic parallelism (testdata/cuda/cdp_main.cu): a kernel
 #              launches a kernel; the device runtime (libcudadevrt.a) is
 #              nvlinked into the cubins for sm_75..sm_120
-#   rust_host  the fatlink-rt crate: saxpy through typed arguments
+#   rust_host  the fatlink-rt crate: saxpy through the untyped RawKernel
+#   rust_typed typed handles (fatlink_rt::Kernel<P>, tests/gpu/rust_typed.rs)
+#              of CUDA C++ kernels (tests/gpu/typed_kernels.cu) and the Rust
+#              saxpy, checked against the manifest (a wrong one refused),
+#              launched on two streams and checked; events time one
 #   nvcc_app   nvcc host code with no nvcc -dlink (testdata/nvcc/nv_host.cu,
 #              -rdc=true, launching nv_square_all of nv_math.cu, nvcc -dc,
 #              which calls the Rust crate nvcc_calls), linked by fatlink cc:
@@ -141,6 +145,13 @@ build() {
   mkdir -p "$W/native" && cp "$LIB" "$W/native/"
   rustc --edition 2021 -O "$ROOT/runtime/tests/rust_host.rs" --extern fatlink_rt="$W/libfatlink_rt.rlib" \
     -L native="$W/native" -C link-arg="$W/kernels_full.o" -o "$OUT/rust_host"
+  echo "== Rust host with typed launches (Kernel<P>, streams, events)"
+  "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --cuda-device-only \
+    --offload-arch=sm_75 -fgpu-rdc -O3 -emit-llvm -c "$ROOT/tests/gpu/typed_kernels.cu" -o "$W/typed_kernels.bc"
+  "$FATLINK" device-link --arch=sm_75,sm_80,sm_90,sm_100,sm_120,compute_120 "$W/typed_kernels.bc" \
+    "$W/libsaxpy.rlib" "$W/libvecmath.rlib" "$W/libfatlink_device.rlib" "$W/softplus.bc" -o "$W/kernels_typed.o"
+  rustc --edition 2021 -O "$ROOT/tests/gpu/rust_typed.rs" --extern fatlink_rt="$W/libfatlink_rt.rlib" \
+    -L native="$W/native" -C link-arg="$W/kernels_typed.o" -o "$OUT/rust_typed"
   echo "== the cargo example (examples/cargo, fatlink-cc)"
   (cd "$ROOT/examples/cargo" && CARGO_TARGET_DIR="$W/cargo-target" cargo build --release --offline -q)
   cp "$W/cargo-target/release/app" "$OUT/cargo_app"
@@ -162,7 +173,7 @@ fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
 
 run() {
   cd "$OUT" || exit 1
-  for f in app_full app_parts app_ptx app_sm75 app_sm120 app_cdp nvcc_app nvcc_clang_app rust_host cargo_app cargo_nvcc_app cargo_cc_app corpus_app; do
+  for f in app_full app_parts app_ptx app_sm75 app_sm120 app_cdp nvcc_app nvcc_clang_app rust_host rust_typed cargo_app cargo_nvcc_app cargo_cc_app corpus_app; do
     [ -x "$f" ] || { echo "FAIL: $OUT/$f missing: run 'tests/gpu/run.sh build' first"; exit 1; }
   done
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader || true
@@ -242,8 +253,14 @@ run() {
   echo "== rust_host: the fatlink-rt crate"
   timeout 60 ./rust_host >rust.txt 2>&1; rc=$?
   cat rust.txt
-  [ $rc -eq 0 ] && grep -q '^saxpy ok$' rust.txt && pass "rust_host: saxpy through typed arguments" ||
+  [ $rc -eq 0 ] && grep -q '^saxpy ok$' rust.txt && pass "rust_host: saxpy through RawKernel" ||
     fail "rust_host (exit $rc)"
+  echo "== rust_typed: typed launches (Kernel<P>) on streams"
+  timeout 60 ./rust_typed >rust_typed.txt 2>&1; rc=$?
+  cat rust_typed.txt
+  [ $rc -eq 0 ] && grep -q '^wrong handle refused: kernel typed_axpy (_Z10typed_axpyfPKfPfj) does not fit its handle' rust_typed.txt &&
+    grep -q '^typed launches ok' rust_typed.txt &&
+    pass "rust_typed: typed handles checked, launches on two streams correct" || fail "rust_typed (exit $rc)"
 
   echo "== cargo_app: the cargo example (Rust kernels calling CUDA C++)"
   timeout 60 ./cargo_app >cargo.txt 2>&1; rc=$?

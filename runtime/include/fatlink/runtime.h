@@ -228,6 +228,16 @@ fatlink_rt_kernel_get_info(fatlink_rt_kernel Kernel, fatlink_rt_kernel_info *Inf
 FATLINK_RT_API fatlink_rt_status fatlink_rt_find_kernel(const char *Name,
                                                         fatlink_rt_kernel *Out);
 
+/* The manifest of a kernel handle, and its parameter Param: as
+ * fatlink_rt_module_kernel_manifest and _param, without the indices. No
+ * driver needed. */
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_kernel_get_manifest(fatlink_rt_kernel Kernel,
+                               fatlink_rt_kernel_manifest *Out);
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_kernel_get_param(fatlink_rt_kernel Kernel, uint32_t Param,
+                            fatlink_rt_param *Out);
+
 /* What a launch argument is, for fatlink_rt_kernel_check_args. */
 typedef struct fatlink_rt_arg {
   fatlink_rt_param_kind kind;     /* SINT, UINT, FLOAT, POINTER, AGGREGATE */
@@ -271,6 +281,48 @@ fatlink_rt_launch(fatlink_rt_kernel Kernel, fatlink_rt_dim3 Grid,
 
 /* Waits for all work on the current device (cuCtxSynchronize). */
 FATLINK_RT_API fatlink_rt_status fatlink_rt_synchronize(void);
+
+/*===------------------------- Streams and events ------------------------===*/
+/* A stream runs its work (launches, event records) in order; work on
+ * different streams may overlap. Streams are created on the calling
+ * thread's current device (with CU_STREAM_DEFAULT: they synchronize with
+ * the legacy default stream, NULL, which the copies above use) and are
+ * only valid for launches of kernels on that device. Handles are plain
+ * CUstream / CUevent values, so streams from the CUDA runtime
+ * (cudaStream_t) may be passed too. */
+
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_stream_create(fatlink_rt_stream *Out);
+/* Work still queued on the stream completes; the handle is invalid after.
+ * The default stream (NULL) cannot be destroyed. */
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_stream_destroy(fatlink_rt_stream Stream);
+/* Waits for the work queued on Stream (NULL: the default stream); faults of
+ * its kernels surface here. */
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_stream_synchronize(fatlink_rt_stream Stream);
+
+/* A CUevent: a point in a stream's work, for waiting and timing. */
+typedef void *fatlink_rt_event;
+
+FATLINK_RT_API fatlink_rt_status fatlink_rt_event_create(fatlink_rt_event *Out);
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_event_destroy(fatlink_rt_event Event);
+/* Marks the current end of Stream's work: Event completes when all work
+ * queued on Stream before it has. */
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_event_record(fatlink_rt_event Event, fatlink_rt_stream Stream);
+/* Waits for Event's work. */
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_event_synchronize(fatlink_rt_event Event);
+/* Work queued on Stream after this call waits for Event (on the device;
+ * the host does not wait). */
+FATLINK_RT_API fatlink_rt_status
+fatlink_rt_stream_wait_event(fatlink_rt_stream Stream, fatlink_rt_event Event);
+/* Milliseconds between two recorded, completed events
+ * (cuEventElapsedTime; about 0.5 us resolution). */
+FATLINK_RT_API fatlink_rt_status fatlink_rt_event_elapsed_ms(
+    fatlink_rt_event Start, fatlink_rt_event End, float *Milliseconds);
 
 /*===----------------------------- Memory --------------------------------===*/
 

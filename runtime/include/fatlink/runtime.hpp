@@ -10,6 +10,9 @@
 //   if (!K) { std::cerr << K.status().message() << "\n"; return 1; }
 //   auto X = fatlink::rt::DeviceBuffer<float>::from(HostX);
 //   Status S = K->launch({N / 256}, {256}, 2.0f, X->get(), Y->get());
+//   // or on a stream: auto St = fatlink::rt::Stream::create();
+//   //   K->launchOn({N / 256}, {256}, 0, St->get(), 2.0f, *X, *Y);
+//   //   St->synchronize();
 //
 // Launch arguments are passed by value and checked against the kernel's
 // manifest, which fatlink recorded at link time (docs/abi.md): an integer,
@@ -85,6 +88,88 @@ inline Status synchronize() { return Status::fromLast(fatlink_rt_synchronize());
 inline Status setDevice(int Device) {
   return Status::fromLast(fatlink_rt_set_device(Device));
 }
+
+// A stream on the current device (fatlink_rt_stream_create): launches
+// queued on it (Kernel::launchOn(Grid, Block, Shmem, S.get(), Args...))
+// run in order. Destroying it waits for its work first. Move-only.
+class Stream {
+public:
+  Stream() = default;
+  Stream(const Stream &) = delete;
+  Stream &operator=(const Stream &) = delete;
+  Stream(Stream &&O) noexcept : Handle(O.Handle) { O.Handle = nullptr; }
+  Stream &operator=(Stream &&O) noexcept {
+    std::swap(Handle, O.Handle);
+    return *this;
+  }
+  ~Stream() {
+    if (Handle) {
+      (void)fatlink_rt_stream_synchronize(Handle);
+      (void)fatlink_rt_stream_destroy(Handle);
+    }
+  }
+
+  static Expected<Stream> create() {
+    Stream S;
+    fatlink_rt_status St = fatlink_rt_stream_create(&S.Handle);
+    if (St != FATLINK_RT_SUCCESS)
+      return Status::fromLast(St);
+    return S;
+  }
+  // Waits for the work queued on the stream; kernel faults surface here.
+  Status synchronize() const {
+    return Status::fromLast(fatlink_rt_stream_synchronize(Handle));
+  }
+  fatlink_rt_stream get() const { return Handle; }
+
+private:
+  fatlink_rt_stream Handle = nullptr;
+};
+
+// An event (fatlink_rt_event_create): a point in a stream's work, for
+// waiting (Stream work or the host) and timing. Move-only.
+class Event {
+public:
+  Event() = default;
+  Event(const Event &) = delete;
+  Event &operator=(const Event &) = delete;
+  Event(Event &&O) noexcept : Handle(O.Handle) { O.Handle = nullptr; }
+  Event &operator=(Event &&O) noexcept {
+    std::swap(Handle, O.Handle);
+    return *this;
+  }
+  ~Event() {
+    if (Handle)
+      (void)fatlink_rt_event_destroy(Handle);
+  }
+
+  static Expected<Event> create() {
+    Event E;
+    fatlink_rt_status St = fatlink_rt_event_create(&E.Handle);
+    if (St != FATLINK_RT_SUCCESS)
+      return Status::fromLast(St);
+    return E;
+  }
+  Status record(const Stream &S) const {
+    return Status::fromLast(fatlink_rt_event_record(Handle, S.get()));
+  }
+  Status synchronize() const {
+    return Status::fromLast(fatlink_rt_event_synchronize(Handle));
+  }
+  // Work queued on S from now on waits for this event.
+  Status waitOn(const Stream &S) const {
+    return Status::fromLast(fatlink_rt_stream_wait_event(S.get(), Handle));
+  }
+  // Milliseconds from this event to End (both recorded and complete).
+  Status elapsedMs(const Event &End, float &Ms) const {
+    return Status::fromLast(
+        fatlink_rt_event_elapsed_ms(Handle, End.Handle, &Ms));
+  }
+  fatlink_rt_event get() const { return Handle; }
+
+private:
+  fatlink_rt_event Handle = nullptr;
+};
 
 // How an argument of type T is passed and described to the checks
 // (fatlink_rt_kernel_check_args); defined after DeviceBuffer.

@@ -4,7 +4,7 @@
 //! nvcc's kernel through the launcher the cc crate compiled (`<<<>>>`, the
 //! CUDA runtime), and checks both against the host. Without a GPU it says
 //! so, with what each runtime reports, and exits 0.
-use fatlink_rt::{DeviceBuffer, ErrorKind, Kernel};
+use fatlink_rt::{DeviceBuffer, ErrorKind, RawKernel};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
 
@@ -66,7 +66,7 @@ fn run() -> fatlink_rt::Result<()> {
     let dx = DeviceBuffer::from_slice(&x)?;
     let out = DeviceBuffer::<f32>::zeroed(N)?;
     let block = 256u32;
-    let rust_affine = Kernel::get("rust_affine")?;
+    let rust_affine = RawKernel::get("rust_affine")?;
     unsafe { rust_affine.launch(n / block, block, 0, &[&a, &b, &dx, &out, &n])? };
     fatlink_rt::synchronize()?;
     let got_affine = out.to_vec()?;

@@ -3,7 +3,7 @@
 //! calls nvcc's device function) and nvcc's kernel (which calls Rust's)
 //! through the fatlink runtime and checks them against the host. Without a
 //! GPU it says so and exits 0: the listing is what it can show.
-use fatlink_rt::{DeviceBuffer, ErrorKind, Kernel};
+use fatlink_rt::{DeviceBuffer, ErrorKind, RawKernel};
 
 const N: usize = 1 << 12;
 
@@ -45,10 +45,10 @@ fn run() -> fatlink_rt::Result<()> {
     let grid = n / block;
 
     // out = a * x + b: Rust kernel -> nvcc's nv_affine.
-    let rust_affine = Kernel::get("rust_affine")?;
+    let rust_affine = RawKernel::get("rust_affine")?;
     unsafe { rust_affine.launch(grid, block, 0, &[&a, &b, &dx, &out, &n])? };
     // cube = x * x * x: nvcc's kernel -> Rust's rust_cube.
-    let nv_cube_all = Kernel::get("nv_cube_all")?;
+    let nv_cube_all = RawKernel::get("nv_cube_all")?;
     unsafe { nv_cube_all.launch(grid, block, 0, &[&dcube, &n])? };
     fatlink_rt::synchronize()?;
 

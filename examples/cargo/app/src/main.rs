@@ -1,8 +1,15 @@
 //! The host program of the cargo example. It lists the device code that
-//! fatlink embedded (no driver needed), then runs both kernels on the GPU
-//! and checks them against the same computation on the host. Without a GPU
-//! it says so and exits 0: the listing is what it can show.
-use fatlink_rt::{DeviceBuffer, ErrorKind, Kernel};
+//! fatlink embedded and makes typed handles of both kernels, checked
+//! against the kernel manifest (no driver needed for either), then runs
+//! them on the GPU and checks them against the same computation on the
+//! host. Without a GPU it says so and exits 0: the listing and the checked
+//! handles are what it can show.
+use fatlink_rt::{DeviceBuffer, DeviceSlice, DeviceSliceMut, ErrorKind, Kernel, Stream};
+
+/// gelu_affine(a: f32, b: f32, x: *const f32, y: *mut f32, n: usize)
+type GeluAffine = Kernel<(f32, f32, DeviceSlice<f32>, DeviceSliceMut<f32>, usize)>;
+/// axpy(a: f32, x: *const f32, y: *mut f32, n: usize)
+type Axpy = Kernel<(f32, DeviceSlice<f32>, DeviceSliceMut<f32>, usize)>;
 
 const N: usize = 1 << 12;
 
@@ -22,6 +29,17 @@ fn main() {
         }
     }
 
+    // A handle whose types differ from the kernel's is an error here,
+    // naming both signatures.
+    let kernels = match (GeluAffine::get("gelu_affine"), Axpy::get("axpy")) {
+        (Ok(g), Ok(a)) => (g, a),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {}", e);
+            std::process::exit(1);
+        }
+    };
+    println!("typed handles checked: {}, {}", kernels.0.name(), kernels.1.name());
+
     if let Err(e) = fatlink_rt::init() {
         if matches!(e.kind(), ErrorKind::NoDriver | ErrorKind::NoDevice) {
             println!("no GPU: {}", e);
@@ -30,30 +48,32 @@ fn main() {
         eprintln!("error: {}", e);
         std::process::exit(1);
     }
-    if let Err(e) = run() {
+    if let Err(e) = run(&kernels.0, &kernels.1) {
         eprintln!("error: {}", e);
         std::process::exit(1);
     }
 }
 
-fn run() -> fatlink_rt::Result<()> {
+fn run(gelu_affine: &GeluAffine, axpy: &Axpy) -> fatlink_rt::Result<()> {
     let x: Vec<f32> = (0..N).map(|i| (i as f32 - N as f32 / 2.0) / 512.0).collect();
     let y0: Vec<f32> = (0..N).map(|i| (i % 7) as f32).collect();
     let (a, b) = (1.5f32, -0.25f32);
 
     let dx = DeviceBuffer::from_slice(&x)?;
-    let dy = DeviceBuffer::from_slice(&y0)?;
+    let mut dy = DeviceBuffer::from_slice(&y0)?;
+    let mut out = DeviceBuffer::<f32>::zeroed(N)?;
     let block = 256u32;
     let grid = (N as u32) / block;
+    let stream = Stream::new()?;
 
+    // Both launches read dx and write their own buffer; each guard keeps
+    // its buffers lent to the GPU until it is waited for.
     // y = gelu(a * x + b): Rust kernel -> Rust crate -> CUDA C++ -> tanhf.
-    let gelu_affine = Kernel::get("gelu_affine")?;
-    let out = DeviceBuffer::<f32>::zeroed(N)?;
-    unsafe { gelu_affine.launch(grid, block, 0, &[&a, &b, &dx, &out, &N])? };
+    let gelu_done = unsafe { gelu_affine.launch(&stream, grid, block, 0, (a, b, &dx, &mut out, N))? };
     // y0 = a * x + y0
-    let axpy = Kernel::get("axpy")?;
-    unsafe { axpy.launch(grid, block, 0, &[&a, &dx, &dy, &N])? };
-    fatlink_rt::synchronize()?;
+    let axpy_done = unsafe { axpy.launch(&stream, grid, block, 0, (a, &dx, &mut dy, N))? };
+    gelu_done.wait()?;
+    axpy_done.wait()?;
 
     let got_gelu = out.to_vec()?;
     let got_axpy = dy.to_vec()?;

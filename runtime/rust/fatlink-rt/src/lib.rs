@@ -2,17 +2,23 @@
 //! this program, through the CUDA driver API (loaded at run time).
 //!
 //! ```no_run
-//! use fatlink_rt::{DeviceBuffer, Kernel};
+//! use fatlink_rt::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Kernel, Stream};
 //! # fn main() -> fatlink_rt::Result<()> {
-//! let saxpy = Kernel::get("saxpy")?;
+//! // Checked against the kernel's manifest here, without a driver.
+//! let saxpy = Kernel::<(f32, DeviceSlice<f32>, DeviceSliceMut<f32>, u32)>::get("saxpy")?;
 //! let x = DeviceBuffer::from_slice(&[1.0f32; 256])?;
 //! let mut y = DeviceBuffer::from_slice(&[2.0f32; 256])?;
-//! // Safety: saxpy(a: f32, x: *const f32, y: *mut f32) reads and writes
-//! // 256 elements, which both buffers hold.
-//! unsafe { saxpy.launch(1u32, 256u32, 0, &[&3.0f32, &x, &mut y])? };
+//! let stream = Stream::new()?;
+//! // Safety: saxpy touches n = 256 elements of x and y, which both hold.
+//! let pending = unsafe { saxpy.launch(&stream, 1, 256, 0, (3.0, &x, &mut y, 256))? };
+//! // `y` stays borrowed until the launch is waited for: reading it here
+//! // would not compile.
+//! pending.wait()?;
 //! let host = y.to_vec()?;
 //! # Ok(()) }
 //! ```
+//!
+//! [`RawKernel`] is the untyped handle: any [`KernelArg`]s, sizes checked.
 //!
 //! Every error carries the runtime's message, which says what failed and
 //! what to do (no driver, a driver too old for the embedded PTX, no image
@@ -29,6 +35,12 @@
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::fmt;
 use std::marker::PhantomData;
+
+mod stream;
+mod typed;
+
+pub use stream::{Event, Stream};
+pub use typed::{DeviceSlice, DeviceSliceMut, Kernel, KernelParam, KernelParams, PendingLaunch};
 
 mod sys {
     use std::ffi::{c_char, c_int, c_void};
@@ -78,7 +90,33 @@ mod sys {
         pub total_memory: u64,
     }
 
+    #[repr(C)]
+    pub struct Param {
+        pub kind: c_int,
+        pub flags: u32,
+        pub addrspace: u32,
+        pub elem_kind: c_int,
+        pub size: u32,
+        pub align: u32,
+        pub elem_size: u32,
+        pub type_: *const c_char,
+        pub name: *const c_char,
+    }
+
+    #[repr(C)]
+    pub struct Manifest {
+        pub language: c_int,
+        pub num_params: u32,
+        pub origin: *const c_char,
+        pub max_threads: [u32; 3],
+        pub req_threads: [u32; 3],
+        pub min_blocks: u32,
+        pub cluster: [u32; 3],
+    }
+
     pub type Kernel = *mut c_void;
+    pub type Stream = *mut c_void;
+    pub type Event = *mut c_void;
 
     // `-bundle`: the archive is not copied into this rlib; the final link
     // finds it through the binary's own -L (see the crate docs).
@@ -96,6 +134,19 @@ mod sys {
         pub fn fatlink_rt_set_device(d: c_int) -> c_int;
         pub fn fatlink_rt_get_kernel(name: *const c_char, out: *mut Kernel) -> c_int;
         pub fn fatlink_rt_kernel_get_info(k: Kernel, info: *mut KernelInfo) -> c_int;
+        pub fn fatlink_rt_find_kernel(name: *const c_char, out: *mut Kernel) -> c_int;
+        pub fn fatlink_rt_kernel_get_manifest(k: Kernel, out: *mut Manifest) -> c_int;
+        pub fn fatlink_rt_kernel_get_param(k: Kernel, i: u32, out: *mut Param) -> c_int;
+        pub fn fatlink_rt_get_device(d: *mut c_int) -> c_int;
+        pub fn fatlink_rt_stream_create(out: *mut Stream) -> c_int;
+        pub fn fatlink_rt_stream_destroy(s: Stream) -> c_int;
+        pub fn fatlink_rt_stream_synchronize(s: Stream) -> c_int;
+        pub fn fatlink_rt_stream_wait_event(s: Stream, e: Event) -> c_int;
+        pub fn fatlink_rt_event_create(out: *mut Event) -> c_int;
+        pub fn fatlink_rt_event_destroy(e: Event) -> c_int;
+        pub fn fatlink_rt_event_record(e: Event, s: Stream) -> c_int;
+        pub fn fatlink_rt_event_synchronize(e: Event) -> c_int;
+        pub fn fatlink_rt_event_elapsed_ms(start: Event, end: Event, ms: *mut f32) -> c_int;
         pub fn fatlink_rt_launch(
             k: Kernel,
             grid: Dim3,
@@ -429,6 +480,16 @@ pub struct Dim3 {
     pub z: u32,
 }
 
+impl Dim3 {
+    fn c(self) -> sys::Dim3 {
+        sys::Dim3 {
+            x: self.x,
+            y: self.y,
+            z: self.z,
+        }
+    }
+}
+
 impl From<u32> for Dim3 {
     fn from(x: u32) -> Dim3 {
         Dim3 { x, y: 1, z: 1 }
@@ -469,36 +530,41 @@ macro_rules! plain_arg {
 }
 plain_arg!(i8, u8, i16, u16, i32, u32, i64, u64, isize, usize, f32, f64);
 
-/// A device address, for kernels that take raw pointers computed on the host.
+/// A device address, for kernels that take raw pointers computed on the
+/// host. As a [`Kernel`] parameter marker it is a pointer whose element
+/// type nothing records (it passes for any pointer parameter); the launch
+/// passes a `DevicePtr` value, which borrows nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(transparent)]
 pub struct DevicePtr(pub u64);
 plain_arg!(DevicePtr);
 
-/// A kernel found by name; cheap to copy, usable from any thread.
+/// A kernel found by name, without parameter types: a launch passes any
+/// [`KernelArg`]s and the runtime checks their count and sizes only. Cheap
+/// to copy, usable from any thread. [`Kernel<P>`](Kernel) is the typed
+/// handle.
 #[derive(Clone, Debug)]
-pub struct Kernel {
+pub struct RawKernel {
     raw: sys::Kernel,
     info: KernelInfo,
 }
 
 // Safety: kernel handles are immutable and the C API is thread-safe.
-unsafe impl Send for Kernel {}
-unsafe impl Sync for Kernel {}
+unsafe impl Send for RawKernel {}
+unsafe impl Sync for RawKernel {}
 
-impl Kernel {
+impl RawKernel {
     /// Finds `name` in every module and loads its module on the current
     /// device (the driver picks the best cubin or JIT-compiles the PTX).
-    pub fn get(name: &str) -> Result<Kernel> {
-        let cname = CString::new(name)
-            .map_err(|_| invalid(format!("kernel name {name:?} contains a NUL byte")))?;
+    pub fn get(name: &str) -> Result<RawKernel> {
+        let cname = c_name(name)?;
         let mut raw: sys::Kernel = std::ptr::null_mut();
         // Safety: valid C string and out-pointer.
         unsafe {
             check(sys::fatlink_rt_get_kernel(cname.as_ptr(), &mut raw))?;
             let mut ki = std::mem::zeroed::<sys::KernelInfo>();
             check(sys::fatlink_rt_kernel_get_info(raw, &mut ki))?;
-            Ok(Kernel {
+            Ok(RawKernel {
                 raw,
                 info: kernel_info(&ki),
             })
@@ -530,20 +596,53 @@ impl Kernel {
         shared_mem_bytes: u32,
         args: &[&dyn KernelArg],
     ) -> Result<()> {
-        let (grid, block) = (grid.into(), block.into());
+        self.launch_raw(grid.into(), block.into(), shared_mem_bytes, std::ptr::null_mut(), args)
+    }
+
+    /// [`launch`](RawKernel::launch) on `stream`. Nothing keeps the
+    /// arguments' buffers borrowed: wait for the stream before touching
+    /// them ([`Kernel::launch`] does that for you).
+    ///
+    /// # Safety
+    /// As for [`launch`](RawKernel::launch); and the buffers must outlive
+    /// the kernel's run, not only this call.
+    pub unsafe fn launch_on(
+        &self,
+        stream: &Stream,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        shared_mem_bytes: u32,
+        args: &[&dyn KernelArg],
+    ) -> Result<()> {
+        stream.check_device()?;
+        self.launch_raw(grid.into(), block.into(), shared_mem_bytes, stream.raw, args)
+    }
+
+    unsafe fn launch_raw(
+        &self,
+        grid: Dim3,
+        block: Dim3,
+        shared_mem_bytes: u32,
+        stream: sys::Stream,
+        args: &[&dyn KernelArg],
+    ) -> Result<()> {
         let mut ptrs: Vec<*mut c_void> = args.iter().map(|a| a.arg_ptr() as *mut c_void).collect();
         let sizes: Vec<usize> = args.iter().map(|a| a.arg_size()).collect();
         check(sys::fatlink_rt_launch(
             self.raw,
-            sys::Dim3 { x: grid.x, y: grid.y, z: grid.z },
-            sys::Dim3 { x: block.x, y: block.y, z: block.z },
+            grid.c(),
+            block.c(),
             shared_mem_bytes,
-            std::ptr::null_mut(),
+            stream,
             ptrs.as_mut_ptr(),
             sizes.as_ptr(),
             args.len() as u32,
         ))
     }
+}
+
+fn c_name(name: &str) -> Result<CString> {
+    CString::new(name).map_err(|_| invalid(format!("kernel name {name:?} contains a NUL byte")))
 }
 
 /// Device memory holding `len` values of `T`, freed on drop.
