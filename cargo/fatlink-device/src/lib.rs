@@ -54,13 +54,14 @@ pub mod minicore;
 mod base {
     #[cfg(not(fatlink_device_core))]
     pub use crate::minicore::{
-        abort, asm, concat, global_asm, size_of, slice, stringify, Clone, Copy, Index, IndexMut, None, Option, Some,
+        abort, asm, compile_error, concat, global_asm, size_of, slice, stringify, Clone, Copy, Index, IndexMut, None,
+        Option, Some,
     };
     #[cfg(fatlink_device_core)]
     pub use core::{
         arch::{asm, global_asm},
         clone::Clone,
-        concat,
+        compile_error, concat,
         intrinsics::abort,
         marker::Copy,
         mem::size_of,
@@ -141,10 +142,10 @@ pub mod __kernel {
     pub fn arg<T: KernelArg>() {}
 }
 
-// For the expansion of `shared_array!` in kernel crates.
+// For the expansion of `shared_array!` and `#[kernel]` in kernel crates.
 #[doc(hidden)]
 pub use base::{
-    asm as __asm, concat as __concat, global_asm as __global_asm, size_of as __size_of, stringify as __stringify,
+    asm as __asm, compile_error as __compile_error, concat as __concat, global_asm as __global_asm, size_of as __size_of, stringify as __stringify,
 };
 
 /// Everything a kernel crate needs in one import: the API's modules and,

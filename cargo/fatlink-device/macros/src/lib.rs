@@ -17,23 +17,23 @@
 //!   `str`, no pointer to a slice, `str` or `dyn` (two words at the ABI),
 //!   no owned host type (`Vec`, `Box`, `String`, ...), no `impl` or `dyn`.
 //!   Each error names the kernel, the argument and what to pass instead.
-//! - **The signature record**: a `#[no_mangle]` static byte array
-//!   `__fatlink_sig_<kernel>` holding the signature as text, one line each:
+//! - **The signature record**: one line of module-level assembly (through
+//!   `fatlink_device::__kernel_record!`, a `global_asm!` with
+//!   `options(raw)`), a PTX comment:
 //!
 //!   ```text
-//!   fatlink-kernel-signature 1
-//!   axpy
-//!   a: f32
-//!   x: *const f32
-//!   y: *mut f32
-//!   n: u32
+//!   // fatlink-kernel-signature 1 axpy(a: f32, x: *const f32, y: *mut f32, n: u32)
 //!   ```
 //!
-//!   An exported static survives rustc at every opt-level, in whichever
-//!   codegen unit rustc puts it; fatlink's device link reads it, checks
-//!   it against the kernel's IR, uses it for the kernel manifest and the
-//!   signature checks, and deletes it before codegen (lto/Link.cpp,
-//!   docs/abi.md "The kernel signature record").
+//!   Module asm survives rustc at every opt-level, in the bitcode of
+//!   whichever codegen unit rustc puts it in (an exported `static` would
+//!   too over `core`, but over the minicore a `static` needs the
+//!   `drop_in_place` lang item, whose name changes between rustc
+//!   versions). fatlink's device link reads the line, checks it against
+//!   the kernel's IR, uses it for the kernel manifest and the signature
+//!   checks, and removes it before codegen (lto/Link.cpp; docs/abi.md
+//!   "The kernel signature record"). Left in by another toolchain, it is a
+//!   comment in the PTX.
 //!
 //! No dependencies (no syn, no quote): the build machines are offline, and
 //! a kernel's signature is simple enough to walk as token trees.
@@ -69,7 +69,8 @@ struct Errors {
 }
 
 impl Errors {
-    /// `compile_error! { "msg" }` at `span`.
+    /// `::fatlink_device::__compile_error! { "msg" }` at `span` (a
+    /// `#![no_core]` crate has no `compile_error!` in scope).
     fn add(&mut self, span: Span, msg: String) {
         let mut lit = Literal::string(&msg);
         lit.set_span(span);
@@ -77,7 +78,7 @@ impl Errors {
         bang.set_span(span);
         let mut body = Group::new(Delimiter::Brace, TokenStream::from(TokenTree::Literal(lit)));
         body.set_span(span);
-        self.list.push(TokenTree::Ident(Ident::new("compile_error", span)));
+        self.list.extend(path(&["fatlink_device", "__compile_error"], span));
         self.list.push(TokenTree::Punct(bang));
         self.list.push(TokenTree::Group(body));
     }
@@ -348,7 +349,13 @@ fn spell(tokens: &[TokenTree]) -> String {
                     Delimiter::Brace => ("{", "}"),
                     Delimiter::None => ("", ""),
                 };
-                if prev_word && g.delimiter() == Delimiter::None {
+                // `*const [f32]`, `*mut (u32, f32)`; but `fn(u32)`.
+                let spaced = match g.delimiter() {
+                    Delimiter::None | Delimiter::Bracket => true,
+                    Delimiter::Parenthesis => !s.ends_with("fn"),
+                    Delimiter::Brace => false,
+                };
+                if prev_word && spaced {
                     s.push(' ');
                 }
                 s += open;
