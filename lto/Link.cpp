@@ -275,9 +275,9 @@ static Error checkKinds(const SymbolTable &Symtab, unsigned ErrorLimit) {
 /// apart, or a record written by hand) or that names no kernel is an error
 /// naming the kernel and both inputs, since a manifest built from it would
 /// let a launch pass the wrong arguments.
-static Error applyKernelRecords(
-    ArrayRef<std::pair<KernelRecord, StringRef>> Records, SymbolTable &Symtab,
-    unsigned ErrorLimit) {
+static Error
+applyKernelRecords(ArrayRef<std::pair<KernelRecord, StringRef>> Records,
+                   SymbolTable &Symtab, unsigned ErrorLimit) {
   ErrorList Errors(ErrorLimit);
   for (const auto &[R, Origin] : Records) {
     auto It = Symtab.Symbols.find(R.Kernel);
@@ -1374,9 +1374,8 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
         for (KernelRecord &R : *RsOrErr)
           Records.emplace_back(std::move(R), Image.Origin);
       } else {
-        Errors.add(createStringError(
-            "%s: %s", Image.Origin.c_str(),
-            toString(RsOrErr.takeError()).c_str()));
+        Errors.add(createStringError("%s: %s", Image.Origin.c_str(),
+                                     toString(RsOrErr.takeError()).c_str()));
       }
       noteUse(**MOrErr, Image, I, G, Out);
       Symtab.add(**MOrErr, Image.Origin);
@@ -1406,8 +1405,8 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
     return E;
   if (Error E = applyKernelRecords(Records, Symtab, Opts.ErrorLimit))
     return E;
-  if (Error E = checkSignatures(Modules, Origins, Symtab,
-                                Opts.AllowAbiMismatch, Opts.ErrorLimit))
+  if (Error E = checkSignatures(Modules, Origins, Symtab, Opts.AllowAbiMismatch,
+                                Opts.ErrorLimit))
     return E;
   if (Error E = choosePtxVersions(Modules, G, Out))
     return E;

@@ -754,8 +754,7 @@ static Expected<KernelRecord> parseRecord(StringRef Line) {
   if (Open == StringRef::npos || Open == 0 || !Rest.ends_with(")"))
     return Bad("no 'name(parameters)'");
   R.Kernel = Rest.take_front(Open).trim().str();
-  for (StringRef P :
-       splitRecordParams(Rest.slice(Open + 1, Rest.size() - 1))) {
+  for (StringRef P : splitRecordParams(Rest.slice(Open + 1, Rest.size() - 1))) {
     auto [Name, Type] = P.split(": ");
     if (Name.empty() || Type.trim().empty())
       return Bad("a parameter without 'name: type'");
@@ -802,8 +801,8 @@ std::string applyKernelRecord(Signature &Sig, const KernelRecord &R) {
       raw_string_ostream OS(IR);
       if (Sig.Params[I].IR)
         Sig.Params[I].IR->print(OS);
-      return ("parameter " + Twine(I + 1) + " (" + P.first + ": " +
-              P.second + ") is " + IR + " in the IR")
+      return ("parameter " + Twine(I + 1) + " (" + P.first + ": " + P.second +
+              ") is " + IR + " in the IR")
           .str();
     }
   }

@@ -1028,16 +1028,16 @@ TEST_F(LTOTest, KernelRecordRefinesManifest) {
 
   ASSERT_EQ(P->Modules.size(), 1u);
   LLVMContext Ctx;
-  Expected<std::unique_ptr<Module>> Out = parseBitcodeFile(
-      MemoryBufferRef(P->Modules[0].Bitcode, "out"), Ctx);
+  Expected<std::unique_ptr<Module>> Out =
+      parseBitcodeFile(MemoryBufferRef(P->Modules[0].Bitcode, "out"), Ctx);
   ASSERT_THAT_EXPECTED(Out, Succeeded());
   EXPECT_EQ((*Out)->getModuleInlineAsm(), "// keep me\n");
 }
 
 TEST_F(LTOTest, KernelRecordMalformed) {
-  std::string A = writeIR(
-      "a.bc", "module asm \"// fatlink-kernel-signature 1 k\"\n"
-              "define ptx_kernel void @k() { ret void }\n");
+  std::string A =
+      writeIR("a.bc", "module asm \"// fatlink-kernel-signature 1 k\"\n"
+                      "define ptx_kernel void @k() { ret void }\n");
   EXPECT_THAT_EXPECTED(
       link({A}, Sm80, options()),
       FailedWithMessage(A + ": no 'name(parameters)' in kernel signature "

@@ -139,7 +139,10 @@ fn expand(item: TokenStream, errors: &mut Errors) -> TokenStream {
         i += 1;
     }
     let Some(TokenTree::Ident(name)) = tokens.get(i + 1) else {
-        errors.add(start, "#[kernel] goes on a kernel: `pub unsafe extern \"ptx-kernel\" fn name(...)`".into());
+        errors.add(
+            start,
+            "#[kernel] goes on a kernel: `pub unsafe extern \"ptx-kernel\" fn name(...)`".into(),
+        );
         return TokenStream::new();
     };
     let kernel = name.to_string();
@@ -173,14 +176,19 @@ fn expand(item: TokenStream, errors: &mut Errors) -> TokenStream {
         return TokenStream::new();
     }
     let Some(TokenTree::Group(params)) = tokens.get(i) else {
-        errors.add(name.span(), format!("#[kernel] fn {kernel}: expected its parameter list"));
+        errors.add(
+            name.span(),
+            format!("#[kernel] fn {kernel}: expected its parameter list"),
+        );
         return TokenStream::new();
     };
     // A return type: `-> T` before the body.
     if tokens.get(i + 1).is_some_and(|t| is_punct(t, '-')) && tokens.get(i + 2).is_some_and(|t| is_punct(t, '>')) {
         let ret: Vec<TokenTree> = tokens[i + 3..]
             .iter()
-            .take_while(|t| !matches!(t, TokenTree::Group(g) if g.delimiter() == Delimiter::Brace) && !is_ident(t, "where"))
+            .take_while(|t| {
+                !matches!(t, TokenTree::Group(g) if g.delimiter() == Delimiter::Brace) && !is_ident(t, "where")
+            })
             .cloned()
             .collect();
         if spell(&ret) != "()" {
@@ -386,7 +394,10 @@ fn last_segment(ty: &[TokenTree]) -> Option<String> {
 /// `Copy` afterwards (the calls `expand` emits).
 fn check_arg(kernel: &str, a: &Arg, errors: &mut Errors) {
     let Some(first) = a.ty.first() else {
-        errors.add(Span::call_site(), format!("#[kernel] fn {kernel}: argument `{}` has no type", a.name));
+        errors.add(
+            Span::call_site(),
+            format!("#[kernel] fn {kernel}: argument `{}` has no type", a.name),
+        );
         return;
     };
     let span = first.span();
@@ -418,13 +429,21 @@ fn check_arg(kernel: &str, a: &Arg, errors: &mut Errors) {
         if matches!(inner.first(), Some(TokenTree::Punct(p)) if p.as_char() == '\'') {
             inner = &inner[inner.len().min(2)..];
         }
-        let slice = inner.iter().any(|t| matches!(t, TokenTree::Group(g) if g.delimiter() == Delimiter::Bracket));
+        let slice = inner
+            .iter()
+            .any(|t| matches!(t, TokenTree::Group(g) if g.delimiter() == Delimiter::Bracket));
         let instead = if slice {
             format!("pass a raw pointer `{}` and the length as an integer", elem_ptr(inner))
         } else {
             format!("pass a raw pointer `{}` to device memory", elem_ptr(inner))
         };
-        errors.add(span, what("is a reference, which cannot point into device memory from the host", &instead));
+        errors.add(
+            span,
+            what(
+                "is a reference, which cannot point into device memory from the host",
+                &instead,
+            ),
+        );
         return;
     }
     if let TokenTree::Group(g) = first {
@@ -440,7 +459,13 @@ fn check_arg(kernel: &str, a: &Arg, errors: &mut Errors) {
         }
     }
     if is_ident(first, "impl") || is_ident(first, "dyn") {
-        errors.add(span, what("is not a concrete type", "a kernel takes `Copy` values and raw pointers"));
+        errors.add(
+            span,
+            what(
+                "is not a concrete type",
+                "a kernel takes `Copy` values and raw pointers",
+            ),
+        );
         return;
     }
     if is_punct(first, '*') {
@@ -475,7 +500,10 @@ fn check_arg(kernel: &str, a: &Arg, errors: &mut Errors) {
             "RefCell", "Cell", "Mutex",
         ];
         if seg == "str" {
-            errors.add(span, what("is a string slice", "pass `*const u8` and the length as an integer"));
+            errors.add(
+                span,
+                what("is a string slice", "pass `*const u8` and the length as an integer"),
+            );
         } else if owned.contains(&seg.as_str()) {
             errors.add(
                 span,
