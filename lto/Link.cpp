@@ -8,7 +8,9 @@
 // boundaries and deletes the rest.
 //
 // Order of work, per group of targets that link the same images:
-//   1. parse the images into one LLVMContext,
+//   1. parse the images into one LLVMContext, taking out the signature
+//      records of Rust kernels (#[fatlink_device::kernel]), which then
+//      refine those kernels' signatures (docs/abi.md),
 //   2. resolve symbols ourselves first, so duplicate definitions are
 //      reported with both inputs (llvm::Linker only knows the symbol),
 //   3. link (IRMover; ThinLTO summaries in rustc's bitcode are ignored, as
@@ -374,9 +376,6 @@ static Error checkSignatures(ArrayRef<std::unique_ptr<Module>> Modules,
           (GV.getAddressSpace() == NVPTXAS::ADDRESS_SPACE_SHARED ||
            D.getAddressSpace() == NVPTXAS::ADDRESS_SPACE_SHARED))
         continue; // unifySharedDeclarations' business
-      // The common case costs one comparison: equal IR types (uniqued in
-      // the one LLVMContext) agree unless source types on a side can say
-      // more than the IR.
       // A kernel's record (applyKernelRecords) describes it best.
       const Signature *Recorded = nullptr;
       if (UseKind == SymbolKind::Kernel) {
@@ -384,6 +383,9 @@ static Error checkSignatures(ArrayRef<std::unique_ptr<Module>> Modules,
         if (S != Symtab.Symbols.end() && !S->second.RecordOrigin.empty())
           Recorded = &*S->second.KernelSig;
       }
+      // The common case costs one comparison: equal IR types (uniqued in
+      // the one LLVMContext) agree unless source types on a side (debug
+      // info, a kernel's record) can say more than the IR.
       if (GV.getValueType() == D.getValueType() && !HasSourceTypes(GV) &&
           !HasSourceTypes(D) && !Recorded)
         continue;
