@@ -8,7 +8,9 @@
 // boundaries and deletes the rest.
 //
 // Order of work, per group of targets that link the same images:
-//   1. parse the images into one LLVMContext,
+//   1. parse the images into one LLVMContext, taking out the signature
+//      records of Rust kernels (#[fatlink_device::kernel]), which then
+//      refine those kernels' signatures (docs/abi.md),
 //   2. resolve symbols ourselves first, so duplicate definitions are
 //      reported with both inputs (llvm::Linker only knows the symbol),
 //   3. link (IRMover; ThinLTO summaries in rustc's bitcode are ignored, as
@@ -182,6 +184,9 @@ struct SymbolTable {
     std::vector<SymbolKind> RefKinds;
     /// A kernel's definition as its source states it, for the manifest.
     std::optional<Signature> KernelSig;
+    /// Where the kernel's `#[fatlink_device::kernel]` record came from,
+    /// once applied to KernelSig; empty without one.
+    StringRef RecordOrigin;
   };
   std::map<std::string, Entry> Symbols; // ordered: deterministic reports
 
@@ -265,6 +270,54 @@ static Error checkKinds(const SymbolTable &Symtab, unsigned ErrorLimit) {
   return Errors.take();
 }
 
+/// A Rust kernel marked `#[fatlink_device::kernel]` carries its Rust
+/// signature in its crate's bitcode (a record, read and removed from each
+/// module as it is parsed). Each record refines its kernel's signature,
+/// which the manifest and checkSignatures then use; a record that
+/// disagrees with the kernel's IR (the macro's crate and the kernel built
+/// apart, or a record written by hand) or that names no kernel is an error
+/// naming the kernel and both inputs, since a manifest built from it would
+/// let a launch pass the wrong arguments.
+static Error
+applyKernelRecords(ArrayRef<std::pair<KernelRecord, StringRef>> Records,
+                   SymbolTable &Symtab, unsigned ErrorLimit) {
+  ErrorList Errors(ErrorLimit);
+  for (const auto &[R, Origin] : Records) {
+    auto It = Symtab.Symbols.find(R.Kernel);
+    if (It == Symtab.Symbols.end() || !It->second.KernelSig) {
+      Errors.add(createStringError(
+          "%s records the signature of kernel %s, which no input defines as "
+          "a kernel\n>>> record: %s\n>>> #[fatlink_device::kernel] writes "
+          "the record beside its kernel: rebuild the crate, and link the "
+          "kernel's crate too",
+          Origin.str().c_str(), R.Kernel.c_str(), R.Text.c_str()));
+      continue;
+    }
+    SymbolTable::Entry &E = It->second;
+    if (!E.RecordOrigin.empty()) {
+      Errors.add(createStringError(
+          "two signature records for kernel %s\n>>> in %s\n>>> in %s",
+          R.Kernel.c_str(), E.RecordOrigin.str().c_str(),
+          Origin.str().c_str()));
+      continue;
+    }
+    std::string IRSig = E.KernelSig->str();
+    std::string Why = applyKernelRecord(*E.KernelSig, R);
+    if (!Why.empty()) {
+      Errors.add(createStringError(
+          "the signature record of kernel %s does not match its code: %s"
+          "\n>>> recorded in %s: %s\n>>> defined in %s as %s\n>>> rebuild "
+          "the crate: #[fatlink_device::kernel] records the signature the "
+          "kernel is compiled with",
+          R.Kernel.c_str(), Why.c_str(), Origin.str().c_str(), R.Text.c_str(),
+          E.DefOrigin.str().c_str(), IRSig.c_str()));
+      continue;
+    }
+    E.RecordOrigin = Origin;
+  }
+  return Errors.take();
+}
+
 /// Every declaration of a function or variable must agree with the
 /// definition it resolves to, in the ways that change the code the call or
 /// access compiles to: parameter count, integer or float, width, pointer or
@@ -276,6 +329,7 @@ static Error checkKinds(const SymbolTable &Symtab, unsigned ErrorLimit) {
 /// in \p Allowed are not checked (docs/abi.md).
 static Error checkSignatures(ArrayRef<std::unique_ptr<Module>> Modules,
                              ArrayRef<StringRef> Origins,
+                             const SymbolTable &Symtab,
                              ArrayRef<std::string> Allowed,
                              unsigned ErrorLimit) {
   TimeTraceScope Scope("Check signatures");
@@ -323,14 +377,22 @@ static Error checkSignatures(ArrayRef<std::unique_ptr<Module>> Modules,
           (GV.getAddressSpace() == NVPTXAS::ADDRESS_SPACE_SHARED ||
            D.getAddressSpace() == NVPTXAS::ADDRESS_SPACE_SHARED))
         continue; // unifySharedDeclarations' business
+      // A kernel's record (applyKernelRecords) describes it best.
+      const Signature *Recorded = nullptr;
+      if (UseKind == SymbolKind::Kernel) {
+        auto S = Symtab.Symbols.find(D.getName().str());
+        if (S != Symtab.Symbols.end() && !S->second.RecordOrigin.empty())
+          Recorded = &*S->second.KernelSig;
+      }
       // The common case costs one comparison: equal IR types (uniqued in
-      // the one LLVMContext) agree unless source types on a side can say
-      // more than the IR.
+      // the one LLVMContext) agree unless source types on a side (debug
+      // info, a kernel's record) can say more than the IR.
       if (GV.getValueType() == D.getValueType() && !HasSourceTypes(GV) &&
-          !HasSourceTypes(D))
+          !HasSourceTypes(D) && !Recorded)
         continue;
       Signature Use = signatureOf(GV, Langs[I]);
-      Signature DefSig = signatureOf(D, Langs[It->second.Module]);
+      Signature DefSig =
+          Recorded ? *Recorded : signatureOf(D, Langs[It->second.Module]);
       std::string Why = findMismatch(Use, DefSig);
       if (Why.empty())
         continue;
@@ -1204,10 +1266,12 @@ static unsigned manifestLanguage(SourceLanguage L) {
 }
 
 /// Refines \p P, as the IR states it, with what the kernel's source says
-/// (lto/Signature.cpp: debug info, a demangled C++ name): an integer's
-/// sign, a pointer's pointee and const-ness, the type's spelling.
+/// (lto/Signature.cpp: debug info, a demangled C++ name, a Rust kernel's
+/// signature record): an integer's sign, a pointer's pointee and
+/// const-ness, the type's spelling, the parameter's name.
 static void refineParam(packager::ParamInfo &P, const TypeSig &T) {
   P.Type = T.Spelling.empty() ? P.Type : T.Spelling;
+  P.Name = T.Name.empty() ? P.Name : T.Name;
   if (T.K == TypeSig::Int && T.SignFromSource &&
       P.Kind == FATLINK_PARAM_INT)
     P.Kind = T.S == TypeSig::Sign::Signed ? FATLINK_PARAM_SINT
@@ -1215,7 +1279,9 @@ static void refineParam(packager::ParamInfo &P, const TypeSig &T) {
   if (T.K != TypeSig::Pointer || P.Kind != FATLINK_PARAM_POINTER)
     return;
   if (T.PointeeK == TypeSig::Int)
-    P.ElemKind = FATLINK_PARAM_INT;
+    P.ElemKind = T.PointeeS == TypeSig::Sign::Signed     ? FATLINK_PARAM_SINT
+                 : T.PointeeS == TypeSig::Sign::Unsigned ? FATLINK_PARAM_UINT
+                                                         : FATLINK_PARAM_INT;
   else if (T.PointeeK == TypeSig::Float)
     P.ElemKind = FATLINK_PARAM_FLOAT;
   P.ElemSize = T.PointeeBits / 8;
@@ -1343,6 +1409,7 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   std::vector<std::unique_ptr<Module>> Modules;
   std::vector<StringRef> Origins; // of Modules, in order
   SymbolTable Symtab;
+  std::vector<std::pair<KernelRecord, StringRef>> Records;
   ErrorList Errors(Opts.ErrorLimit);
   {
     TimeTraceScope Scope("Parse bitcode");
@@ -1354,6 +1421,16 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
         continue;
       }
       Errors.add(checkCompiledFor(**MOrErr, Image, G));
+      // Rust kernels' signature records leave the module here, so that
+      // nothing after this reads them as code (docs/abi.md).
+      if (Expected<std::vector<KernelRecord>> RsOrErr =
+              takeKernelRecords(**MOrErr)) {
+        for (KernelRecord &R : *RsOrErr)
+          Records.emplace_back(std::move(R), Image.Origin);
+      } else {
+        Errors.add(createStringError("%s: %s", Image.Origin.c_str(),
+                                     toString(RsOrErr.takeError()).c_str()));
+      }
       noteUse(**MOrErr, Image, I, G, Out);
       Symtab.add(**MOrErr, Image.Origin);
       Origins.push_back(Image.Origin);
@@ -1380,7 +1457,9 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
     return E;
   if (Error E = checkKinds(Symtab, Opts.ErrorLimit))
     return E;
-  if (Error E = checkSignatures(Modules, Origins, Opts.AllowAbiMismatch,
+  if (Error E = applyKernelRecords(Records, Symtab, Opts.ErrorLimit))
+    return E;
+  if (Error E = checkSignatures(Modules, Origins, Symtab, Opts.AllowAbiMismatch,
                                 Opts.ErrorLimit))
     return E;
   if (Error E = choosePtxVersions(Modules, G, Out))

@@ -23,6 +23,7 @@
 #include "llvm/IR/Function.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
 #include <optional>
@@ -217,6 +218,7 @@ struct SourceType {
   unsigned Bits = 0;
   TypeSig::Kind PointeeK = TypeSig::Other;
   unsigned PointeeBits = 0;
+  TypeSig::Sign PointeeS = TypeSig::Sign::Unknown;
 };
 
 static const DIType *stripQualifiers(const DIType *T) {
@@ -405,6 +407,7 @@ static void apply(const SourceType &Src, TypeSig &T) {
   if (T.K == TypeSig::Pointer) {
     T.PointeeK = Src.PointeeK;
     T.PointeeBits = Src.PointeeBits;
+    T.PointeeS = Src.PointeeS;
   }
 }
 
@@ -655,6 +658,162 @@ std::string findMismatch(const Signature &Use, const Signature &Def) {
     if (!sameType(Use.Params[I], Def.Params[I], Note))
       return Differ("parameter " + Twine(I + 1) + " is", Use.Params[I],
                     Def.Params[I]);
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel signature records (#[fatlink_device::kernel])
+//===----------------------------------------------------------------------===//
+
+/// How every record line starts; "1 " follows for the version this reads.
+static constexpr StringLiteral RecordPrefix = "// fatlink-kernel-signature ";
+
+/// A Rust scalar type's kind, sign and width (usize: 64 bits on nvptx64).
+static bool rustScalar(StringRef N, TypeSig::Kind &K, TypeSig::Sign &S,
+                       unsigned &Bits) {
+  N = N.trim();
+  if (N == "bool") {
+    K = TypeSig::Int;
+    Bits = 1;
+    return true;
+  }
+  if (N == "f16" || N == "f32" || N == "f64") {
+    K = TypeSig::Float;
+    Bits = N == "f16" ? 16 : N == "f32" ? 32 : 64;
+    return true;
+  }
+  if (N.size() < 2 || (N[0] != 'i' && N[0] != 'u'))
+    return false;
+  unsigned W = 0;
+  StringRef Width = N.drop_front();
+  if (Width == "size")
+    W = 64;
+  else if (Width.getAsInteger(10, W) ||
+           (W != 8 && W != 16 && W != 32 && W != 64 && W != 128))
+    return false;
+  K = TypeSig::Int;
+  S = N[0] == 'i' ? TypeSig::Sign::Signed : TypeSig::Sign::Unsigned;
+  Bits = W;
+  return true;
+}
+
+/// A Rust type as the record writes it: a scalar, a raw pointer (to a
+/// scalar or not), or anything else (a struct, an array: Other).
+static SourceType fromRustName(StringRef Name) {
+  SourceType S;
+  S.Spelling = Name.str();
+  StringRef Pointee = Name;
+  if (Pointee.consume_front("*const ") || Pointee.consume_front("*mut ")) {
+    S.K = TypeSig::Pointer;
+    rustScalar(Pointee, S.PointeeK, S.PointeeS, S.PointeeBits);
+    return S;
+  }
+  rustScalar(Name, S.K, S.S, S.Bits);
+  return S;
+}
+
+/// Splits "a: f32, p: Pair<u32, f32>, f: fn(u32) -> u32" at its top-level
+/// commas.
+static SmallVector<StringRef, 8> splitRecordParams(StringRef List) {
+  SmallVector<StringRef, 8> Out;
+  if (List.trim().empty())
+    return Out;
+  int Depth = 0;
+  size_t Start = 0;
+  for (size_t I = 0; I < List.size(); ++I) {
+    char C = List[I];
+    if (C == '<' || C == '(' || C == '[')
+      ++Depth;
+    else if ((C == '>' && (I == 0 || List[I - 1] != '-')) || C == ')' ||
+             C == ']')
+      --Depth;
+    else if (C == ',' && Depth == 0) {
+      Out.push_back(List.slice(Start, I).trim());
+      Start = I + 1;
+    }
+  }
+  Out.push_back(List.drop_front(Start).trim());
+  return Out;
+}
+
+static Expected<KernelRecord> parseRecord(StringRef Line) {
+  auto Bad = [&](const char *Why) {
+    return createStringError("%s in kernel signature record '%s'", Why,
+                             Line.str().c_str());
+  };
+  KernelRecord R;
+  R.Text = Line.str();
+  StringRef Rest = Line.drop_front(RecordPrefix.size());
+  if (!Rest.consume_front("1 "))
+    return createStringError(
+        "kernel signature record '%s' has a version this fatlink does not "
+        "read (it reads version 1): build the crate with the fatlink-device "
+        "and fatlink-macros of this fatlink",
+        Line.str().c_str());
+  size_t Open = Rest.find('(');
+  if (Open == StringRef::npos || Open == 0 || !Rest.ends_with(")"))
+    return Bad("no 'name(parameters)'");
+  R.Kernel = Rest.take_front(Open).trim().str();
+  for (StringRef P : splitRecordParams(Rest.slice(Open + 1, Rest.size() - 1))) {
+    auto [Name, Type] = P.split(": ");
+    if (Name.empty() || Type.trim().empty())
+      return Bad("a parameter without 'name: type'");
+    R.Params.emplace_back(Name.trim().str(), Type.trim().str());
+  }
+  return R;
+}
+
+Expected<std::vector<KernelRecord>> takeKernelRecords(Module &M) {
+  std::vector<KernelRecord> Records;
+  StringRef Asm = M.getModuleInlineAsm();
+  if (!Asm.contains(RecordPrefix))
+    return Records;
+  SmallVector<StringRef, 16> Lines;
+  Asm.split(Lines, '\n');
+  if (Asm.ends_with("\n"))
+    Lines.pop_back(); // each line of module asm ends with '\n'
+  std::string Kept;
+  for (StringRef Line : Lines) {
+    if (!Line.trim().starts_with(RecordPrefix)) {
+      Kept += Line;
+      Kept += '\n';
+      continue;
+    }
+    Expected<KernelRecord> R = parseRecord(Line.trim());
+    if (!R)
+      return R.takeError();
+    Records.push_back(std::move(*R));
+  }
+  M.setModuleInlineAsm(Kept);
+  return Records;
+}
+
+std::string applyKernelRecord(Signature &Sig, const KernelRecord &R) {
+  if (R.Params.size() != Sig.Params.size())
+    return ("it records " + Twine(R.Params.size()) +
+            " parameters and the IR has " + Twine(Sig.Params.size()))
+        .str();
+  std::vector<SourceType> Src;
+  for (auto [I, P] : enumerate(R.Params)) {
+    Src.push_back(fromRustName(P.second));
+    if (!describes(Src.back(), Sig.Params[I])) {
+      std::string IR;
+      raw_string_ostream OS(IR);
+      if (Sig.Params[I].IR)
+        Sig.Params[I].IR->print(OS);
+      return ("parameter " + Twine(I + 1) + " (" + P.first + ": " + P.second +
+              ") is " + IR + " in the IR")
+          .str();
+    }
+  }
+  for (auto [I, P] : enumerate(R.Params)) {
+    apply(Src[I], Sig.Params[I]);
+    Sig.Params[I].Name = P.first;
+  }
+  Sig.Language = SourceLanguage::Rust;
+  if (Sig.Return.K == TypeSig::Void)
+    Sig.Return.Spelling = "()";
+  Sig.FromSource = true;
   return "";
 }
 

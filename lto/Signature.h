@@ -19,7 +19,10 @@
 //
 // The link checks every declaration against the definition it resolves to
 // (checkSignatures in Link.cpp; docs/abi.md); the kernel manifest
-// (issue #17, part 2) is to record kernels' signatures in the same model.
+// (issue #17, part 2) records kernels' signatures in the same model. A
+// Rust kernel marked `#[fatlink_device::kernel]` also carries its Rust
+// signature as a record in its bitcode (KernelRecord), which describes its
+// parameters better than any of the above.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +30,7 @@
 #define FATLINK_LTO_SIGNATURE_H
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <string>
@@ -69,8 +73,11 @@ struct TypeSig {
   /// Float), else Other.
   Kind PointeeK = Other;
   unsigned PointeeBits = 0;
+  /// Pointer to Int: its sign, where a source says (a Rust record only).
+  Sign PointeeS = Sign::Unknown;
   llvm::Type *IR = nullptr; ///< Other: the IR type, compared as it is
   std::string Spelling;     ///< in the source language
+  std::string Name;         ///< a parameter's name, where a source says it
 };
 
 /// A function's or a variable's signature as one module has it.
@@ -102,6 +109,33 @@ Signature signatureOf(const llvm::GlobalValue &GV, SourceLanguage L);
 /// each side states. An aggregate passed by value matches any type of its
 /// size (the ABI may pass it as one).
 std::string findMismatch(const Signature &Use, const Signature &Def);
+
+/// A kernel's Rust signature as `#[fatlink_device::kernel]` recorded it in
+/// its crate's bitcode: one line of module asm, a PTX comment,
+///   // fatlink-kernel-signature 1 NAME(a: f32, x: *const f32, n: u32)
+/// (cargo/fatlink-macros; docs/abi.md "The kernel signature record").
+struct KernelRecord {
+  std::string Kernel;
+  /// Each parameter's name ("_" where the pattern was no plain name) and
+  /// Rust type, as written: "*const f32", "u32", "Pair".
+  std::vector<std::pair<std::string, std::string>> Params;
+  std::string Text; ///< the whole line, for messages
+};
+
+/// The kernel signature records in \p M's module asm, which it removes
+/// from \p M, so that they never reach codegen. A line that starts like a
+/// record but is not one this fatlink reads (another version, no
+/// parameter list) is an error naming the line.
+llvm::Expected<std::vector<KernelRecord>> takeKernelRecords(llvm::Module &M);
+
+/// Refines \p Sig, a kernel's signature as its IR has it, with its record
+/// \p R: the language becomes Rust, each parameter's name and Rust type
+/// (an integer's sign, a raw pointer's pointee and `*const`). Where the
+/// record disagrees with the IR (parameter count; an integer, float or
+/// pointer whose kind or width differs), \p Sig is left as it is and the
+/// returned string says why ("parameter 2 (x: f64) is float in the IR");
+/// empty on success.
+std::string applyKernelRecord(Signature &Sig, const KernelRecord &R);
 
 } // namespace fatlink::lto
 

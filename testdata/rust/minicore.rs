@@ -601,6 +601,13 @@ pub macro stringify($($t:tt)*) {
     /* compiler built-in */
 }
 
+/// A compile-time error with a message (`core::compile_error!`; what
+/// `#[fatlink_device::kernel]` reports with).
+#[rustc_builtin_macro]
+pub macro compile_error($msg:expr $(,)?) {
+    /* compiler built-in */
+}
+
 /// Stops the kernel (PTX `trap`).
 #[rustc_intrinsic]
 pub fn abort() -> !;

@@ -993,6 +993,57 @@ TEST_F(LTOTest, KernelsSortedWithParameterSizes) {
   EXPECT_TRUE(P->LibdeviceFunctions.empty());
 }
 
+// A Rust kernel's signature record (docs/abi.md "The kernel signature
+// record"): types with commas and arrows of their own, pointers to
+// pointers, bool and isize; the record leaves the module, other module asm
+// stays.
+TEST_F(LTOTest, KernelRecordRefinesManifest) {
+  std::string A = writeIR(
+      "a.bc",
+      "module asm \"// keep me\"\n"
+      "module asm \"// fatlink-kernel-signature 1 k(p: Pair<u32, f32>, f: "
+      "fn(u32) -> u32, x: *mut *const u8, b: bool, _: isize)\"\n"
+      "define ptx_kernel void @k({ i32, float } %p, ptr %f, ptr %x, "
+      "i1 zeroext %b, i64 %i) { ret void }\n");
+  Expected<lto::LinkedProgram> P = link({A}, Sm80, options());
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  ASSERT_EQ(P->Kernels.size(), 1u);
+  const packager::KernelManifest &M = P->Kernels[0].Manifest;
+  EXPECT_EQ(M.Language, FATLINK_LANGUAGE_RUST);
+  ASSERT_EQ(M.Params.size(), 5u);
+  EXPECT_EQ(M.Params[0].Kind, FATLINK_PARAM_AGGREGATE);
+  EXPECT_EQ(M.Params[0].Type, "Pair<u32, f32>");
+  EXPECT_EQ(M.Params[0].Name, "p");
+  EXPECT_EQ(M.Params[1].Kind, FATLINK_PARAM_POINTER);
+  EXPECT_EQ(M.Params[1].Type, "fn(u32) -> u32");
+  EXPECT_EQ(M.Params[1].Flags & FATLINK_PARAM_CONST, 0);
+  EXPECT_EQ(M.Params[2].Type, "*mut *const u8");
+  EXPECT_EQ(M.Params[2].ElemKind, FATLINK_PARAM_UNKNOWN);
+  EXPECT_EQ(M.Params[2].Flags & FATLINK_PARAM_CONST, 0);
+  EXPECT_EQ(M.Params[3].Kind, FATLINK_PARAM_INT);
+  EXPECT_EQ(M.Params[3].Type, "bool");
+  EXPECT_EQ(M.Params[4].Kind, FATLINK_PARAM_SINT);
+  EXPECT_EQ(M.Params[4].Type, "isize");
+  EXPECT_EQ(M.Params[4].Name, "_");
+
+  ASSERT_EQ(P->Modules.size(), 1u);
+  LLVMContext Ctx;
+  Expected<std::unique_ptr<Module>> Out =
+      parseBitcodeFile(MemoryBufferRef(P->Modules[0].Bitcode, "out"), Ctx);
+  ASSERT_THAT_EXPECTED(Out, Succeeded());
+  EXPECT_EQ((*Out)->getModuleInlineAsm(), "// keep me\n");
+}
+
+TEST_F(LTOTest, KernelRecordMalformed) {
+  std::string A =
+      writeIR("a.bc", "module asm \"// fatlink-kernel-signature 1 k\"\n"
+                      "define ptx_kernel void @k() { ret void }\n");
+  EXPECT_THAT_EXPECTED(
+      link({A}, Sm80, options()),
+      FailedWithMessage(A + ": no 'name(parameters)' in kernel signature "
+                            "record '// fatlink-kernel-signature 1 k'"));
+}
+
 //===----------------------------------------------------------------------===//
 // __nvvm_reflect
 //===----------------------------------------------------------------------===//

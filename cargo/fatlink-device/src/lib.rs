@@ -54,13 +54,14 @@ pub mod minicore;
 mod base {
     #[cfg(not(fatlink_device_core))]
     pub use crate::minicore::{
-        abort, asm, concat, global_asm, size_of, slice, stringify, Clone, Copy, Index, IndexMut, None, Option, Some,
+        abort, asm, compile_error, concat, global_asm, size_of, slice, stringify, Clone, Copy, Index, IndexMut, None,
+        Option, Some,
     };
     #[cfg(fatlink_device_core)]
     pub use core::{
         arch::{asm, global_asm},
         clone::Clone,
-        concat,
+        compile_error, concat,
         intrinsics::abort,
         marker::Copy,
         mem::size_of,
@@ -103,10 +104,48 @@ pub mod warp;
 
 pub use index::{block, grid, thread, Dim3};
 
-// For the expansion of `shared_array!` in kernel crates.
+/// `#[fatlink_device::kernel]` (or `use fatlink_device::kernel;` and
+/// `#[kernel]`) on a `#[no_mangle] pub unsafe extern "ptx-kernel" fn`:
+/// checks at compile time that every argument is `Copy` and no reference,
+/// slice or owned host type, and records the kernel's Rust signature in
+/// its bitcode for fatlink's kernel manifest and signature checks
+/// (docs/device-rust.md, "Kernel signatures"). From the proc-macro crate
+/// `fatlink-macros` (the default feature `macros`; by hand, `rustc --cfg
+/// 'feature="macros"' --extern fatlink_macros=libfatlink_macros.so`).
+#[cfg(feature = "macros")]
+pub use fatlink_macros::kernel;
+
+/// What `#[kernel]`'s expansion calls: every argument type goes through
+/// `arg::<T>()`, which rustc accepts only for `Copy` types.
+/// What `#[kernel]`'s expansion calls to write the signature record: one
+/// line of module-level assembly, a PTX comment (docs/abi.md "The kernel
+/// signature record").
+#[doc(hidden)]
+#[macro_export]
+#[allow_internal_unstable(asm_experimental_arch)]
+macro_rules! __kernel_record {
+    ($record:literal) => {
+        $crate::__global_asm!($record, options(raw));
+    };
+}
+
+#[doc(hidden)]
+pub mod __kernel {
+    #[diagnostic::on_unimplemented(
+        message = "kernel argument type `{Self}` is not `Copy`",
+        label = "not `Copy`: a kernel argument is copied to the GPU as bytes",
+        note = "pass `Copy` values (integers, floats, `Copy` structs) and raw pointers (`*const T`, `*mut T`) to device memory"
+    )]
+    pub trait KernelArg {}
+    impl<T: crate::base::Copy> KernelArg for T {}
+    #[inline(always)]
+    pub fn arg<T: KernelArg>() {}
+}
+
+// For the expansion of `shared_array!` and `#[kernel]` in kernel crates.
 #[doc(hidden)]
 pub use base::{
-    asm as __asm, concat as __concat, global_asm as __global_asm, size_of as __size_of, stringify as __stringify,
+    asm as __asm, compile_error as __compile_error, concat as __concat, global_asm as __global_asm, size_of as __size_of, stringify as __stringify,
 };
 
 /// Everything a kernel crate needs in one import: the API's modules and,
