@@ -8,13 +8,14 @@
 set -euo pipefail
 
 # librust-cc-dev: the cc crate's source (cc 1.0.73), which test/cargo/cc-crate.test
-# uses offline as a cargo directory source (docs/cargo.md).
+# uses offline as a cargo directory source (docs/cargo.md). python3-venv:
+# tests/bazel/remote_test.sh installs BuildGrid into a virtualenv.
 PACKAGES=(
   llvm-22 llvm-22-dev llvm-22-tools clang-22 clang-tools-22 lld-22
   libclang-22-dev libelf-dev libzstd-dev zstd libgtest-dev libgmock-dev
   gcc g++ libclang-rt-22-dev
   bazel-bootstrap bazel-rules-java python3 python3-pip binutils curl time
-  librust-cc-dev
+  librust-cc-dev python3-venv
 )
 
 missing=()
