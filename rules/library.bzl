@@ -7,6 +7,12 @@ so that calls across crates and across languages are optimized away.
 - A Rust device crate becomes an rlib for `nvptx64-nvidia-cuda` (rustc's
   rlibs for that target hold bitcode). Crate dependencies work as in Cargo:
   `--extern` for direct dependencies, `-L dependency=` for the rest.
+- A proc-macro crate (`rust_gpu_proc_macro`, e.g. fatlink-macros, whose
+  `#[fatlink_device::kernel]` records a kernel's Rust signature) is built
+  for the exec platform with the toolchain's rustc: a shared library that
+  rustc loads while it compiles the device crates that name it in
+  `proc_macro_deps` (`--extern`), and those that depend on them
+  (`-L dependency=`).
 - A CUDA C++ file becomes a host object from clang's new offload driver
   (`--offload-new-driver -fgpu-rdc -foffload-lto`): the host code (the
   kernels' launch stubs) in `.text`, the device bitcode in
@@ -25,6 +31,14 @@ load(":toolchain.bzl", "TOOLCHAIN_TYPE", "fatlink_toolchain_info")
 
 def _merge_cc(cc_infos):
     return cc_common.merge_cc_infos(cc_infos = cc_infos) if cc_infos else CcInfo()
+
+RustProcMacroInfo = provider(
+    doc = "A proc-macro crate built for the exec platform (rust_gpu_proc_macro).",
+    fields = {
+        "crate_name": "the crate name, for `--extern`",
+        "dylib": "the shared library rustc loads (lib<crate>.so)",
+    },
+)
 
 def _crate_root(ctx):
     if ctx.file.crate_root:
@@ -73,6 +87,7 @@ def _rust_gpu_library_impl(ctx):
     args.add(_crate_metadata(ctx))
     # No absolute path in the output: the sandbox directory differs per run.
     args.add("-Zremap-cwd-prefix=.")
+    args.add_all(ctx.attr.crate_features, format_each = '--cfg=feature="%s"')
     args.add_all(ctx.attr.rustc_flags)
 
     rust_deps = []
@@ -81,11 +96,19 @@ def _rust_gpu_library_impl(ctx):
         if info.rlib:
             rust_deps.append(info)
             args.add("--extern=%s=%s" % (info.crate_name, info.rlib.path))
+    proc_macros = [d[RustProcMacroInfo] for d in ctx.attr.proc_macro_deps]
+    for pm in proc_macros:
+        args.add("--extern=%s=%s" % (pm.crate_name, pm.dylib.path))
+    own_macros = [pm.dylib for pm in proc_macros]
+
+    # What a dependent's rustc must find by -L dependency=: the rlibs and
+    # the proc-macro libraries they were built with (rustc loads the
+    # crate's whole dependency graph, proc-macros included).
     transitive_rlibs = depset(
-        [rlib],
+        [rlib] + own_macros,
         transitive = [d.transitive_rlibs for d in rust_deps],
     )
-    dep_rlibs = depset(transitive = [d.transitive_rlibs for d in rust_deps])
+    dep_rlibs = depset(own_macros, transitive = [d.transitive_rlibs for d in rust_deps])
     args.add_all(
         dep_rlibs,
         map_each = _dependency_dir,
@@ -143,6 +166,16 @@ rust_gpu_library = rule(
         ),
         "edition": attr.string(default = "2021", values = ["2015", "2018", "2021", "2024"]),
         "rustc_flags": attr.string_list(doc = "Extra rustc flags, e.g. -Ctarget-cpu=sm_80 or --cfg=feature=\"x\"."),
+        "crate_features": attr.string_list(
+            doc = "Cargo features of this crate, each passed as --cfg=feature=\"NAME\" " +
+                  "(fatlink-device's `macros` with fatlink_macros in proc_macro_deps).",
+        ),
+        "proc_macro_deps": attr.label_list(
+            providers = [RustProcMacroInfo],
+            cfg = "exec",
+            doc = "rust_gpu_proc_macro crates this crate uses (passed with --extern); " +
+                  "built for the exec platform, where rustc runs.",
+        ),
     },
     toolchains = [str(TOOLCHAIN_TYPE)],
     incompatible_use_toolchain_transition = True,
@@ -277,6 +310,80 @@ cuda_gpu_library = rule(
                   "it must be the oldest target of every device link that uses this library. " +
                   "sm_75 is the oldest that CUDA 13's ptxas accepts.",
         ),
+    }),
+    fragments = ["cpp"],
+    toolchains = [str(TOOLCHAIN_TYPE), "@bazel_tools//tools/cpp:toolchain_type"],
+    incompatible_use_toolchain_transition = True,
+)
+
+def proc_macro_link_env(cc_toolchain):
+    """What rustc needs to link a proc-macro: a PATH to the C++ toolchain.
+
+    rustc links the shared library with a C compiler driver (given by path
+    as -Clinker), which runs `ld` from PATH; actions have no PATH of their
+    own. So PATH is the directories of the toolchain's compiler and linker.
+    """
+    dirs = []
+    for tool in [cc_toolchain.compiler_executable, cc_toolchain.ld_executable]:
+        d = tool.rpartition("/")[0]
+        if d and d not in dirs:
+            dirs.append(d)
+    return {"PATH": ":".join(dirs)}
+
+def _rust_gpu_proc_macro_impl(ctx):
+    tc = fatlink_toolchain_info(ctx)
+    if not tc.rustc:
+        fail("rustc not found when @fatlink_gpu_toolchain was fetched: set " +
+             "FATLINK_RUSTC to a rustc built on LLVM <= 22 (or put rustc in PATH) " +
+             "and run `bazel sync --only=fatlink_gpu_toolchain`")
+    crate_name = ctx.attr.crate_name or ctx.label.name.replace("-", "_")
+    dylib = ctx.actions.declare_file("lib%s.so" % crate_name)
+    # rustc links the library with the C++ toolchain's compiler driver
+    # (proc_macro_link_env).
+    cc_toolchain = find_cpp_toolchain(ctx)
+
+    args = ctx.actions.args()
+    args.add("--crate-type=proc-macro")
+    args.add("--crate-name=" + crate_name)
+    args.add("--edition=" + ctx.attr.edition)
+    args.add(_crate_metadata(ctx))
+    args.add("-Zremap-cwd-prefix=.")
+    args.add("-Clinker=" + cc_toolchain.compiler_executable)
+    args.add_all(ctx.attr.rustc_flags)
+    args.add(_crate_root(ctx))
+    args.add("-o", dylib)
+
+    ctx.actions.run(
+        executable = tc.rustc,
+        arguments = [args],
+        inputs = depset(ctx.files.srcs, transitive = [tc.rustc_inputs, cc_toolchain.all_files]),
+        outputs = [dylib],
+        # -Z is unstable.
+        env = dict(proc_macro_link_env(cc_toolchain), **dict(tc.env, RUSTC_BOOTSTRAP = "1")),
+        mnemonic = "RustProcMacro",
+        progress_message = "Compiling Rust proc-macro crate %s (%s)" % (crate_name, ctx.label),
+    )
+    return [
+        DefaultInfo(files = depset([dylib])),
+        RustProcMacroInfo(crate_name = crate_name, dylib = dylib),
+    ]
+
+rust_gpu_proc_macro = rule(
+    implementation = _rust_gpu_proc_macro_impl,
+    doc = "A Rust proc-macro crate (for the host), for rust_gpu_library's proc_macro_deps.",
+    attrs = dict(CC_TOOLCHAIN_ATTRS, **{
+        "srcs": attr.label_list(
+            allow_files = [".rs"],
+            mandatory = True,
+            doc = "The crate's sources.",
+        ),
+        "crate_root": attr.label(
+            allow_single_file = [".rs"],
+            doc = "The crate root; default: the only source, else lib.rs.",
+        ),
+        "crate_name": attr.string(doc = "Default: the target name with - replaced by _."),
+        "edition": attr.string(default = "2021", values = ["2015", "2018", "2021", "2024"]),
+        "rustc_flags": attr.string_list(doc = "Extra rustc flags."),
     }),
     fragments = ["cpp"],
     toolchains = [str(TOOLCHAIN_TYPE), "@bazel_tools//tools/cpp:toolchain_type"],
