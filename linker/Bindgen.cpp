@@ -131,12 +131,15 @@ static Expected<Config> parseConfig(const opt::InputArgList &Args) {
 //===----------------------------------------------------------------------===//
 
 /// A scalar's type: Rust's name, or C++'s fixed-width one; "" when the
-/// language has none for it. A sign no input stated is taken as signed.
+/// language has none for it. A sign no input stated is taken as signed,
+/// but for a Rust byte (u8).
 static std::string scalarType(Lang L, uint8_t Kind, uint32_t Size) {
   bool Int = Kind == FATLINK_PARAM_SINT || Kind == FATLINK_PARAM_UINT ||
              Kind == FATLINK_PARAM_INT;
   if (Int && (Size == 1 || Size == 2 || Size == 4 || Size == 8)) {
-    bool Unsigned = Kind == FATLINK_PARAM_UINT;
+    // Rust's bytes are u8.
+    bool Unsigned = Kind == FATLINK_PARAM_UINT ||
+                    (L == Lang::Rust && Kind == FATLINK_PARAM_INT && Size == 1);
     std::string Bits = std::to_string(Size * 8);
     if (L == Lang::Rust)
       return (Unsigned ? "u" : "i") + Bits;
