@@ -708,6 +708,7 @@ int bindgenMain(ArrayRef<const char *> Args, raw_ostream &Out,
        "manifests fatlink recorded in a program",
        OPT_UNKNOWN, OPT_help, OPT_version},
       [](Context &Ctx, opt::InputArgList &Args) {
+        Ctx.Verbose = Args.hasArg(OPT_verbose);
         Expected<Config> C = parseConfig(Args);
         if (!C)
           return Ctx.error(C.takeError());

@@ -24,6 +24,10 @@ defm namespace : JS<"namespace", "<name>",
   "--lang=c++: the namespace of the launch functions (default "
   "fatlink_kernels)">, Group<grp_output>;
 
+def verbose : Flag<["-"], "v">,
+  HelpText<"Print what became of each kernel: the name it is bound as, or "
+  "why it is left out">;
+def verbose_long : Flag<["--"], "verbose">, Alias<verbose>;
 def help : F<"help", "Print this help">;
 def help_short : Flag<["-"], "h">, Alias<help>;
 def version : F<"version", "Print the version">;
