@@ -20,6 +20,10 @@
 // the container's padding; an obfuscated LTO-IR entry, which nobody but
 // NVIDIA's tools can decompress, is extracted as a fatbin of its own.
 //
+// --manifest lists something else: the module descriptors fatlink wrote
+// and the kernel manifests in them (packager::readModuleManifests), as
+// text or --json (docs/abi.md, "Listing the manifest").
+//
 // nvcc's kinds of device code are told apart: a "cubin" is linked, a
 // "relocatable-cubin" (nvcc -dc) still needs nvlink, "lto-ir" needs
 // nvJitLink; the module column names the nvcc module (__nv_module_id) of
