@@ -59,11 +59,11 @@ constexpr size_t MaxRustParams = 12;
 
 /// One parameter in the target language.
 struct BoundParam {
-  std::string Type;     ///< C++: the function's parameter type; Rust: marker
+  std::string Type;      ///< C++: the function's parameter type; Rust: marker
   std::string CheckType; ///< C++: the type given to Kernel::check<...>
-  std::string Pass;     ///< C++: how the argument is passed on ("x.get()")
-  std::string Name;     ///< C++: the parameter's name
-  std::string Assert;   ///< C++: a static_assert for a struct parameter
+  std::string Pass;      ///< C++: how the argument is passed on ("x.get()")
+  std::string Name;      ///< C++: the parameter's name
+  std::string Assert;    ///< C++: a static_assert for a struct parameter
   bool Template = false; ///< C++: a struct, as a template parameter
 };
 
@@ -78,21 +78,16 @@ struct BoundKernel {
 
 } // namespace
 
-static Error failure(const Twine &Msg) {
-  return createStringError(inconvertibleErrorCode(), Msg);
-}
-
 static Expected<Config> parseConfig(const opt::InputArgList &Args) {
   Config C;
   std::vector<std::string> Inputs;
   for (const opt::Arg *A : Args.filtered(OPT_INPUT))
     Inputs.push_back(A->getValue());
   if (Inputs.size() != 1)
-    return failure(Inputs.empty()
-                       ? "no input file: name one object, executable or "
+    return createStringError(
+        Inputs.empty() ? "no input file: name one object, executable or "
                          "shared library that fatlink linked"
-                       : "bindgen reads one file, got " +
-                             Twine(Inputs.size()) +
+                       : "bindgen reads one file, got " + Twine(Inputs.size()) +
                              ": generate bindings for each separately "
                              "(--namespace keeps C++ headers apart)");
   C.Input = Inputs[0];
@@ -100,18 +95,18 @@ static Expected<Config> parseConfig(const opt::InputArgList &Args) {
     C.Output = A->getValue();
   const opt::Arg *L = Args.getLastArg(OPT_lang_EQ);
   if (!L)
-    return failure("no language: pass --lang=c++ or --lang=rust");
+    return createStringError("no language: pass --lang=c++ or --lang=rust");
   StringRef Value = L->getValue();
   if (Value == "c++" || Value == "cxx" || Value == "cpp")
     C.Language = Lang::Cxx;
   else if (Value == "rust")
     C.Language = Lang::Rust;
   else
-    return failure("--lang=" + Value +
-                   ": bindgen writes --lang=c++ or --lang=rust");
+    return createStringError("--lang=" + Value +
+                             ": bindgen writes --lang=c++ or --lang=rust");
   if (const opt::Arg *A = Args.getLastArg(OPT_namespace_EQ)) {
     if (C.Language != Lang::Cxx)
-      return failure("--namespace is for --lang=c++");
+      return createStringError("--namespace is for --lang=c++");
     C.Namespace = A->getValue();
     auto IsIdent = [](StringRef S) {
       return !S.empty() && !isDigit(S[0]) &&
@@ -120,8 +115,9 @@ static Expected<Config> parseConfig(const opt::InputArgList &Args) {
     SmallVector<StringRef, 4> Parts;
     StringRef(C.Namespace).split(Parts, "::");
     if (!all_of(Parts, IsIdent))
-      return failure("--namespace=" + C.Namespace +
-                     ": not a C++ namespace name (letters, digits, _ and ::)");
+      return createStringError(
+          "--namespace=" + C.Namespace +
+          ": not a C++ namespace name (letters, digits, _ and ::)");
   }
   return C;
 }
@@ -176,9 +172,9 @@ static std::string kindWords(uint8_t Kind, uint32_t Size) {
 static std::string skipReason(const packager::ManifestKernel &MK) {
   const packager::KernelInfo &K = MK.Info;
   auto Sizes = [&] {
-    return join(map_range(K.ParamSizes,
-                          [](uint32_t N) { return std::to_string(N); }),
-                ", ");
+    return join(
+        map_range(K.ParamSizes, [](uint32_t N) { return std::to_string(N); }),
+        ", ");
   };
   if (MK.ManifestVersion == 0)
     return "no manifest (nvcc's kernels and modules from a fatlink before "
@@ -311,31 +307,32 @@ static void typeRust(BoundKernel &B) {
 
 static bool isKeyword(Lang L, StringRef S) {
   static const char *const Cxx[] = {
-      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand",
-      "bitor", "bool", "break", "case", "catch", "char", "char8_t",
-      "char16_t", "char32_t", "class", "compl", "concept", "const",
-      "consteval", "constexpr", "constinit", "const_cast", "continue",
-      "co_await", "co_return", "co_yield", "decltype", "default", "delete",
-      "do", "double", "dynamic_cast", "else", "enum", "explicit", "export",
-      "extern", "false", "float", "for", "friend", "goto", "if", "inline",
-      "int", "long", "mutable", "namespace", "new", "noexcept", "not",
-      "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected",
-      "public", "register", "reinterpret_cast", "requires", "return",
-      "short", "signed", "sizeof", "static", "static_assert", "static_cast",
-      "struct", "switch", "template", "this", "thread_local", "throw",
-      "true", "try", "typedef", "typeid", "typename", "union", "unsigned",
-      "using", "virtual", "void", "volatile", "wchar_t", "while", "xor",
-      "xor_eq",
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor",
+      "bool", "break", "case", "catch", "char", "char8_t", "char16_t",
+      "char32_t", "class", "compl", "concept", "const", "consteval",
+      "constexpr", "constinit", "const_cast", "continue", "co_await",
+      "co_return", "co_yield", "decltype", "default", "delete", "do", "double",
+      "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false",
+      "float", "for", "friend", "goto", "if", "inline", "int", "long",
+      "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr",
+      "operator", "or", "or_eq", "private", "protected", "public", "register",
+      "reinterpret_cast", "requires", "return", "short", "signed", "sizeof",
+      "static", "static_assert", "static_cast", "struct", "switch", "template",
+      "this", "thread_local", "throw", "true", "try", "typedef", "typeid",
+      "typename", "union", "unsigned", "using", "virtual", "void", "volatile",
+      "wchar_t", "while", "xor", "xor_eq",
       // Names the header itself uses in the namespace.
       "check_all", "fatlink", "fatlink_bindgen", "std"};
   static const char *const Rust[] = {
-      "as", "async", "await", "break", "const", "continue", "crate", "dyn",
-      "else", "enum", "extern", "false", "fn", "for", "gen", "if", "impl",
-      "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref",
-      "return", "self", "Self", "static", "struct", "super", "trait",
-      "true", "try", "type", "unsafe", "use", "where", "while", "abstract",
-      "become", "box", "do", "final", "macro", "override", "priv", "typeof",
-      "unsized", "virtual", "yield", "union"};
+      "as",     "async",   "await",   "break", "const",    "continue",
+      "crate",  "dyn",     "else",    "enum",  "extern",   "false",
+      "fn",     "for",     "gen",     "if",    "impl",     "in",
+      "let",    "loop",    "match",   "mod",   "move",     "mut",
+      "pub",    "ref",     "return",  "self",  "Self",     "static",
+      "struct", "super",   "trait",   "true",  "try",      "type",
+      "unsafe", "use",     "where",   "while", "abstract", "become",
+      "box",    "do",      "final",   "macro", "override", "priv",
+      "typeof", "unsized", "virtual", "yield", "union"};
   if (L == Lang::Cxx)
     return is_contained(Cxx, S);
   return is_contained(Rust, S);
@@ -600,13 +597,11 @@ static std::string emitRust(StringRef InputName,
       continue;
     }
     OS << "    /// kernel " << commentText(describeKernel(B, true)) << "\n";
-    std::string Tuple =
-        join(map_range(B.Params, [](const BoundParam &P) { return P.Type; }),
-             ", ");
+    std::string Tuple = join(
+        map_range(B.Params, [](const BoundParam &P) { return P.Type; }), ", ");
     if (B.Params.size() == 1)
       Tuple += ",";
-    OS << "    pub " << B.Ident << ": fatlink_rt::Kernel<(" << Tuple
-       << ")>,\n";
+    OS << "    pub " << B.Ident << ": fatlink_rt::Kernel<(" << Tuple << ")>,\n";
   }
   OS << "}\n"
         "impl Kernels {\n"
@@ -632,27 +627,27 @@ static Error bindgen(Context &Ctx, const Config &C) {
       MemoryBuffer::getFile(C.Input, /*IsText=*/false,
                             /*RequiresNullTerminator=*/false);
   if (!MBOrErr)
-    return failure("cannot open " + C.Input + ": " +
-                   MBOrErr.getError().message());
+    return createStringError("cannot open " + C.Input + ": " +
+                             MBOrErr.getError().message());
   Expected<std::vector<packager::ModuleManifest>> ModulesOrErr =
       packager::readModuleManifests((*MBOrErr)->getBuffer(), C.Input);
   if (!ModulesOrErr)
     return ModulesOrErr.takeError();
   const std::vector<packager::ModuleManifest> &Modules = *ModulesOrErr;
   if (Modules.empty())
-    return failure(C.Input + ": no fatlink module descriptor (no " +
-                   FATLINK_MODULES_SECTION + " section): bindgen reads the " +
-                   "objects, executables and shared libraries that fatlink " +
-                   "device-link and fatlink cc link");
+    return createStringError(
+        C.Input + ": no fatlink module descriptor (no " +
+        FATLINK_MODULES_SECTION + " section): bindgen reads the " +
+        "objects, executables and shared libraries that fatlink " +
+        "device-link and fatlink cc link");
   if (none_of(Modules, [](const packager::ModuleManifest &M) {
         return M.Known && M.hasManifest();
       }))
-    return failure(C.Input + ": none of its " + Twine(Modules.size()) +
-                   " fatlink module descriptor" +
-                   (Modules.size() == 1 ? "" : "s") +
-                   " holds a kernel manifest (written by a fatlink before " +
-                   "manifests, or kernels from nvcc only): relink with this " +
-                   "fatlink");
+    return createStringError(
+        C.Input + ": none of its " + Twine(Modules.size()) +
+        " fatlink module descriptor" + (Modules.size() == 1 ? "" : "s") +
+        " holds a kernel manifest (written by a fatlink before " +
+        "manifests, or kernels from nvcc only): relink with this " + "fatlink");
 
   // Every kernel once; the first module that has it wins, as in the
   // runtime's lookup. std::map: in mangled-name order.
@@ -677,8 +672,9 @@ static Error bindgen(Context &Ctx, const Config &C) {
         Unique = Ident + "_" + std::to_string(N);
       B.Ident = Unique;
     }
-    Ctx.verbose(Name + ": " +
-                (B.Skip.empty() ? "bound as " + B.Ident : "left out: " + B.Skip));
+    Ctx.verbose(
+        Name + ": " +
+        (B.Skip.empty() ? "bound as " + B.Ident : "left out: " + B.Skip));
     Kernels.push_back(std::move(B));
   }
 

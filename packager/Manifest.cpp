@@ -96,31 +96,28 @@ private:
 
 } // namespace
 
-static Error failure(const Twine &Msg) {
-  return createStringError(inconvertibleErrorCode(), Msg);
-}
-
 Expected<ElfReader> ElfReader::create(StringRef Data, StringRef Name) {
-  Expected<object::ELFFile<ELFT>> FileOrErr = object::ELFFile<ELFT>::create(Data);
+  Expected<object::ELFFile<ELFT>> FileOrErr =
+      object::ELFFile<ELFT>::create(Data);
   if (!FileOrErr)
-    return failure(Name + ": " + toString(FileOrErr.takeError()));
+    return createStringError(Name + ": " + toString(FileOrErr.takeError()));
   ElfReader R(*FileOrErr);
   R.Name = Name.str();
   Expected<ArrayRef<Shdr>> SecsOrErr = R.File.sections();
   if (!SecsOrErr)
-    return failure(Name + ": " + toString(SecsOrErr.takeError()));
+    return createStringError(Name + ": " + toString(SecsOrErr.takeError()));
   R.Sections = *SecsOrErr;
   for (const Shdr &S : R.Sections) {
     Expected<StringRef> SecName = R.File.getSectionName(S);
     if (!SecName)
-      return failure(Name + ": " + toString(SecName.takeError()));
+      return createStringError(Name + ": " + toString(SecName.takeError()));
     R.SecNames.push_back(*SecName);
     StringRef Bytes;
     if (S.sh_type != ELF::SHT_NOBITS && S.sh_type != ELF::SHT_NULL) {
       Expected<ArrayRef<uint8_t>> C = R.File.getSectionContents(S);
       if (!C)
-        return failure(Name + ": section " + *SecName + ": " +
-                       toString(C.takeError()));
+        return createStringError(Name + ": section " + *SecName + ": " +
+                                 toString(C.takeError()));
       Bytes = toStringRef(*C);
     }
     R.Contents.push_back(Bytes);
@@ -133,8 +130,8 @@ Expected<ElfReader> ElfReader::create(StringRef Data, StringRef Name) {
 
 Error ElfReader::readRelocations() {
   uint16_t Machine = File.getHeader().e_machine;
-  uint32_t Abs64 = Machine == ELF::EM_AARCH64 ? ELF::R_AARCH64_ABS64
-                                              : ELF::R_X86_64_64;
+  uint32_t Abs64 =
+      Machine == ELF::EM_AARCH64 ? ELF::R_AARCH64_ABS64 : ELF::R_X86_64_64;
   uint32_t RelativeType = Machine == ELF::EM_AARCH64 ? ELF::R_AARCH64_RELATIVE
                                                      : ELF::R_X86_64_RELATIVE;
   for (const Shdr &S : Sections) {
@@ -142,7 +139,7 @@ Error ElfReader::readRelocations() {
       continue;
     Expected<object::ELFFile<ELFT>::Elf_Rela_Range> Relas = File.relas(S);
     if (!Relas)
-      return failure(Name + ": " + toString(Relas.takeError()));
+      return createStringError(Name + ": " + toString(Relas.takeError()));
     if (!Relocatable) {
       // .rela.dyn: only the relative relocations can point into the file.
       for (const ELFT::Rela &R : *Relas)
@@ -152,9 +149,9 @@ Error ElfReader::readRelocations() {
     }
     unsigned Target = S.sh_info;
     if (Target >= Sections.size() || S.sh_link >= Sections.size())
-      return failure(Name + ": relocation section " +
-                     SecNames[&S - Sections.data()] +
-                     " names a section past the end");
+      return createStringError(Name + ": relocation section " +
+                               SecNames[&S - Sections.data()] +
+                               " names a section past the end");
     const Shdr *SymTab = &Sections[S.sh_link];
     for (const ELFT::Rela &R : *Relas) {
       std::pair<unsigned, uint64_t> Key(Target, R.r_offset);
@@ -164,15 +161,14 @@ Error ElfReader::readRelocations() {
       }
       Expected<const ELFT::Sym *> Sym = File.getRelocationSymbol(R, SymTab);
       if (!Sym)
-        return failure(Name + ": " + toString(Sym.takeError()));
+        return createStringError(Name + ": " + toString(Sym.takeError()));
       if (!*Sym || (*Sym)->st_shndx == ELF::SHN_UNDEF ||
           (*Sym)->st_shndx >= Sections.size()) {
         // An undefined or special symbol: not a place in this file.
         OtherRelocs[Key] = R.getType(false);
         continue;
       }
-      Relocs[Key] = {(*Sym)->st_shndx,
-                     (*Sym)->st_value + uint64_t(R.r_addend)};
+      Relocs[Key] = {(*Sym)->st_shndx, (*Sym)->st_value + uint64_t(R.r_addend)};
     }
   }
   return Error::success();
@@ -181,20 +177,22 @@ Error ElfReader::readRelocations() {
 Expected<std::optional<Loc>> ElfReader::pointer(Loc Field) const {
   StringRef Sec = Contents[Field.Sec];
   if (Field.Off > Sec.size() || Sec.size() - Field.Off < 8)
-    return failure(Name + ": " + where(Field) + ": a pointer past the end " +
-                   "of its section");
+    return createStringError(Name + ": " + where(Field) +
+                             ": a pointer past the end " + "of its section");
   uint64_t Value = support::endian::read64le(Sec.data() + Field.Off);
   if (Relocatable) {
     std::pair<unsigned, uint64_t> Key(Field.Sec, Field.Off);
     if (auto It = Relocs.find(Key); It != Relocs.end())
       return std::optional<Loc>(It->second);
     if (auto It = OtherRelocs.find(Key); It != OtherRelocs.end())
-      return failure(Name + ": " + where(Field) + ": a pointer with a " +
-                     "relocation of type " + Twine(It->second) +
-                     ", not an absolute 64-bit one to a defined symbol");
+      return createStringError(
+          Name + ": " + where(Field) + ": a pointer with a " +
+          "relocation of type " + Twine(It->second) +
+          ", not an absolute 64-bit one to a defined symbol");
     if (Value)
-      return failure(Name + ": " + where(Field) + ": a pointer without a " +
-                     "relocation in a relocatable object");
+      return createStringError(Name + ": " + where(Field) +
+                               ": a pointer without a " +
+                               "relocation in a relocatable object");
     return std::optional<Loc>();
   }
   uint64_t Addr = Sections[Field.Sec].sh_addr + Field.Off;
@@ -209,21 +207,21 @@ Expected<std::optional<Loc>> ElfReader::pointer(Loc Field) const {
       continue;
     return std::optional<Loc>(Loc{I, Value - S.sh_addr});
   }
-  return failure(Name + ": " + where(Field) + ": pointer 0x" +
-                 utohexstr(Value, true) + " is not inside any section " +
-                 "of the file");
+  return createStringError(Name + ": " + where(Field) + ": pointer 0x" +
+                           utohexstr(Value, true) +
+                           " is not inside any section " + "of the file");
 }
 
 Expected<StringRef> ElfReader::string(Loc At, StringRef What) const {
   StringRef Sec = Contents[At.Sec];
   if (At.Off >= Sec.size())
-    return failure(Name + ": " + where(At) + ": " + What +
-                   " starts past the end of its section");
+    return createStringError(Name + ": " + where(At) + ": " + What +
+                             " starts past the end of its section");
   StringRef Tail = Sec.drop_front(At.Off);
   size_t Nul = Tail.find('\0');
   if (Nul == StringRef::npos)
-    return failure(Name + ": " + where(At) + ": " + What +
-                   " is not NUL-terminated within its section");
+    return createStringError(Name + ": " + where(At) + ": " + What +
+                             " is not NUL-terminated within its section");
   return Tail.take_front(Nul);
 }
 
@@ -239,8 +237,9 @@ static Error readKernels(const ElfReader &R, Loc Desc, uint32_t NumKernels,
   if (!TableOrErr)
     return TableOrErr.takeError();
   if (!*TableOrErr)
-    return failure(R.Name + ": " + R.where(Desc) + ": the descriptor has " +
-                   Twine(NumKernels) + " kernels and a null kernel table");
+    return createStringError(R.Name + ": " + R.where(Desc) +
+                             ": the descriptor has " + Twine(NumKernels) +
+                             " kernels and a null kernel table");
   Loc Table = **TableOrErr;
   // Manifests count from the table's start; what lies before it in the
   // section belongs to other modules.
@@ -248,9 +247,10 @@ static Error readKernels(const ElfReader &R, Loc Desc, uint32_t NumKernels,
       std::min<uint64_t>(Table.Off, R.Contents[Table.Sec].size()));
   constexpr uint64_t RecSize = sizeof(fatlink_kernel);
   if (Base.size() / RecSize < NumKernels)
-    return failure(R.Name + ": " + R.where(Table) + ": the kernel table of " +
-                   Twine(NumKernels) + " records runs past the end of " +
-                   "its section (" + Twine(Base.size()) + " bytes left)");
+    return createStringError(
+        R.Name + ": " + R.where(Table) + ": the kernel table of " +
+        Twine(NumKernels) + " records runs past the end of " + "its section (" +
+        Twine(Base.size()) + " bytes left)");
   auto At = [&](uint64_t Off) { return Loc{Table.Sec, Table.Off + Off}; };
   // A string at an offset from the table; 0 is "not known".
   auto StringAt = [&](uint32_t Off, StringRef What) -> Expected<StringRef> {
@@ -267,14 +267,14 @@ static Error readKernels(const ElfReader &R, Loc Desc, uint32_t NumKernels,
     if (!NameAt)
       return NameAt.takeError();
     if (!*NameAt)
-      return failure(R.Name + ": " + R.where(At(Rec)) + ": kernel " +
-                     Twine(I) + " has a null name");
+      return createStringError(R.Name + ": " + R.where(At(Rec)) + ": kernel " +
+                               Twine(I) + " has a null name");
     Expected<StringRef> Name = R.string(**NameAt, "a kernel name");
     if (!Name)
       return Name.takeError();
     if (Name->empty())
-      return failure(R.Name + ": " + R.where(At(Rec)) + ": kernel " +
-                     Twine(I) + " has an empty name");
+      return createStringError(R.Name + ": " + R.where(At(Rec)) + ": kernel " +
+                               Twine(I) + " has an empty name");
     K.Info.Name = Name->str();
     uint32_t NumParams =
         read32le(Base.data() + Rec + offsetof(fatlink_kernel, num_params));
@@ -284,15 +284,16 @@ static Error readKernels(const ElfReader &R, Loc Desc, uint32_t NumKernels,
       if (!SizesAt)
         return SizesAt.takeError();
       if (!*SizesAt)
-        return failure(R.Name + ": " + R.where(At(Rec)) + ": kernel " +
-                       K.Info.Name + " has " + Twine(NumParams) +
-                       " parameters and no parameter sizes");
+        return createStringError(
+            R.Name + ": " + R.where(At(Rec)) + ": kernel " + K.Info.Name +
+            " has " + Twine(NumParams) + " parameters and no parameter sizes");
       StringRef Sec = R.Contents[(*SizesAt)->Sec];
       uint64_t Off = (*SizesAt)->Off;
       if (Off > Sec.size() || (Sec.size() - Off) / 4 < NumParams)
-        return failure(R.Name + ": " + R.where(**SizesAt) + ": the " +
-                       Twine(NumParams) + " parameter sizes of kernel " +
-                       K.Info.Name + " run past the end of their section");
+        return createStringError(R.Name + ": " + R.where(**SizesAt) + ": the " +
+                                 Twine(NumParams) +
+                                 " parameter sizes of kernel " + K.Info.Name +
+                                 " run past the end of their section");
       for (uint32_t P = 0; P < NumParams; ++P)
         K.Info.ParamSizes.push_back(read32le(Sec.data() + Off + 4 * P));
     }
@@ -305,9 +306,10 @@ static Error readKernels(const ElfReader &R, Loc Desc, uint32_t NumKernels,
     }
     constexpr uint64_t ManSize = sizeof(fatlink_kernel_manifest);
     if (ManOff > Base.size() || Base.size() - ManOff < ManSize)
-      return failure(R.Name + ": " + R.where(At(Rec)) + ": the manifest of " +
-                     "kernel " + K.Info.Name + " (offset " + Twine(ManOff) +
-                     ") runs past the end of its section");
+      return createStringError(R.Name + ": " + R.where(At(Rec)) +
+                               ": the manifest of " + "kernel " + K.Info.Name +
+                               " (offset " + Twine(ManOff) +
+                               ") runs past the end of its section");
     const char *Man = Base.data() + ManOff;
     K.ManifestVersion =
         read16le(Man + offsetof(fatlink_kernel_manifest, version));
@@ -317,9 +319,9 @@ static Error readKernels(const ElfReader &R, Loc Desc, uint32_t NumKernels,
     }
     KernelManifest &KM = K.Info.Manifest;
     KM.Language = uint8_t(Man[offsetof(fatlink_kernel_manifest, language)]);
-    Expected<StringRef> Origin = StringAt(
-        read32le(Man + offsetof(fatlink_kernel_manifest, origin)),
-        "the origin of kernel " + K.Info.Name);
+    Expected<StringRef> Origin =
+        StringAt(read32le(Man + offsetof(fatlink_kernel_manifest, origin)),
+                 "the origin of kernel " + K.Info.Name);
     if (!Origin)
       return Origin.takeError();
     K.Info.Origin = Origin->str();
@@ -331,15 +333,18 @@ static Error readKernels(const ElfReader &R, Loc Desc, uint32_t NumKernels,
       KM.Cluster[D] =
           read32le(Man + offsetof(fatlink_kernel_manifest, cluster) + 4 * D);
     }
-    KM.MinBlocks = read32le(Man + offsetof(fatlink_kernel_manifest, min_blocks));
-    uint32_t ParamsOff = read32le(Man + offsetof(fatlink_kernel_manifest, params));
+    KM.MinBlocks =
+        read32le(Man + offsetof(fatlink_kernel_manifest, min_blocks));
+    uint32_t ParamsOff =
+        read32le(Man + offsetof(fatlink_kernel_manifest, params));
     if (ParamsOff && NumParams) {
       constexpr uint64_t ParamSize = sizeof(fatlink_param);
       if (ParamsOff > Base.size() ||
           (Base.size() - ParamsOff) / ParamSize < NumParams)
-        return failure(R.Name + ": " + R.where(At(ManOff)) + ": the " +
-                       Twine(NumParams) + " parameter records of kernel " +
-                       K.Info.Name + " run past the end of their section");
+        return createStringError(R.Name + ": " + R.where(At(ManOff)) +
+                                 ": the " + Twine(NumParams) +
+                                 " parameter records of kernel " + K.Info.Name +
+                                 " run past the end of their section");
       for (uint32_t P = 0; P < NumParams; ++P) {
         const char *Rec = Base.data() + ParamsOff + P * ParamSize;
         ParamInfo PI;
@@ -352,12 +357,14 @@ static Error readKernels(const ElfReader &R, Loc Desc, uint32_t NumKernels,
         PI.ElemSize = read32le(Rec + offsetof(fatlink_param, elem_size));
         std::string Which =
             "parameter " + std::to_string(P) + " of kernel " + K.Info.Name;
-        Expected<StringRef> Type = StringAt(
-            read32le(Rec + offsetof(fatlink_param, type)), "the type of " + Which);
+        Expected<StringRef> Type =
+            StringAt(read32le(Rec + offsetof(fatlink_param, type)),
+                     "the type of " + Which);
         if (!Type)
           return Type.takeError();
-        Expected<StringRef> PName = StringAt(
-            read32le(Rec + offsetof(fatlink_param, name)), "the name of " + Which);
+        Expected<StringRef> PName =
+            StringAt(read32le(Rec + offsetof(fatlink_param, name)),
+                     "the name of " + Which);
         if (!PName)
           return PName.takeError();
         PI.Type = Type->str();
@@ -378,8 +385,9 @@ static Error readElf(StringRef Data, StringRef Name,
   using support::endian::read64le;
   if (Data.size() < 6 || Data[4] != ELF::ELFCLASS64 ||
       Data[5] != ELF::ELFDATA2LSB)
-    return failure(Name + ": not a 64-bit little-endian ELF file; fatlink " +
-                   "writes module descriptors for x86_64 and aarch64 hosts");
+    return createStringError(
+        Name + ": not a 64-bit little-endian ELF file; fatlink " +
+        "writes module descriptors for x86_64 and aarch64 hosts");
   Expected<ElfReader> ROrErr = ElfReader::create(Data, Name);
   if (!ROrErr)
     return ROrErr.takeError();
@@ -394,9 +402,9 @@ static Error readElf(StringRef Data, StringRef Name,
     while (Pos < Sec.size()) {
       Loc Desc{SecIdx, Pos};
       if (Sec.size() - Pos < 8)
-        return failure(Name + ": " + R.where(Desc) + ": " +
-                       Twine(Sec.size() - Pos) + " stray bytes at the end " +
-                       "of the section");
+        return createStringError(Name + ": " + R.where(Desc) + ": " +
+                                 Twine(Sec.size() - Pos) +
+                                 " stray bytes at the end " + "of the section");
       uint32_t Magic = read32le(Sec.data() + Pos);
       if (Magic == 0) {
         Pos += 8;
@@ -406,22 +414,24 @@ static Error readElf(StringRef Data, StringRef Name,
       uint16_t Size = read16le(Sec.data() + Pos + 6);
       if (Magic != FATLINK_MODULE_MAGIC || Size < 8 || Size % 8 != 0 ||
           Size > Sec.size() - Pos)
-        return failure(Name + ": " + R.where(Desc) + ": malformed fatlink " +
-                       "module descriptor (magic 0x" + utohexstr(Magic, true) +
-                       ", size " + Twine(Size) + ")");
+        return createStringError(
+            Name + ": " + R.where(Desc) + ": malformed fatlink " +
+            "module descriptor (magic 0x" + utohexstr(Magic, true) + ", size " +
+            Twine(Size) + ")");
       ModuleManifest M;
       M.Origin = Name.str();
       M.Offset = Pos;
       M.Version = Version;
       M.Size = Size;
       Pos += Size;
-      M.Known = Version == FATLINK_MODULE_VERSION &&
-                Size == sizeof(fatlink_module);
+      M.Known =
+          Version == FATLINK_MODULE_VERSION && Size == sizeof(fatlink_module);
       if (M.Known) {
         const char *D = Sec.data() + Desc.Off;
         M.Flags = read32le(D + offsetof(fatlink_module, flags));
         M.FatbinSize = read64le(D + offsetof(fatlink_module, fatbin_size));
-        uint32_t NumKernels = read32le(D + offsetof(fatlink_module, num_kernels));
+        uint32_t NumKernels =
+            read32le(D + offsetof(fatlink_module, num_kernels));
         if (Error E = readKernels(R, Desc, NumKernels, M))
           return E;
       }
@@ -449,8 +459,9 @@ static Error readAny(StringRef Data, StringRef Name,
         });
   if (!Data.starts_with("\x7f"
                         "ELF"))
-    return failure(Name + ": not an ELF object, executable or shared " +
-                   "library, nor an archive of them");
+    return createStringError(Name +
+                             ": not an ELF object, executable or shared " +
+                             "library, nor an archive of them");
   return readElf(Data, Name, Out);
 }
 
