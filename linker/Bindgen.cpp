@@ -30,6 +30,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Demangle/Demangle.h"
 #include "llvm/Option/ArgList.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/TimeProfiler.h"
@@ -266,6 +267,10 @@ static void typeCxx(BoundKernel &B) {
 /// or sets B.Skip.
 static void typeRust(BoundKernel &B) {
   const packager::KernelManifest &M = B.K->Info.Manifest;
+  if (!json::isUTF8(B.K->Info.Name)) {
+    B.Skip = "its name is not UTF-8, which a Rust &str cannot hold";
+    return;
+  }
   if (M.Params.size() > MaxRustParams) {
     B.Skip = "it takes " + std::to_string(M.Params.size()) +
              " parameters; fatlink_rt::Kernel<P> takes at most " +
@@ -407,13 +412,13 @@ static std::string cxxString(StringRef S) {
   return Out + "\"";
 }
 
-/// A Rust string literal of \p S.
+/// A Rust string literal of \p S, which is UTF-8 (typeRust checks).
 static std::string rustString(StringRef S) {
   std::string Out = "\"";
   for (unsigned char C : S) {
     if (C == '"' || C == '\\')
       Out += '\\';
-    if (C < 0x20 || C >= 0x7f) {
+    if (C < 0x20 || C == 0x7f) {
       Out += "\\x" + utohexstr(C, true).insert(0, C < 0x10 ? "0" : "");
       continue;
     }
@@ -422,11 +427,18 @@ static std::string rustString(StringRef S) {
   return Out + "\"";
 }
 
-/// A comment's text on one line: no line breaks or "*/".
+/// A comment's text on one line, in valid UTF-8 (source files are), not
+/// ending in a backslash.
 static std::string commentText(StringRef S) {
-  std::string Out;
-  for (char C : S)
-    Out += C == '\n' || C == '\r' ? ' ' : C;
+  std::string Out = json::isUTF8(S) ? S.str() : json::fixUTF8(S);
+  for (char &C : Out)
+    if (C == '\n' || C == '\r')
+      C = ' ';
+  // A C++ line comment that ends in a backslash continues on the next line.
+  while (!Out.empty() && (Out.back() == ' ' || Out.back() == '\t'))
+    Out.pop_back();
+  if (!Out.empty() && Out.back() == '\\')
+    Out += '.';
   return Out;
 }
 
