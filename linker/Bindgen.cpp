@@ -448,12 +448,20 @@ static const char CxxSupport[] = R"(#ifndef FATLINK_BINDGEN_SUPPORT_V1
 namespace fatlink_bindgen {
 
 // A launch's grid, block, dynamic shared memory and stream:
-// {Grid, Block} or {Grid, Block, SharedMemBytes, Stream}.
+// {Grid, Block} or {Grid, Block, SharedMemBytes, Stream}, the stream a
+// fatlink_rt_stream or a class whose get() returns one (fatlink::rt::Stream).
 struct Launch {
   Launch(fatlink::rt::Dim3 Grid, fatlink::rt::Dim3 Block,
          uint32_t SharedMemBytes = 0, fatlink_rt_stream Stream = nullptr)
       : Grid(Grid), Block(Block), SharedMemBytes(SharedMemBytes),
         Stream(Stream) {}
+  template <typename S,
+            typename = std::enable_if_t<std::is_same<
+                decltype(std::declval<const S &>().get()),
+                fatlink_rt_stream>::value>>
+  Launch(fatlink::rt::Dim3 Grid, fatlink::rt::Dim3 Block,
+         uint32_t SharedMemBytes, const S &Stream)
+      : Launch(Grid, Block, SharedMemBytes, Stream.get()) {}
   fatlink::rt::Dim3 Grid, Block;
   uint32_t SharedMemBytes;
   fatlink_rt_stream Stream;
@@ -539,7 +547,8 @@ static std::string emitCxx(const Config &C, StringRef InputName,
         "// without a driver.\n"
         "#pragma once\n\n"
         "#include \"fatlink/runtime.hpp\"\n\n"
-        "#include <cstddef>\n#include <cstdint>\n#include <type_traits>\n\n"
+        "#include <cstddef>\n#include <cstdint>\n#include <type_traits>\n"
+        "#include <utility>\n\n"
      << CxxSupport << "\nnamespace " << C.Namespace << " {\n";
   for (const BoundKernel &B : Kernels) {
     OS << "\n";
