@@ -155,7 +155,7 @@ static std::string kindWords(uint8_t Kind, uint32_t Size) {
   switch (Kind) {
   case FATLINK_PARAM_FLOAT:
     return Size == 2 ? "a 16-bit float (f16)"
-                     : std::to_string(Size * 8) + "-bit float";
+                     : "a " + std::to_string(uint64_t(Size) * 8) + "-bit float";
   case FATLINK_PARAM_BF16:
     return "a bfloat16";
   case FATLINK_PARAM_AGGREGATE:
