@@ -6,8 +6,11 @@
 // packager::scanFile (what `fatlink inspect` runs) must find in its
 // .nv_fatbin section exactly the entries readFatbin finds in the fatbin,
 // with the same offsets, kinds, arches, flags and bytes, both in the object
-// and in an ar archive holding it. A kernel table the writer must refuse
-// (an empty name, a NUL in a name, a name twice) must be refused.
+// and in an ar archive holding it; and packager::readModuleManifests (what
+// `inspect --manifest` and `bindgen` run) must read back the kernel table
+// and every kernel's manifest exactly as written. A kernel table the
+// writer must refuse (an empty name, a NUL in a name, a name twice) must
+// be refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +57,75 @@ void checkScan(llvm::StringRef Data, llvm::StringRef Name,
   }
 }
 
+/// A string the manifest stores as written: no NUL (a C string) and no
+/// '/' (the writer keeps an origin's file name only).
+std::string manifestString(ByteReader &R, size_t Max) {
+  std::string S = R.bytes(Max);
+  for (char &C : S)
+    if (C == '\0' || C == '/')
+      C = '_';
+  return S;
+}
+
+/// Checks what readModuleManifests found in \p Origin against \p Kernels.
+void checkManifests(llvm::StringRef Data, llvm::StringRef Name,
+                    llvm::StringRef Origin,
+                    const std::vector<packager::KernelInfo> &Kernels) {
+  llvm::Expected<std::vector<packager::ModuleManifest>> Found =
+      packager::readModuleManifests(Data, Name);
+  if (!Found) {
+    std::fprintf(stderr, "readModuleManifests: %s\n",
+                 llvm::toString(Found.takeError()).c_str());
+    require(false, "readModuleManifests rejected writeHostObject's output");
+  }
+  require(Found->size() == 1, "not one module descriptor");
+  const packager::ModuleManifest &M = (*Found)[0];
+  require(M.Origin == Origin, "module origin differs");
+  require(M.Known && M.Version == FATLINK_MODULE_VERSION, "version differs");
+  std::vector<const packager::KernelInfo *> Sorted;
+  for (const packager::KernelInfo &K : Kernels)
+    Sorted.push_back(&K);
+  llvm::sort(Sorted, [](const packager::KernelInfo *A,
+                        const packager::KernelInfo *B) {
+    return A->Name < B->Name;
+  });
+  bool AnyManifest = llvm::any_of(
+      Kernels, [](const packager::KernelInfo &K) { return K.hasManifest(); });
+  require(M.hasManifest() == AnyManifest, "manifest flag differs");
+  require(M.Kernels.size() == Sorted.size(), "kernel count differs");
+  for (size_t I = 0; I < Sorted.size(); ++I) {
+    const packager::KernelInfo &W = *Sorted[I];
+    const packager::ManifestKernel &R = M.Kernels[I];
+    require(R.Info.Name == W.Name, "kernel name differs");
+    require(R.Info.ParamSizes == W.ParamSizes, "parameter sizes differ");
+    if (!W.hasManifest()) {
+      require(R.ManifestVersion == 0, "a manifest where none was written");
+      continue;
+    }
+    require(R.ManifestVersion == FATLINK_MANIFEST_VERSION,
+            "manifest version differs");
+    require(R.Info.Origin == W.Origin, "origin differs");
+    const packager::KernelManifest &A = W.Manifest, &B = R.Info.Manifest;
+    require(A.Language == B.Language, "language differs");
+    for (unsigned D = 0; D < 3; ++D)
+      require(A.MaxThreads[D] == B.MaxThreads[D] &&
+                  A.ReqThreads[D] == B.ReqThreads[D] &&
+                  A.Cluster[D] == B.Cluster[D],
+              "launch dimensions differ");
+    require(A.MinBlocks == B.MinBlocks, "min blocks differ");
+    require(A.Params.size() == B.Params.size(), "parameter count differs");
+    for (size_t P = 0; P < A.Params.size(); ++P) {
+      const packager::ParamInfo &X = A.Params[P], &Y = B.Params[P];
+      require(X.Kind == Y.Kind && X.Flags == Y.Flags &&
+                  X.AddrSpace == Y.AddrSpace && X.ElemKind == Y.ElemKind &&
+                  X.Size == Y.Size && X.Align == Y.Align &&
+                  X.ElemSize == Y.ElemSize && X.Type == Y.Type &&
+                  X.Name == Y.Name,
+              "parameter record differs");
+    }
+  }
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
@@ -77,6 +149,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   }
   packager::HostArch Arch =
       R.byte() & 1 ? packager::HostArch::AArch64 : packager::HostArch::X86_64;
+  // Manifests, from what is left (older corpus files have none).
+  for (packager::KernelInfo &K : Kernels) {
+    if (!(R.byte() & 1))
+      continue;
+    K.Origin = manifestString(R, 40);
+    packager::KernelManifest &M = K.Manifest;
+    M.Language = R.byte() % 5;
+    for (unsigned D = 0; D < 3; ++D) {
+      M.MaxThreads[D] = R.u16();
+      M.ReqThreads[D] = R.byte();
+      M.Cluster[D] = R.byte();
+    }
+    M.MinBlocks = R.byte();
+    if (R.byte() & 1)
+      for (uint32_t Size : K.ParamSizes) {
+        packager::ParamInfo P;
+        P.Kind = R.byte();
+        P.Flags = R.byte();
+        P.AddrSpace = R.byte();
+        P.ElemKind = R.byte();
+        P.Size = Size;
+        P.Align = R.u16();
+        P.ElemSize = R.u16();
+        P.Type = manifestString(R, 20);
+        P.Name = manifestString(R, 10);
+        M.Params.push_back(std::move(P));
+      }
+  }
 
   llvm::Expected<std::string> Obj =
       packager::writeHostObject(*Fatbin, Kernels, Arch);
@@ -91,6 +191,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
     require(false, "writeHostObject failed on a valid fatbin and table");
   }
   checkScan(*Obj, "k.o", "k.o", *Entries);
+  checkManifests(*Obj, "k.o", "k.o", Kernels);
 
   // The same object as a member of a static library.
   std::vector<llvm::NewArchiveMember> Members;
@@ -101,5 +202,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
                                  /*Deterministic=*/true, /*Thin=*/false);
   require(bool(Ar), "cannot write an archive");
   checkScan((*Ar)->getBuffer(), "libk.a", "libk.a(k.o)", *Entries);
+  checkManifests((*Ar)->getBuffer(), "libk.a", "libk.a(k.o)", Kernels);
   return 0;
 }

@@ -18,7 +18,8 @@ T="$ROOT/testdata"
 W="$OUT/.work"
 rm -rf "$OUT"
 mkdir -p "$W" "$OUT"/{fatbin,image,scan,archive,bitcode,link,options,settings} \
-  "$OUT"/{fatbin_roundtrip,hostobj_roundtrip,embed_roundtrip,fatbin_diff,ptx_link}
+  "$OUT"/{fatbin_roundtrip,hostobj_roundtrip,embed_roundtrip,fatbin_diff,ptx_link} \
+  "$OUT"/manifest
 cd "$W"
 
 # rust NAME SRC [RUSTC ARGS...]
@@ -70,6 +71,10 @@ cp k.fatbin plain.fatbin nv-*.fatbin ptx-*.fatbin cubin-zstd.fatbin "$OUT/fatbin
 cp nv-dc.o nv-lto-default.o "$OUT/scan/"
 cp dir/*.cubin dir/*.ptx "$OUT/image/"
 cp k.fatbin nv-size.fatbin nv-speed.fatbin k.o emb.o softplus.o mix.a plain.o "$OUT/scan/"
+# The descriptor reader: a host object (relocations), a shared library
+# linked by lld (R_X86_64_RELATIVE addends), an archive.
+cc -fuse-ld=lld -shared k.o -o k.so
+cp k.o k.so mix.a plain.o "$OUT/manifest/"
 cp libsaxpy.rlib libfatlink_device.rlib libhost_only.rlib mix.a "$OUT/archive/"
 ar rc empty.a && cp empty.a "$OUT/archive/"
 cp softplus.bc x86.bc ./*.rcgu.o softplus.o emb.o "$OUT/bitcode/"
@@ -140,6 +145,18 @@ for name, data in fatbins.items():
     kernels = bytes([2]) + blob(b"saxpy", 20) + bytes([2]) + u16(4) + u16(8) + \
               blob(b"_Z8softplusPfi", 20) + bytes([0])
     open(f"{out}/hostobj_roundtrip/{name}", "wb").write(data + kernels + bytes([1]))
+    # and with manifests: per kernel 1, origin, language, (max threads u16,
+    # req threads, cluster) x3, min blocks, 1 = describe the parameters:
+    # (kind, flags, address space, element kind, align u16, element size
+    # u16, type, name) each
+    manifests = (bytes([1]) + blob(b"libk.rlib(k.o)", 40) + bytes([1]) +
+                 u16(256) + bytes([0, 2]) + (u16(0) + bytes([0, 1])) * 2 +
+                 bytes([2, 1]) +
+                 bytes([4, 0, 0, 0]) + u16(4) + u16(0) + blob(b"f32", 20) + blob(b"a", 10) +
+                 bytes([6, 1, 1, 4]) + u16(8) + u16(4) + blob(b"*const f32", 20) + blob(b"x", 10) +
+                 bytes([1]) + blob(b"softplus.bc", 40) + bytes([2]) + bytes(12) + bytes([0, 1]))
+    open(f"{out}/hostobj_roundtrip/{name}-manifest", "wb").write(
+        data + kernels + bytes([1]) + manifests)
 # embed: count-1, then per image (bits: 1 any arch, 2 any triple, 4 no
 # bitcode magic) arch, bitcode after its magic; then host arch
 assert bc[:4] == b"BC\xc0\xde"

@@ -20,6 +20,10 @@
 // the container's padding; an obfuscated LTO-IR entry, which nobody but
 // NVIDIA's tools can decompress, is extracted as a fatbin of its own.
 //
+// --manifest lists something else: the module descriptors fatlink wrote
+// and the kernel manifests in them (packager::readModuleManifests), as
+// text or --json (docs/abi.md, "Listing the manifest").
+//
 // nvcc's kinds of device code are told apart: a "cubin" is linked, a
 // "relocatable-cubin" (nvcc -dc) still needs nvlink, "lto-ir" needs
 // nvJitLink; the module column names the nvcc module (__nv_module_id) of
@@ -35,6 +39,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Demangle/Demangle.h"
 #include "llvm/Option/Arg.h"
 #include "llvm/Option/ArgList.h"
 #include "llvm/Option/OptTable.h"
@@ -68,6 +73,7 @@ struct Config {
   bool Json = false;
   bool Kernels = false; // --kernels: the kernel table instead of the entries
   bool Resources = false; // --resources: the resource table instead
+  bool Manifest = false;  // --manifest: the module descriptors instead
 };
 
 /// One image found, with what the report shows about it.
@@ -97,12 +103,17 @@ static Expected<Config> parseConfig(Context &Ctx,
   C.Json = Args.hasArg(OPT_json);
   C.Kernels = Args.hasArg(OPT_kernels);
   C.Resources = Args.hasArg(OPT_resources);
+  C.Manifest = Args.hasArg(OPT_manifest);
   Ctx.Verbose = Args.hasArg(OPT_verbose);
   if (C.Inputs.empty())
     return createStringError(inconvertibleErrorCode(), "no input files");
   if (Args.hasArg(OPT_extract_EQ) && C.ExtractDir.empty())
     return createStringError(inconvertibleErrorCode(),
                              "--extract needs a directory");
+  if (C.Manifest && (C.Kernels || C.Resources || !C.ExtractDir.empty()))
+    return createStringError(inconvertibleErrorCode(),
+                             "--manifest lists the module descriptors alone: "
+                             "leave out --kernels, --resources and --extract");
   return C;
 }
 
@@ -464,10 +475,248 @@ static void printJson(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
 }
 
 //===----------------------------------------------------------------------===//
+// --manifest: the module descriptors and kernel manifests
+//===----------------------------------------------------------------------===//
+
+/// "256x4x1", "256" when y and z are not declared (0).
+static std::string dims3(const uint32_t (&D)[3]) {
+  std::string S = std::to_string(D[0]);
+  if (D[1] || D[2])
+    S += "x" + std::to_string(D[1]);
+  if (D[2])
+    S += "x" + std::to_string(D[2]);
+  return S;
+}
+
+static StringRef addrSpaceName(uint8_t AS) {
+  switch (AS) {
+  case FATLINK_ADDRSPACE_GENERIC:
+    return "generic";
+  case FATLINK_ADDRSPACE_GLOBAL:
+    return "global";
+  case FATLINK_ADDRSPACE_SHARED:
+    return "shared";
+  case FATLINK_ADDRSPACE_CONSTANT:
+    return "constant";
+  case FATLINK_ADDRSPACE_LOCAL:
+    return "local";
+  default:
+    return "";
+  }
+}
+
+/// A pointer parameter's element: "const float, 4 bytes", "unknown".
+static std::string elementOf(const packager::ParamInfo &P) {
+  std::string S = P.Flags & FATLINK_PARAM_CONST ? "const " : "";
+  if (P.ElemKind == FATLINK_PARAM_UNKNOWN && !P.ElemSize)
+    return S + "unknown";
+  S += packager::paramKindName(P.ElemKind).str();
+  if (P.ElemSize)
+    S += ", " + std::to_string(P.ElemSize) + " bytes";
+  return S;
+}
+
+static void printManifestText(Context &Ctx, StringRef File,
+                              ArrayRef<packager::ModuleManifest> Modules) {
+  raw_ostream &OS = Ctx.Out;
+  if (Modules.empty()) {
+    OS << File << ": no fatlink module descriptor\n";
+    return;
+  }
+  for (const packager::ModuleManifest &M : Modules) {
+    OS << "module " << M.Origin << ", " << FATLINK_MODULES_SECTION << "+0x"
+       << utohexstr(M.Offset, true) << ": ";
+    if (!M.Known) {
+      OS << "descriptor version " << M.Version << " (" << M.Size
+         << " bytes), which this fatlink does not read\n";
+      continue;
+    }
+    OS << M.Kernels.size() << (M.Kernels.size() == 1 ? " kernel" : " kernels")
+       << (M.hasManifest() ? ", manifest\n"
+                           : ", no manifest (written before manifests, or "
+                             "kernels from nvcc only)\n");
+    for (const packager::ManifestKernel &MK : M.Kernels) {
+      const packager::KernelInfo &K = MK.Info;
+      OS << "kernel " << K.Name;
+      std::string Demangled = demangle(K.Name);
+      if (Demangled != K.Name)
+        OS << ": " << Demangled;
+      OS << "\n";
+      auto Sizes = [&] {
+        return K.ParamSizes.empty()
+                   ? std::string("none")
+                   : join(map_range(K.ParamSizes,
+                                    [](uint32_t N) {
+                                      return std::to_string(N);
+                                    }),
+                          ", ");
+      };
+      if (MK.ManifestVersion == 0) {
+        OS << "  no manifest; parameter sizes: " << Sizes() << "\n";
+        continue;
+      }
+      if (MK.ManifestVersion != FATLINK_MANIFEST_VERSION) {
+        OS << "  manifest version " << MK.ManifestVersion
+           << ", which this fatlink does not read; parameter sizes: "
+           << Sizes() << "\n";
+        continue;
+      }
+      const packager::KernelManifest &Man = K.Manifest;
+      OS << "  language: " << packager::languageName(Man.Language) << "\n";
+      OS << "  defined in: " << (K.Origin.empty() ? "unknown" : K.Origin)
+         << "\n";
+      if (Man.MaxThreads[0] || Man.MaxThreads[1] || Man.MaxThreads[2])
+        OS << "  max threads: " << dims3(Man.MaxThreads) << "\n";
+      if (Man.ReqThreads[0] || Man.ReqThreads[1] || Man.ReqThreads[2])
+        OS << "  required threads: " << dims3(Man.ReqThreads) << "\n";
+      if (Man.MinBlocks)
+        OS << "  min blocks per SM: " << Man.MinBlocks << "\n";
+      if (Man.Cluster[0] || Man.Cluster[1] || Man.Cluster[2])
+        OS << "  cluster: " << dims3(Man.Cluster) << "\n";
+      if (K.ParamSizes.empty()) {
+        OS << "  parameters: none\n";
+        continue;
+      }
+      if (Man.Params.empty()) {
+        OS << "  parameters not described; sizes: " << Sizes() << "\n";
+        continue;
+      }
+      std::vector<std::vector<std::string>> Rows;
+      Rows.push_back({"  #", "name", "kind", "size", "align", "addrspace",
+                      "element", "type"});
+      for (auto [I, P] : enumerate(Man.Params)) {
+        bool Ptr = P.Kind == FATLINK_PARAM_POINTER;
+        std::string AS = addrSpaceName(P.AddrSpace).str();
+        if (AS.empty())
+          AS = std::to_string(P.AddrSpace);
+        Rows.push_back({"  " + std::to_string(I),
+                        P.Name.empty() ? "-" : P.Name,
+                        packager::paramKindName(P.Kind).str(),
+                        std::to_string(P.Size), std::to_string(P.Align),
+                        Ptr ? AS : "-", Ptr ? elementOf(P) : "-",
+                        P.Type.empty() ? "-" : P.Type});
+      }
+      printRows(Ctx, Rows, {0, 3, 4});
+    }
+  }
+}
+
+/// One kernel's manifest as `device-link --json` writes it
+/// (kernel_manifest), with what the descriptor adds.
+static void manifestJson(json::OStream &J, const packager::ManifestKernel &MK) {
+  const packager::KernelInfo &K = MK.Info;
+  const packager::KernelManifest &M = K.Manifest;
+  J.attribute("kernel", K.Name);
+  std::string Demangled = demangle(K.Name);
+  J.attribute("demangled", Demangled == K.Name ? json::Value(nullptr)
+                                               : json::Value(Demangled));
+  J.attributeArray("param_sizes", [&] {
+    for (uint32_t Size : K.ParamSizes)
+      J.value(int64_t(Size));
+  });
+  J.attribute("manifest_version", MK.ManifestVersion
+                                      ? json::Value(int64_t(MK.ManifestVersion))
+                                      : json::Value(nullptr));
+  if (MK.ManifestVersion != FATLINK_MANIFEST_VERSION)
+    return;
+  J.attribute("language", packager::languageName(M.Language));
+  J.attribute("origin", K.Origin);
+  // null: the link did not describe the parameters (only their sizes).
+  if (M.Params.empty() && !K.ParamSizes.empty())
+    J.attribute("params", nullptr);
+  else
+    J.attributeArray("params", [&] {
+      for (const packager::ParamInfo &P : M.Params)
+        J.object([&] {
+          J.attribute("kind", packager::paramKindName(P.Kind));
+          J.attribute("size", int64_t(P.Size));
+          J.attribute("align", int64_t(P.Align));
+          if (P.Kind == FATLINK_PARAM_POINTER) {
+            J.attribute("addrspace", int64_t(P.AddrSpace));
+            J.attribute("const", bool(P.Flags & FATLINK_PARAM_CONST));
+            J.attribute("elem_kind", packager::paramKindName(P.ElemKind));
+            J.attribute("elem_size", int64_t(P.ElemSize));
+          }
+          J.attribute("type", P.Type);
+          J.attribute("name", P.Name);
+        });
+    });
+  auto Dims = [&](StringRef Key, const uint32_t D[3]) {
+    J.attributeArray(Key, [&] {
+      for (unsigned I = 0; I < 3; ++I)
+        J.value(int64_t(D[I]));
+    });
+  };
+  Dims("max_threads", M.MaxThreads);
+  Dims("req_threads", M.ReqThreads);
+  J.attribute("min_blocks", int64_t(M.MinBlocks));
+  Dims("cluster", M.Cluster);
+}
+
+/// --manifest: every input's module descriptors. A broken file is
+/// reported and the next one still read.
+static Error listManifests(Context &Ctx, const Config &C) {
+  TimeTraceScope Scope("List manifests");
+  std::vector<std::pair<std::string, std::vector<packager::ModuleManifest>>>
+      Files;
+  for (const std::string &Path : C.Inputs) {
+    if (Ctx.errorCount() == MaxBrokenFiles)
+      break;
+    ErrorOr<std::unique_ptr<MemoryBuffer>> MBOrErr =
+        MemoryBuffer::getFile(Path, /*IsText=*/false,
+                              /*RequiresNullTerminator=*/false);
+    if (!MBOrErr) {
+      Ctx.error("cannot open " + Path + ": " + MBOrErr.getError().message());
+      continue;
+    }
+    Expected<std::vector<packager::ModuleManifest>> Modules =
+        packager::readModuleManifests((*MBOrErr)->getBuffer(), Path);
+    if (!Modules) {
+      Ctx.error(Modules.takeError());
+      continue;
+    }
+    Files.emplace_back(Path, std::move(*Modules));
+  }
+  if (Ctx.errorCount())
+    return Error::success();
+  if (!C.Json) {
+    for (const auto &[File, Modules] : Files)
+      printManifestText(Ctx, File, Modules);
+    return Error::success();
+  }
+  json::OStream J(Ctx.Out, 2);
+  J.array([&] {
+    for (const auto &[File, Modules] : Files)
+      for (const packager::ModuleManifest &M : Modules)
+        J.object([&] {
+          J.attribute("file", File);
+          J.attribute("origin", M.Origin);
+          J.attribute("section", FATLINK_MODULES_SECTION);
+          J.attribute("offset", int64_t(M.Offset));
+          J.attribute("version", int64_t(M.Version));
+          J.attribute("size", int64_t(M.Size));
+          J.attribute("known", M.Known);
+          if (!M.Known)
+            return;
+          J.attribute("manifest", M.hasManifest());
+          J.attribute("fatbin_size", int64_t(M.FatbinSize));
+          J.attributeArray("kernels", [&] {
+            for (const packager::ManifestKernel &K : M.Kernels)
+              J.object([&] { manifestJson(J, K); });
+          });
+        });
+  });
+  Ctx.Out << "\n";
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
 // The command
 //===----------------------------------------------------------------------===//
 
 static Error inspect(Context &Ctx, const Config &C) {
+  if (C.Manifest)
+    return listManifests(Ctx, C);
   std::vector<Entry> Entries = scanFiles(Ctx, C);
   // A broken input was reported; extracting or listing the rest would
   // hide it in the output of a script.

@@ -25,6 +25,13 @@ def resources : F<"resources",
   "static shared, local and constant bank 0 bytes, declared block size), "
   "as cuobjdump -res-usage reads them, instead of the entries">,
   Group<grp_output>;
+def manifest : F<"manifest",
+  "Print the kernel manifest fatlink recorded in each module descriptor "
+  "(host objects, executables, shared libraries): every kernel's parameters "
+  "with their kinds, sizes, address spaces and element types, its launch "
+  "bounds, language and defining input, instead of the entries; with "
+  "--json, as JSON">,
+  Group<grp_output>;
 defm extract : JS<"extract", "<dir>",
   "Write every entry to <dir> (created if needed) under the name the table "
   "shows: <file>.<index>.<arch>.<cubin|ptx|bc|...>">, Group<grp_output>;

@@ -34,6 +34,11 @@ int embedMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
 int inspectMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
                 llvm::raw_ostream &Err);
 
+/// `fatlink bindgen`: typed C++ or Rust launch bindings from the kernel
+/// manifests in an object, executable or shared library.
+int bindgenMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
+                llvm::raw_ostream &Err);
+
 /// `fatlink package`: cubins and PTX in, a fatbin or host object out.
 int packageMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
                 llvm::raw_ostream &Err);

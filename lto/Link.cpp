@@ -1390,7 +1390,8 @@ static void collectInterface(const Module &M, LinkedProgram &Out,
       });
       if (It == Table.end())
         continue;
-      if (K.Origin.empty())
+      // The input that defined the kernel, not the .bc that carries it.
+      if (!It->Origin.empty())
         K.Origin = It->Origin;
       K.Manifest = It->Manifest;
     }

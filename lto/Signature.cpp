@@ -361,12 +361,12 @@ static SourceType fromCxxName(StringRef Name) {
   return S;
 }
 
-/// Splits a demangled parameter list "(float, foo<int, int>*)" at its
-/// top-level commas.
-static std::vector<std::string> splitParams(StringRef List) {
-  std::vector<std::string> Out;
-  if (!List.consume_front("(") || !List.consume_back(")"))
-    return Out;
+/// Splits a parameter list at its top-level commas: a demangled C++ one
+/// without its parentheses ("float, foo<int, int>*") or a Rust one from a
+/// signature record ("a: f32, p: Pair<u32, f32>, f: fn(u32) -> u32"; the
+/// '>' of "->" closes nothing).
+static SmallVector<StringRef, 8> splitTopLevel(StringRef List) {
+  SmallVector<StringRef, 8> Out;
   if (List.trim().empty())
     return Out;
   int Depth = 0;
@@ -375,14 +375,25 @@ static std::vector<std::string> splitParams(StringRef List) {
     char C = List[I];
     if (C == '<' || C == '(' || C == '[')
       ++Depth;
-    else if (C == '>' || C == ')' || C == ']')
+    else if ((C == '>' && (I == 0 || List[I - 1] != '-')) || C == ')' ||
+             C == ']')
       --Depth;
     else if (C == ',' && Depth == 0) {
-      Out.push_back(List.slice(Start, I).trim().str());
+      Out.push_back(List.slice(Start, I).trim());
       Start = I + 1;
     }
   }
-  Out.push_back(List.drop_front(Start).trim().str());
+  Out.push_back(List.drop_front(Start).trim());
+  return Out;
+}
+
+/// The parameters of a demangled parameter list "(float, foo<int, int>*)".
+static std::vector<std::string> splitParams(StringRef List) {
+  std::vector<std::string> Out;
+  if (!List.consume_front("(") || !List.consume_back(")"))
+    return Out;
+  for (StringRef P : splitTopLevel(List))
+    Out.push_back(P.str());
   return Out;
 }
 
@@ -712,30 +723,6 @@ static SourceType fromRustName(StringRef Name) {
   return S;
 }
 
-/// Splits "a: f32, p: Pair<u32, f32>, f: fn(u32) -> u32" at its top-level
-/// commas.
-static SmallVector<StringRef, 8> splitRecordParams(StringRef List) {
-  SmallVector<StringRef, 8> Out;
-  if (List.trim().empty())
-    return Out;
-  int Depth = 0;
-  size_t Start = 0;
-  for (size_t I = 0; I < List.size(); ++I) {
-    char C = List[I];
-    if (C == '<' || C == '(' || C == '[')
-      ++Depth;
-    else if ((C == '>' && (I == 0 || List[I - 1] != '-')) || C == ')' ||
-             C == ']')
-      --Depth;
-    else if (C == ',' && Depth == 0) {
-      Out.push_back(List.slice(Start, I).trim());
-      Start = I + 1;
-    }
-  }
-  Out.push_back(List.drop_front(Start).trim());
-  return Out;
-}
-
 static Expected<KernelRecord> parseRecord(StringRef Line) {
   auto Bad = [&](const char *Why) {
     return createStringError("%s in kernel signature record '%s'", Why,
@@ -754,7 +741,7 @@ static Expected<KernelRecord> parseRecord(StringRef Line) {
   if (Open == StringRef::npos || Open == 0 || !Rest.ends_with(")"))
     return Bad("no 'name(parameters)'");
   R.Kernel = Rest.take_front(Open).trim().str();
-  for (StringRef P : splitRecordParams(Rest.slice(Open + 1, Rest.size() - 1))) {
+  for (StringRef P : splitTopLevel(Rest.slice(Open + 1, Rest.size() - 1))) {
     auto [Name, Type] = P.split(": ");
     if (Name.empty() || Type.trim().empty())
       return Bad("a parameter without 'name: type'");

@@ -300,6 +300,49 @@ llvm::Expected<std::string>
 writeOffloadObject(llvm::ArrayRef<OffloadImage> Images, HostArch Arch);
 
 //===----------------------------------------------------------------------===//
+// Reading kernel manifests back (Manifest.cpp)
+//===----------------------------------------------------------------------===//
+
+/// A kernel of a module descriptor as read back from a file.
+struct ManifestKernel {
+  /// Name, parameter sizes and, where the kernel has a manifest of a
+  /// version this fatlink reads, its origin and Manifest.
+  KernelInfo Info;
+  /// The manifest's version: 0 when the kernel has none (nvcc's kernels,
+  /// modules written before manifests), FATLINK_MANIFEST_VERSION when read,
+  /// anything else when it is newer than this fatlink (Info has no manifest).
+  uint16_t ManifestVersion = 0;
+};
+
+/// One fatlink module descriptor (Descriptor.h) found in a file.
+struct ModuleManifest {
+  std::string Origin; ///< "libk.a(k.o)", or the file name
+  uint64_t Offset = 0; ///< of the descriptor in its fatlink_modules section
+  uint16_t Version = 0;
+  uint16_t Size = 0;
+  /// Whether this fatlink reads the descriptor (its version and size are
+  /// FATLINK_MODULE_VERSION and 48); if not, nothing below is filled in.
+  bool Known = false;
+  uint32_t Flags = 0; ///< FATLINK_MODULE_FLAG_*
+  uint64_t FatbinSize = 0;
+  std::vector<ManifestKernel> Kernels; ///< in table order (by name)
+  bool hasManifest() const { return Flags & FATLINK_MODULE_FLAG_MANIFEST; }
+};
+
+/// Reads every fatlink module descriptor, its kernel table and the
+/// kernels' manifests from \p Data: a host object fatlink wrote (its
+/// pointers are relocations), a relocatable object `ld -r` made of several,
+/// a linked executable or shared library (pointers are addresses, or
+/// R_*_RELATIVE dynamic relocations), or an ar archive of those. \p Name
+/// names the file in origins and messages. Every offset, pointer and string
+/// is checked against its section; a corrupt descriptor or table is an
+/// error naming the file, the section and the offset. A file with no
+/// fatlink_modules section gives an empty list; a file that is not a
+/// 64-bit little-endian ELF file or an archive is an error.
+llvm::Expected<std::vector<ModuleManifest>>
+readModuleManifests(llvm::StringRef Data, llvm::StringRef Name);
+
+//===----------------------------------------------------------------------===//
 // Scanning
 //===----------------------------------------------------------------------===//
 

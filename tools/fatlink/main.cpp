@@ -36,7 +36,10 @@ constexpr Command Commands[] = {
     {"embed", fatlink::embedMain,
      "wrap device bitcode in a host object, as clang's offload driver does"},
     {"inspect", fatlink::inspectMain,
-     "list and extract the GPU code in fatbins, objects and executables"},
+     "list and extract the GPU code in fatbins, objects and executables, "
+     "and their kernel manifests"},
+    {"bindgen", fatlink::bindgenMain,
+     "typed C++ or Rust launch bindings from a program's kernel manifests"},
     {"cc", fatlink::hostLinkMain,
      "a cc link command line, with the device link of its device code"},
     {"package", fatlink::packageMain,

@@ -143,6 +143,69 @@ TEST(HostObject, Errors) {
             "kernel name '' is empty or holds a NUL");
 }
 
+// readModuleManifests reads back what writeHostObject wrote, through
+// either arch's relocations: the table in name order, each manifest whole,
+// a kernel without one as such. (fuzz/hostobj_roundtrip fuzzes the same.)
+TEST(HostObject, ManifestsReadBack) {
+  std::string Fatbin = smallFatbin(tempDir("host-manifest"));
+  std::vector<KernelInfo> WithManifest = Kernels;
+  KernelInfo &Scale = WithManifest[0];
+  Scale.Origin = "libk.rlib(k.rcgu.o)";
+  Scale.Manifest.Language = FATLINK_LANGUAGE_RUST;
+  Scale.Manifest.MaxThreads[0] = 256;
+  Scale.Manifest.Cluster[1] = 2;
+  ParamInfo Ptr;
+  Ptr.Kind = FATLINK_PARAM_POINTER;
+  Ptr.Flags = FATLINK_PARAM_CONST;
+  Ptr.ElemKind = FATLINK_PARAM_FLOAT;
+  Ptr.Size = Ptr.Align = 8;
+  Ptr.ElemSize = 4;
+  Ptr.Type = "*const f32";
+  Ptr.Name = "x";
+  ParamInfo N;
+  N.Kind = FATLINK_PARAM_UINT;
+  N.Size = N.Align = 4;
+  N.Type = "u32";
+  Scale.Manifest.Params = {Ptr, N};
+  for (HostArch Arch : {HostArch::X86_64, HostArch::AArch64}) {
+    auto ObjOrErr = writeHostObject(Fatbin, WithManifest, Arch);
+    ASSERT_OK(ObjOrErr);
+    auto ModsOrErr = readModuleManifests(*ObjOrErr, "k.o");
+    ASSERT_OK(ModsOrErr);
+    ASSERT_EQ(ModsOrErr->size(), 1u);
+    const ModuleManifest &M = (*ModsOrErr)[0];
+    EXPECT_TRUE(M.Known && M.hasManifest());
+    EXPECT_EQ(M.FatbinSize, Fatbin.size());
+    ASSERT_EQ(M.Kernels.size(), 2u);
+    const ManifestKernel &Saxpy = M.Kernels[0], &Read = M.Kernels[1];
+    EXPECT_EQ(Saxpy.Info.Name, "saxpy");
+    EXPECT_EQ(Saxpy.Info.ParamSizes, (std::vector<uint32_t>{4, 8, 8}));
+    EXPECT_EQ(Saxpy.ManifestVersion, 0u);
+    EXPECT_EQ(Read.Info.Name, "scale");
+    EXPECT_EQ(Read.ManifestVersion, FATLINK_MANIFEST_VERSION);
+    EXPECT_EQ(Read.Info.Origin, Scale.Origin);
+    const KernelManifest &RM = Read.Info.Manifest;
+    EXPECT_EQ(RM.Language, FATLINK_LANGUAGE_RUST);
+    EXPECT_EQ(RM.MaxThreads[0], 256u);
+    EXPECT_EQ(RM.Cluster[1], 2u);
+    ASSERT_EQ(RM.Params.size(), 2u);
+    EXPECT_EQ(RM.Params[0].Kind, FATLINK_PARAM_POINTER);
+    EXPECT_EQ(RM.Params[0].Flags, FATLINK_PARAM_CONST);
+    EXPECT_EQ(RM.Params[0].ElemKind, FATLINK_PARAM_FLOAT);
+    EXPECT_EQ(RM.Params[0].ElemSize, 4u);
+    EXPECT_EQ(RM.Params[0].Type, "*const f32");
+    EXPECT_EQ(RM.Params[0].Name, "x");
+    EXPECT_EQ(RM.Params[1].Kind, FATLINK_PARAM_UINT);
+    EXPECT_EQ(RM.Params[1].Type, "u32");
+    EXPECT_EQ(RM.Params[1].Name, "");
+  }
+  // Not an ELF file: an error naming it.
+  auto NoneOrErr = readModuleManifests(Fatbin, "k.fatbin");
+  EXPECT_EQ(errorOf(std::move(NoneOrErr)),
+            "k.fatbin: not an ELF object, executable or shared library, nor "
+            "an archive of them");
+}
+
 TEST(Scan, FindsFatbinsInObjectsAndArchives) {
   std::string Dir = tempDir("scan");
   std::string Fatbin = smallFatbin(Dir);
