@@ -27,7 +27,8 @@ rust() {
   RUSTC_BOOTSTRAP=1 rustc --target nvptx64-nvidia-cuda --edition 2021 -O \
     --crate-type rlib --crate-name "$1" "$2" -L . -o "lib$1.rlib" "${@:3}"
 }
-rust fatlink_device "$ROOT/cargo/fatlink-device/src/lib.rs"
+# fatlink-device with #[fatlink_device::kernel] (and its proc-macro crate).
+bash "$ROOT/test/Inputs/build-device-macros.sh" "$ROOT" .
 rust vecmath "$T/rust/vecmath.rs" --extern fatlink_device=libfatlink_device.rlib
 rust saxpy "$T/rust/saxpy.rs" --extern fatlink_device=libfatlink_device.rlib --extern vecmath=libvecmath.rlib
 rustc --crate-type rlib --crate-name host_only "$T/host/host_only.rs" -o libhost_only.rlib

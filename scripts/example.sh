@@ -26,7 +26,9 @@ rust() {
   RUSTC_BOOTSTRAP=1 rustc --target nvptx64-nvidia-cuda --edition 2021 -O \
     --crate-type rlib --crate-name "$1" "$2" -L . -o "lib$1.rlib" "${@:3}"
 }
-rust fatlink_device "$ROOT/cargo/fatlink-device/src/lib.rs"
+# fatlink-device with #[fatlink_device::kernel] (its proc-macro crate
+# fatlink_macros, for the host, lands here too; -L . finds it).
+bash "$ROOT/test/Inputs/build-device-macros.sh" "$ROOT" .
 rust vecmath "$ROOT/testdata/rust/vecmath.rs" --extern fatlink_device=libfatlink_device.rlib
 rust saxpy "$ROOT/testdata/rust/saxpy.rs" --extern fatlink_device=libfatlink_device.rlib --extern vecmath=libvecmath.rlib
 

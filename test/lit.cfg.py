@@ -121,8 +121,12 @@ config.substitutions += [
     ("%clang_cuda_obj", "%s %s --offload-new-driver -fgpu-rdc -foffload-lto -O3 -c" % (clangxx, cuda_flags)),
     ("%clangxx", clangxx),
     ("%clang", clang),
-    # A Rust device crate: %rustc_nvptx --crate-name N SRC -o libN.rlib
-    ("%rustc_nvptx", "env RUSTC_BOOTSTRAP=1 %s --target nvptx64-nvidia-cuda --edition 2021 -O --crate-type rlib" % rustc),
+    # A Rust device crate: %rustc_nvptx --crate-name N SRC -o libN.rlib.
+    # `-L dependency=%t.dev`: where rustc finds the proc-macro crate
+    # fatlink_macros that %build_testdata's libfatlink_device.rlib depends
+    # on (#[fatlink_device::kernel]), for crates that take that rlib by
+    # --extern alone.
+    ("%rustc_nvptx", "env RUSTC_BOOTSTRAP=1 %s --target nvptx64-nvidia-cuda --edition 2021 -O --crate-type rlib -L dependency=%%t.dev" % rustc),
     ("%rustc", rustc),
     ("%ptxas", ptxas),
     ("%nvcc", nvcc),

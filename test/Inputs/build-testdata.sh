@@ -2,12 +2,17 @@
 # build-testdata.sh TESTDATA DIR: builds the device code most lit tests
 # link into DIR, with the real rustc and clang-22: the Rust crates
 # fatlink_device (cargo/fatlink-device, over the minicore it includes: no
-# nvptx `core` here), vecmath and saxpy (rlibs), and softplus.cu as sm_75 bitcode
+# nvptx `core` here) with its `macros` feature over the proc-macro crate
+# fatlink_macros (cargo/fatlink-device/macros, built for the host:
+# libfatlink_macros.so), vecmath and saxpy (rlibs, their kernels under
+# #[fatlink_device::kernel]), and softplus.cu as sm_75 bitcode
 # (softplus.bc) and as a host object carrying sm_75 and sm_90 bitcode
 # (softplus.o). The lit substitution %build_testdata runs it, or, under
 # Bazel, copies what //test:testdata_dev built with it (test/testdata.bzl).
 # FATLINK_RUSTC and FATLINK_CLANG name the compilers (default: rustc and
-# clang++-22 in PATH), as for the GPU rules.
+# clang++-22 in PATH), as for the GPU rules. A crate built against DIR's
+# libfatlink_device.rlib needs `-L dependency=DIR`, where rustc finds
+# fatlink_macros (lit's %rustc_nvptx passes `-L dependency=%t.dev`).
 set -euo pipefail
 if [ "$1" = --copy ]; then
   # build-testdata.sh --copy PREBUILT DIR: a writable copy of a build's output.
@@ -32,7 +37,14 @@ rust_crate() {
 }
 # fatlink-device lies beside testdata/ (its lib.rs includes
 # testdata/rust/minicore.rs by a relative #[path]).
-rust_crate fatlink_device "$TESTDATA/../cargo/fatlink-device/src/lib.rs"
+# fatlink-macros is a proc-macro: rustc builds it for the host (a shared
+# library that rustc loads when it expands #[fatlink_device::kernel]).
+# FATLINK_HOST_CC (default: cc) is the C compiler driver rustc links it with.
+"$RUSTC" --edition 2021 --crate-type proc-macro --crate-name fatlink_macros \
+  -C linker="${FATLINK_HOST_CC:-cc}" \
+  "$TESTDATA/../cargo/fatlink-device/macros/src/lib.rs" -o "$DIR/libfatlink_macros.so"
+rust_crate fatlink_device "$TESTDATA/../cargo/fatlink-device/src/lib.rs" \
+  --cfg 'feature="macros"' --extern fatlink_macros="$DIR/libfatlink_macros.so"
 DEVICE=(--extern fatlink_device="$DIR/libfatlink_device.rlib")
 rust_crate vecmath "$TESTDATA/rust/vecmath.rs" "${DEVICE[@]}"
 rust_crate saxpy "$TESTDATA/rust/saxpy.rs" "${DEVICE[@]}" --extern vecmath="$DIR/libvecmath.rlib"

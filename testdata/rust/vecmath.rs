@@ -1,8 +1,10 @@
 //! vecmath: a plain device library crate with one kernel and helpers that
-//! other crates call across the crate boundary.
+//! other crates call across the crate boundary. Its kernels carry
+//! `#[fatlink_device::kernel]` (their Rust signatures in the manifest).
 #![feature(no_core, abi_ptx)]
 #![no_core]
 
+use fatlink_device::kernel;
 use fatlink_device::prelude::*;
 
 /// Twice its argument; called from the `saxpy` crate, inlined at device link.
@@ -25,6 +27,7 @@ extern "C" {
 }
 
 /// out[i] = sqrt(a[i]) + sin(b[i]) through libdevice
+#[kernel]
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vec_sqrt_sin(a: *const f32, b: *const f64, out: *mut f64) {
     let i = grid::global_x() as usize;
@@ -32,6 +35,7 @@ pub unsafe extern "ptx-kernel" fn vec_sqrt_sin(a: *const f32, b: *const f64, out
 }
 
 /// out[i] = a[i] + b[i]
+#[kernel]
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vec_add(a: *const f32, b: *const f32, out: *mut f32) {
     let i = grid::global_x() as usize;

@@ -71,10 +71,9 @@ build() {
     RUSTC_BOOTSTRAP=1 rustc --target nvptx64-nvidia-cuda --edition 2021 -O \
       --crate-type rlib --crate-name "$1" "$T/rust/$1.rs" -L "$W" -o "$W/lib$1.rlib" "${@:2}"
   }
-  # The device crate the testdata kernels use (docs/device-rust.md).
-  RUSTC_BOOTSTRAP=1 rustc --target nvptx64-nvidia-cuda --edition 2021 -O \
-    --crate-type rlib --crate-name fatlink_device \
-    "$ROOT/cargo/fatlink-device/src/lib.rs" -o "$W/libfatlink_device.rlib"
+  # The device crate the testdata kernels use (docs/device-rust.md), with
+  # #[fatlink_device::kernel] from its proc-macro crate (also into $W).
+  bash "$ROOT/test/Inputs/build-device-macros.sh" "$ROOT" "$W"
   local DEV=(--extern fatlink_device="$W/libfatlink_device.rlib")
   rust vecmath "${DEV[@]}"
   rust saxpy "${DEV[@]}" --extern vecmath="$W/libvecmath.rlib"
