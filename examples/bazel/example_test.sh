@@ -3,7 +3,8 @@
 # every requested GPU target, the Rust kernel that calls CUDA C++ was
 # inlined across the language boundary, dead code is gone, and the program
 # lists its kernels and reports the missing GPU cleanly (or, on a machine
-# with a GPU, runs saxpy and checks the result).
+# with a GPU, runs saxpy and checks the result). The Rust kernels' signatures
+# (#[fatlink_device::kernel]) are in the kernel manifest.
 # Usage: example_test.sh APP FATBIN FATLINK
 set -uo pipefail
 APP="$1" FATBIN="$2" FATLINK="$3"
@@ -24,6 +25,21 @@ for t in "cubin  sm_80 " "cubin  sm_90 " "cubin  sm_100 " "cubin  sm_120 " "ptx 
   check "fatbin has $t" grep -q " $t" "$WORK/fatbin.txt"
 done
 check "program carries exactly five images" test "$(grep -c 'nv_fatbin' "$WORK/app.txt")" -eq 5
+
+# saxpy and vecmath's kernels carry #[fatlink_device::kernel] (fatlink-device
+# built with its proc-macro crate, rust_gpu_proc_macro): the kernel
+# manifest has their Rust signatures, element types and const-ness included,
+# which typed launches check.
+"$FATLINK" inspect --manifest "$APP" > "$WORK/manifest.txt"
+manifest_param() { # KERNEL ROW: ROW is one parameter's line of the kernel's table
+  awk -v k="kernel $1" '$0 == k { on = 1; next } /^kernel / { on = 0 } on' "$WORK/manifest.txt" |
+    sed 's/  */ /g' | grep -qxF " $2"
+}
+check "manifest: saxpy is Rust" bash -c "grep -A1 -x 'kernel saxpy' '$WORK/manifest.txt' | grep -qx '  language: Rust'"
+check "manifest: saxpy a: f32" manifest_param saxpy "0 a float 4 4 - - f32"
+check "manifest: saxpy x: *const f32" manifest_param saxpy "1 x pointer 8 8 generic const float, 4 bytes *const f32"
+check "manifest: saxpy y: *mut f32" manifest_param saxpy "2 y pointer 8 8 generic float, 4 bytes *mut f32"
+check "manifest: vec_sqrt_sin b: *const f64" manifest_param vec_sqrt_sin "1 b pointer 8 8 generic const float, 8 bytes *const f64"
 
 # Cross-language inlining: rust_softplus (Rust) calls cuda_softplus (CUDA
 # C++), which calls libdevice's expf/logf. After the device link no call

@@ -5,6 +5,7 @@
 #![feature(no_core, abi_ptx)]
 #![no_core]
 
+use fatlink_device::kernel;
 use fatlink_device::prelude::*;
 
 extern "C" {
@@ -19,6 +20,7 @@ pub extern "C" fn rust_cube(x: f32) -> f32 {
 }
 
 /// y[i] = a * x[i] + b for i < n, through nvcc's device function.
+#[kernel]
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn rust_affine(a: f32, b: f32, x: *const f32, y: *mut f32, n: u32) {
     let x = slice::from_raw_parts(x, n as usize);

@@ -1,9 +1,12 @@
 //! gpu_kernels: Rust kernels that call a Rust device crate (gpu_math) and
 //! CUDA C++ device code (cuda/activation.cu) across the language boundary,
-//! written with fatlink-device (docs/device-rust.md).
+//! written with fatlink-device (docs/device-rust.md). `#[kernel]` records
+//! each kernel's Rust signature for the kernel manifest, against which the
+//! host's typed handles (fatlink_rt::Kernel) are checked.
 #![feature(no_core, abi_ptx)]
 #![no_core]
 
+use fatlink_device::kernel;
 use fatlink_device::prelude::*;
 
 extern "C" {
@@ -13,6 +16,7 @@ extern "C" {
 
 /// y[i] = gelu(a * x[i] + b) for i < n, in a grid-stride loop: any grid
 /// size covers any n.
+#[kernel]
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn gelu_affine(a: f32, b: f32, x: *const f32, y: *mut f32, n: usize) {
     let x = slice::from_raw_parts(x, n);

@@ -2,6 +2,7 @@
 #![feature(no_core, abi_ptx)]
 #![no_core]
 
+use fatlink_device::kernel;
 use fatlink_device::prelude::*;
 
 /// a * x + b: called from gpu_kernels, inlined by the device link.
@@ -10,6 +11,7 @@ pub fn affine(a: f32, x: f32, b: f32) -> f32 {
 }
 
 /// y[i] = a * x[i] + y[i] for i < n
+#[kernel]
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn axpy(a: f32, x: *const f32, y: *mut f32, n: usize) {
     let x = slice::from_raw_parts(x, n);
