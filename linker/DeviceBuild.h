@@ -79,6 +79,13 @@ struct DeviceLinkConfig {
   /// Warn about each kernel that spills registers, per target (from ptxas
   /// -v; the output does not change, so neither does the cache key).
   bool WarnSpills = false;
+  /// --split=N: write the input module as N partition files (0: no).
+  unsigned Split = 0;
+  /// --join: the partitions' cubins, in partition order.
+  std::vector<std::string> Join;
+  /// Set when the input is one partition file of a split (found by
+  /// runDeviceLink): it is compiled as --partitions=Count would.
+  std::optional<lto::PartitionTag> Piece;
 };
 
 /// The code of one target (codegen/).
