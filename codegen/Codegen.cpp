@@ -946,6 +946,37 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
   return Outputs;
 }
 
+Expected<PartitionCode> compilePartition(Context &Ctx,
+                                         const CodegenOptions &Opts,
+                                         const lto::LinkedProgram &Program,
+                                         ArrayRef<lto::Target> Targets,
+                                         size_t I, unsigned PartIndex) {
+  const lto::Target &T = Targets[I];
+  Expected<std::string> PTX = generatePTX(Program, Targets, I, Opts.OptLevel);
+  if (!PTX)
+    return PTX.takeError();
+  Expected<std::string> Path =
+      Ctx.Temps.write(partitionFileName(T, PartIndex, ".ptx"), *PTX);
+  if (!Path)
+    return Path.takeError();
+  Expected<PartitionCode> Code =
+      assemblePartition(Ctx, Opts, T, *Path, PartIndex, /*Key=*/"");
+  if (Code)
+    sortSpills(Code->Spills);
+  return Code;
+}
+
+Expected<std::string> joinPartitions(Context &Ctx, const CodegenOptions &Opts,
+                                     const lto::LinkedProgram &Program,
+                                     const lto::InputSet &Inputs,
+                                     const lto::Target &T,
+                                     std::vector<std::string> Cubins) {
+  std::vector<FunctionSpills> Spills; // ptxas ran in the pieces' actions
+  return linkCubins(Ctx, Opts, T, std::move(Cubins),
+                    lto::objectsForTarget(Inputs, T), Program.Libraries,
+                    Spills);
+}
+
 Expected<std::vector<std::vector<lto::CodegenPartition>>>
 planPartitions(Context &Ctx, lto::LinkedProgram &Program,
                unsigned MaxPartitions) {

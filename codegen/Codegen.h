@@ -284,6 +284,24 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
                llvm::ArrayRef<lto::Target> Targets,
                llvm::ArrayRef<std::vector<lto::CodegenPartition>> Parts);
 
+/// A split link's piece (lto::splitForBuild) for Targets[I], as a
+/// partitioned link compiles it: PTX from Program's one module, then
+/// `ptxas -c`, giving a relocatable cubin for joinPartitions.
+llvm::Expected<PartitionCode>
+compilePartition(Context &Ctx, const CodegenOptions &Opts,
+                 const lto::LinkedProgram &Program,
+                 llvm::ArrayRef<lto::Target> Targets, size_t I,
+                 unsigned PartIndex);
+
+/// Links the relocatable cubins of a split link's pieces (paths, in
+/// partition order, pieces without code left out) into target T's cubin
+/// with nvlink, with the relocatable inputs of T's arch in Inputs and
+/// Program's device libraries: the cubin compileTargets links.
+llvm::Expected<std::string>
+joinPartitions(Context &Ctx, const CodegenOptions &Opts,
+               const lto::LinkedProgram &Program, const lto::InputSet &Inputs,
+               const lto::Target &T, std::vector<std::string> Cubins);
+
 /// The fatbin image of a compiled target, its entry encoded with F.
 llvm::Expected<packager::FatbinImage>
 encodeImage(const lto::Target &T, const TargetOutput &O,

@@ -79,6 +79,13 @@ struct DeviceLinkConfig {
   /// Warn about each kernel that spills registers, per target (from ptxas
   /// -v; the output does not change, so neither does the cache key).
   bool WarnSpills = false;
+  /// --split=N: write the input module as N partition files (0: no).
+  unsigned Split = 0;
+  /// --join: the partitions' cubins, in partition order.
+  std::vector<std::string> Join;
+  /// Set when the input is one partition file of a split (found by
+  /// runDeviceLink): it is compiled as --partitions=Count would.
+  std::optional<lto::PartitionTag> Piece;
 };
 
 /// The code of one target (codegen/).
@@ -127,6 +134,23 @@ llvm::Expected<DeviceBuild> buildDeviceCached(Context &Ctx,
 llvm::Error runDeviceLink(Context &Ctx, const DeviceLinkConfig &C,
                           ProbeFn Probe,
                           std::vector<StagedFile> *Pending = nullptr);
+
+/// A split link (linker/SplitLink.cpp; docs/lto.md, "Partitions as build
+/// actions"). splitModule: --split=N, the files to write (<dir>/part-K.bc
+/// and their bytes). pieceTag: the tag of the input when it is one piece of
+/// a split (none for any other input). checkSplitTarget: a piece or a join
+/// is for one sm_XX target and a .cubin (What names it). compileSplitLink:
+/// after the link steps, a piece's relocatable cubin or the join's cubin,
+/// into B.Outputs.
+llvm::Expected<std::vector<std::pair<std::string, std::string>>>
+splitModule(const DeviceLinkConfig &C);
+std::optional<lto::PartitionTag> pieceTag(const DeviceLinkConfig &C);
+llvm::Error checkSplitTarget(const DeviceLinkConfig &C,
+                             llvm::ArrayRef<lto::Target> Targets,
+                             llvm::StringRef What);
+llvm::Error compileSplitLink(Context &Ctx, const DeviceLinkConfig &C,
+                             const codegen::CodegenOptions &Opts,
+                             DeviceBuild &B, const lto::InputSet &Inputs);
 
 /// Parses a compression setting: none, zstd, zstd-N. Name is the option or
 /// setting, for the message.

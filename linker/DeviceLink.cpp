@@ -194,6 +194,19 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
     else
       Fail(N.takeError());
   }
+  if (const opt::Arg *A = Args.getLastArg(OPT_split_EQ)) {
+    Expected<unsigned> N = parseUnsigned("--split", A->getValue(), 256);
+    if (N && *N == 0)
+      Fail(createStringError(inconvertibleErrorCode(),
+                             "invalid value for --split: '0' (expected 1 to "
+                             "256 partitions)"));
+    else if (N)
+      C.Split = *N;
+    else
+      Fail(N.takeError());
+  }
+  for (const opt::Arg *A : Args.filtered(OPT_join_EQ))
+    C.Join.push_back(A->getValue());
   if (const opt::Arg *A = Args.getLastArg(OPT_jobs)) {
     Expected<unsigned> J = parseUnsigned("-j", A->getValue(), 1024);
     if (J && *J == 0)
@@ -257,7 +270,7 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
     else if (Ext == ".bc")
       C.OutKind = OutputKind::Bitcode;
   }
-  C.Link.CodegenOnly = Args.hasArg(OPT_codegen_only);
+  C.Link.CodegenOnly = Args.hasArg(OPT_codegen_only) || !C.Join.empty();
   C.SharePTX = !Args.hasArg(OPT_ptx_per_arch);
   C.WarnSpills = Args.hasArg(OPT_warn_spills);
   C.CacheDir = Args.getLastArgValue(OPT_cache_dir_EQ).str();
@@ -981,6 +994,19 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   DeviceBuild B;
   B.Targets = std::move(Targets);
   reportInputs(Ctx, B.Targets, Inputs);
+  if (C.Piece || !C.Join.empty())
+    if (Error E = checkSplitTarget(
+            C, B.Targets,
+            C.Piece ? "partition " + std::to_string(C.Piece->Index) + " of " +
+                          std::to_string(C.Piece->Count) + " (" +
+                          C.Inputs[0] + ")"
+                    : std::string("--join")))
+      return std::move(E);
+  if (C.Piece && C.Piece->Empty) {
+    // A partition nothing hashed to: its cubin is the empty file.
+    B.Outputs.resize(B.Targets.size());
+    return std::move(B);
+  }
 
   // Relocatable cubins serve their own arch only: refuse any other target
   // before the work starts.
@@ -1016,6 +1042,14 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   // The device libraries the program calls must serve every target.
   if (Error E = checkLibraries(B.Program, B.Targets))
     return std::move(E);
+
+  // A split link's partition (compiled relocatable, as a partitioned link
+  // compiles it) or its join (nvlink).
+  if (!C.Join.empty() || (C.Piece && !C.Piece->Whole)) {
+    if (Error E = compileSplitLink(Ctx, C, codegenOptions(Ctx, C), B, Inputs))
+      return std::move(E);
+    return std::move(B);
+  }
 
   // The partitions each optimized module is compiled in (cached per
   // partition).
@@ -1086,7 +1120,7 @@ static Error readLtoIrSymbols(Context &Ctx, const Config &C,
 /// A program without kernels launches nothing: a warning, reused links
 /// too, unless the caller makes it an error (RequireKernels).
 static void warnNoKernels(Context &Ctx, const Config &C, const DeviceBuild &B) {
-  if (B.Program.Kernels.empty() && !C.RequireKernels)
+  if (B.Program.Kernels.empty() && !C.RequireKernels && !C.Piece)
     Ctx.warn("the linked program has no kernels: nothing can be launched");
 }
 
@@ -1113,7 +1147,8 @@ static void warnSpills(Context &Ctx, const Config &C, const DeviceBuild &B) {
 Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
                                         lto::InputSet &Inputs, ProbeFn Probe) {
   // Bitcode outputs feed build systems, which cache them themselves.
-  bool UseCache = !C.CacheDir.empty() && C.OutKind != OutputKind::Bitcode;
+  bool UseCache = !C.CacheDir.empty() && C.OutKind != OutputKind::Bitcode &&
+                  !C.Piece && C.Join.empty();
   std::string Key;
   if (UseCache) {
     Key = deviceLinkKey(C, Inputs);
@@ -1149,13 +1184,48 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
   return B;
 }
 
-Error runDeviceLink(Context &Ctx, const Config &C, ProbeFn Probe,
+Error runDeviceLink(Context &Ctx, const Config &Given, ProbeFn Probe,
                     std::vector<StagedFile> *Pending) {
   // Writing over an input would destroy it (the output is renamed into
   // place only at the end, but then the input is gone).
   if (Error E = checkOutputsAreNotInputs(
-          {C.Output, C.JsonPath, C.TimeTracePath}, C.Inputs))
+          {Given.Output, Given.JsonPath, Given.TimeTracePath}, Given.Inputs))
     return E;
+  if (Given.Split) {
+    Expected<std::vector<std::pair<std::string, std::string>>> Parts =
+        splitModule(Given);
+    if (!Parts)
+      return Parts.takeError();
+    std::vector<OutputFile> Files;
+    for (const auto &[Path, Data] : *Parts)
+      Files.push_back({Path, Data});
+    std::vector<StagedFile> Staged;
+    if (Error E = writeOutputs(Given, Files, Staged))
+      return E;
+    if (Pending) {
+      for (StagedFile &S : Staged)
+        Pending->push_back(std::move(S));
+      return Error::success();
+    }
+    return commitOutputs(Staged);
+  }
+  // One partition of a split link is compiled as --partitions=Count
+  // compiles it: relocatable, or whole where it holds the whole program.
+  Config C = Given;
+  C.Piece = pieceTag(C);
+  if (C.Piece && !C.Link.CodegenOnly)
+    return createStringError(
+        inconvertibleErrorCode(),
+        "%s is partition %u of %u of a split link: compile it with "
+        "--codegen-only --arch=sm_XX -o FILE.cubin",
+        C.Inputs[0].c_str(), C.Piece->Index, C.Piece->Count);
+  if (C.Piece && !C.Join.empty())
+    return createStringError(
+        inconvertibleErrorCode(),
+        "--join takes the whole program's .bc, not partition %u of %u (%s)",
+        C.Piece->Index, C.Piece->Count, C.Inputs[0].c_str());
+  if (C.Piece)
+    C.Partitions = 1;
   Expected<lto::InputSet> Inputs =
       lto::readInputs(C.Inputs, lto::InputMode::Device, C.Link.ErrorLimit);
   if (!Inputs)

@@ -103,6 +103,19 @@ def partitions_EQ : Joined<["--"], "partitions=">, MetaVarName<"<N>">,
            "(and cached) on its own, then linked with nvlink (default 0: one "
            "per 8 kernels, at most 32; 1: no split)">;
 
+def split_EQ : Joined<["--"], "split=">, MetaVarName<"<N>">, Group<grp_tools>,
+  HelpText<"Split the optimized module given (from -o prog.bc) into exactly "
+           "<N> files, <dir>/part-0.bc .. part-<N-1>.bc (-o <dir>), as "
+           "--partitions=<N> splits it, for a build system to compile each "
+           "with --codegen-only --arch=sm_XX -o part-K.cubin and link them "
+           "with --join (a partition with no code is a module without "
+           "definitions, and its cubin an empty file)">;
+defm join : JS<"join", "<cubin>",
+  "Link the partitions' cubins (repeatable, in partition order, all <N> of "
+  "--split=<N>) into the target's cubin, as --partitions=<N> does: the input "
+  "is the program's .bc (and its relocatable inputs), -o a .cubin; implies "
+  "--codegen-only">, Group<grp_tools>;
+
 def warn_spills : F<"warn-spills",
   "Warn about every kernel that spills registers to local memory, per "
   "target, with the bytes stored and loaded (from ptxas -v) and the input "

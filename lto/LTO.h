@@ -413,6 +413,42 @@ unsigned defaultPartitions(size_t Kernels);
 llvm::Expected<std::vector<CodegenPartition>>
 splitForCodegen(llvm::StringRef Bitcode, unsigned MaxPartitions);
 
+/// What a partition file of a split link (`--split=N`) says of itself:
+/// named metadata `fatlink.partition` = !{i32 Index, i32 Count, i1 Whole}.
+struct PartitionTag {
+  unsigned Index = 0;
+  unsigned Count = 0;
+  /// At most one of the Count partitions has anything in it, and this
+  /// file holds the whole module: it is compiled whole, as a link with
+  /// --partitions=Count compiles it.
+  bool Whole = false;
+  /// No definitions: nothing to compile (a bucket no component hashed to).
+  bool Empty = false;
+};
+
+/// The split of splitForCodegen for a build system that runs each piece as
+/// an action of its own: exactly \p Count modules, one per bucket, in
+/// bucket order, each tagged (PartitionTag); a bucket nothing hashed to is
+/// a module without definitions. Where splitForCodegen would not split
+/// (Count 1, or every component in one bucket), the non-empty bucket holds
+/// the whole module. The kernel table (`fatlink.kernels`) is left out of
+/// the pieces, so that an edit that changes one kernel's entry changes no
+/// other piece.
+llvm::Expected<std::vector<std::string>>
+splitForBuild(llvm::StringRef Bitcode, unsigned Count);
+
+/// The tag of a module written by splitForBuild; none for other modules.
+std::optional<PartitionTag> readPartitionTag(const llvm::Module &M);
+
+/// What each of the \p Count buckets of splitForBuild holds: its kernels
+/// (sorted), or none and Empty. For checking the pieces a join is given.
+struct BucketContents {
+  std::vector<std::string> Kernels;
+  bool Empty = true;
+};
+llvm::Expected<std::vector<BucketContents>>
+bucketContents(llvm::StringRef Bitcode, unsigned Count);
+
 //===----------------------------------------------------------------------===//
 // The NVPTX backend, shared with code generation (codegen/)
 //===----------------------------------------------------------------------===//

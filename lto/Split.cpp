@@ -39,6 +39,7 @@
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Metadata.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/Support/xxhash.h"
@@ -220,6 +221,24 @@ static std::vector<PartitionPlan> planPartitions(const Module &M, unsigned N,
   return Plans;
 }
 
+/// Plan's partition of M: what it defines, and what that declares.
+static std::unique_ptr<Module> cutPartition(const Module &M,
+                                            const PartitionPlan &Plan) {
+  ValueToValueMapTy VMap;
+  std::unique_ptr<Module> Part = CloneModule(
+      M, VMap, [&](const GlobalValue *GV) { return Plan.Members.count(GV); });
+  dropForeignDeclarations(*Part);
+  return Part;
+}
+
+static std::string writeBitcode(const Module &M) {
+  std::string Out;
+  raw_string_ostream OS(Out);
+  WriteBitcodeToFile(M, OS);
+  OS.flush();
+  return Out;
+}
+
 /// Cuts every non-empty planned partition out of M, as bitcode.
 static std::vector<CodegenPartition>
 cutPartitions(const Module &M, std::vector<PartitionPlan> &Plans) {
@@ -227,14 +246,8 @@ cutPartitions(const Module &M, std::vector<PartitionPlan> &Plans) {
   for (PartitionPlan &Plan : Plans) {
     if (Plan.Members.empty())
       continue; // no component hashed here
-    ValueToValueMapTy VMap;
-    std::unique_ptr<Module> Part = CloneModule(
-        M, VMap, [&](const GlobalValue *GV) { return Plan.Members.count(GV); });
-    dropForeignDeclarations(*Part);
     CodegenPartition CP;
-    raw_string_ostream OS(CP.Bitcode);
-    WriteBitcodeToFile(*Part, OS);
-    OS.flush();
+    CP.Bitcode = writeBitcode(*cutPartition(M, Plan));
     CP.Kernels = std::move(Plan.Kernels);
     CP.Instructions = Plan.Instructions;
     Out.push_back(std::move(CP));
@@ -264,6 +277,109 @@ splitForCodegen(StringRef Bitcode, unsigned MaxPartitions) {
   std::vector<CodegenPartition> Out = cutPartitions(**MOrErr, Plans);
   if (Error E = Diags.takeError("splitting the optimized module"))
     return std::move(E);
+  return Out;
+}
+
+/// The named metadata of splitForBuild's pieces (PartitionTag) and of the
+/// kernel table the pieces leave out.
+static constexpr StringLiteral PartitionTagMD = "fatlink.partition";
+static constexpr StringLiteral KernelTableMD = "fatlink.kernels";
+
+static Expected<std::unique_ptr<Module>> parseOptimized(StringRef Bitcode,
+                                                        LLVMContext &Ctx) {
+  return parseBitcodeFile(MemoryBufferRef(Bitcode, "optimized module"), Ctx);
+}
+
+Expected<std::vector<std::string>> splitForBuild(StringRef Bitcode,
+                                                 unsigned Count) {
+  TimeTraceScope Scope("Split for build");
+  assert(Count >= 1 && "the driver checks the count");
+  LLVMContext Ctx;
+  DiagnosticCollector Diags;
+  Diags.install(Ctx);
+  Expected<std::unique_ptr<Module>> MOrErr = parseOptimized(Bitcode, Ctx);
+  if (!MOrErr)
+    return MOrErr.takeError();
+  Module &M = **MOrErr;
+  if (readPartitionTag(M))
+    return createStringError(
+        "the module is already one partition of a split: give --split the "
+        "whole program's .bc");
+  std::vector<PartitionPlan> Plans =
+      planPartitions(M, Count, /*CloneLocals=*/false);
+  // splitForCodegen compiles the module whole where it would get one
+  // partition: then so does the piece holding it.
+  bool Whole = count_if(Plans, [](const PartitionPlan &P) {
+                 return !P.Members.empty();
+               }) <= 1;
+  Type *I32 = Type::getInt32Ty(Ctx);
+  auto Tag = [&](Module &Part, unsigned Index) {
+    NamedMDNode *N = Part.getOrInsertNamedMetadata(PartitionTagMD);
+    N->clearOperands();
+    LLVMContext &C = Part.getContext();
+    N->addOperand(MDNode::get(
+        C, {ConstantAsMetadata::get(ConstantInt::get(I32, Index)),
+            ConstantAsMetadata::get(ConstantInt::get(I32, Count)),
+            ConstantAsMetadata::get(ConstantInt::getBool(C, Whole))}));
+  };
+  std::vector<std::string> Out;
+  for (auto [Index, Plan] : enumerate(Plans)) {
+    if (Whole && !Plan.Members.empty()) {
+      Tag(M, Index);
+      Out.push_back(writeBitcode(M));
+      if (NamedMDNode *N = M.getNamedMetadata(PartitionTagMD))
+        M.eraseNamedMetadata(N);
+      continue;
+    }
+    std::unique_ptr<Module> Part = cutPartition(M, Plan);
+    if (NamedMDNode *N = Part->getNamedMetadata(KernelTableMD))
+      Part->eraseNamedMetadata(N);
+    Tag(*Part, Index);
+    Out.push_back(writeBitcode(*Part));
+  }
+  if (Error E = Diags.takeError("splitting the optimized module"))
+    return std::move(E);
+  return Out;
+}
+
+std::optional<PartitionTag> readPartitionTag(const Module &M) {
+  const NamedMDNode *N = M.getNamedMetadata(PartitionTagMD);
+  if (!N || N->getNumOperands() != 1 || N->getOperand(0)->getNumOperands() != 3)
+    return std::nullopt;
+  const MDNode *Node = N->getOperand(0);
+  auto Int = [&](unsigned I) -> const ConstantInt * {
+    const auto *C = dyn_cast<ConstantAsMetadata>(Node->getOperand(I));
+    return C ? dyn_cast<ConstantInt>(C->getValue()) : nullptr;
+  };
+  const ConstantInt *Index = Int(0), *Count = Int(1), *Whole = Int(2);
+  if (!Index || !Count || !Whole)
+    return std::nullopt;
+  PartitionTag T;
+  T.Index = unsigned(Index->getZExtValue());
+  T.Count = unsigned(Count->getZExtValue());
+  T.Whole = !Whole->isZero();
+  T.Empty = none_of(M.global_values(), [](const GlobalValue &GV) {
+    return !GV.isDeclaration();
+  });
+  return T;
+}
+
+Expected<std::vector<BucketContents>> bucketContents(StringRef Bitcode,
+                                                     unsigned Count) {
+  LLVMContext Ctx;
+  Expected<std::unique_ptr<Module>> MOrErr = parseOptimized(Bitcode, Ctx);
+  if (!MOrErr)
+    return MOrErr.takeError();
+  std::vector<PartitionPlan> Plans =
+      planPartitions(**MOrErr, Count, /*CloneLocals=*/false);
+  std::vector<BucketContents> Out;
+  for (PartitionPlan &P : Plans) {
+    BucketContents B;
+    B.Empty = P.Members.empty();
+    B.Kernels = std::move(P.Kernels);
+    llvm::sort(B.Kernels);
+    Out.push_back(std::move(B));
+  }
   return Out;
 }
 

@@ -11,6 +11,19 @@ action and the packaging, not the link. The result is byte-identical to the
 one-step `fatlink device-link --arch=A,B,C ... -o NAME.o`. Every action sees
 only its declared inputs and writes no timestamps or paths.
 
+With `partitions = N`, each cubin target's code generation is split too,
+one action per (target, partition), as `--partitions=N` splits it:
+
+    fatlink device-link --split=N NAME.bc -o NAME/parts                  once: part-0.bc .. part-N-1.bc
+    fatlink device-link --codegen-only --arch=A NAME/parts/part-K.bc -o NAME/A/part-K.cubin
+    fatlink device-link --arch=A NAME.bc --join NAME/A/part-0.cubin ... -o NAME/A.cubin
+
+A partition's code generation sees only its own piece, so after an edit
+only the partitions whose bitcode changed compile again; the join (nvlink)
+and the packaging always run. Each A.cubin is byte-identical to
+`fatlink device-link --codegen-only --partitions=N --arch=A NAME.bc`.
+PTX targets (compute_XX) stay one action: the driver JITs one module.
+
 The targets come from `--//rules:archs` when it is given, else from `archs`.
 """
 
@@ -101,13 +114,63 @@ def _gpu_device_link_impl(ctx):
         progress_message = "Device-linking %s for %s" % (ctx.label, ",".join(targets)),
     )
 
-    # 2. Code generation and ptxas, one action per target.
+    # 2. Code generation and ptxas, one action per target, or per (cubin
+    # target, partition) with a join per target.
+    n = ctx.attr.partitions
+    if n < 0 or n > 256:
+        fail("%s: partitions = %d: give 1 to 256 (or 0: one code generation action per target)" %
+             (ctx.label, n))
+    pieces = []
+    if n and any([not t.startswith("compute_") for t in targets]):
+        pieces = [ctx.actions.declare_file("%s/parts/part-%d.bc" % (name, k)) for k in range(n)]
+        ctx.actions.run(
+            executable = tc.fatlink,
+            arguments = ["device-link", "--split=%d" % n, program.path, "-o", pieces[0].dirname],
+            inputs = [program],
+            outputs = pieces,
+            env = tc.env,
+            mnemonic = "GpuSplit",
+            progress_message = "Splitting %s into %d partitions" % (ctx.label, n),
+        )
     images = []
+    part_cubins = []
     for t in targets:
         image = ctx.actions.declare_file(
             "%s/%s.%s" % (name, t, "ptx" if t.startswith("compute_") else "cubin"),
         )
         images.append(image)
+        if pieces and not t.startswith("compute_"):
+            cubins = []
+            for k, piece in enumerate(pieces):
+                cubin = ctx.actions.declare_file("%s/%s/part-%d.cubin" % (name, t, k))
+                cubins.append(cubin)
+                ctx.actions.run(
+                    executable = tc.fatlink,
+                    arguments = ["device-link", "--codegen-only", "--arch=" + t, cuda, "-j", "1"] +
+                                ctx.attr.codegen_opts + [piece.path, "-o", cubin.path],
+                    inputs = depset([piece], transitive = [tools_in]),
+                    outputs = [cubin],
+                    env = tc.env,
+                    mnemonic = "GpuCodegen",
+                    progress_message = "Generating %s code for partition %d of %s" % (t, k, ctx.label),
+                )
+            part_cubins.extend(cubins)
+            args = ctx.actions.args()
+            args.add_all(["device-link", "--arch=" + t, cuda])
+            args.add_all(ctx.attr.codegen_opts)
+            args.add(program)
+            args.add_all(cubins, before_each = "--join")
+            args.add("-o", image)
+            ctx.actions.run(
+                executable = tc.fatlink,
+                arguments = [args],
+                inputs = depset([program] + cubins, transitive = [tools_in]),
+                outputs = [image],
+                env = tc.env,
+                mnemonic = "GpuJoin",
+                progress_message = "Joining %d partitions of %s for %s" % (n, ctx.label, t),
+            )
+            continue
         ctx.actions.run(
             executable = tc.fatlink,
             arguments = ["device-link", "--codegen-only", "--arch=" + t, cuda, "-j", "1"] +
@@ -156,6 +219,7 @@ def _gpu_device_link_impl(ctx):
             fatbin = depset([fatbin]),
             bitcode = depset([program]),
             images = depset(images),
+            partitions = depset(pieces + part_cubins),
         ),
     ]
 
@@ -177,6 +241,13 @@ gpu_device_link = rule(
         ),
         "codegen_opts": attr.string_list(
             doc = "Extra options for each target's code generation (e.g. --ptx-version=8.0).",
+        ),
+        "partitions": attr.int(
+            default = 0,
+            doc = "Split each cubin target's code generation into this many actions, one per " +
+                  "partition (as `fatlink device-link --partitions=N`), joined per target by nvlink; " +
+                  "an edit then recompiles only the partitions whose code changed. " +
+                  "0 (default): one code generation action per target.",
         ),
         "compress": attr.string(
             doc = "Fatbin entry compression: none, zstd or zstd-N (default: fatlink's, zstd-19, which needs an R550+ driver).",

@@ -4,7 +4,10 @@
 # graph in tests/bazel/BUILD.bazel:
 #   1. editing one Rust device crate re-runs exactly that crate, the crates
 #      that depend on it, the device link and the host link; nothing else
-#      (counted in --execution_log_json_file);
+#      (counted in --execution_log_json_file); in the link split into
+#      partitions (kernels_split, partitions = 4), only the code generation
+#      of the partitions whose bitcode changed, and the joins; the joined
+#      cubins equal the one-step `--codegen-only --partitions=4`;
 #   2. --//rules:archs changes the targets of the build without recompiling
 #      any library;
 #   3. the same tree builds to the same bytes: again after an edit is undone,
@@ -17,7 +20,7 @@ BAZEL="${BAZEL:-bazel}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 PKG=tests/bazel
-TARGETS=(//tests/bazel:app //tests/bazel:kernels_fatbin)
+TARGETS=(//tests/bazel:app //tests/bazel:kernels_fatbin //tests/bazel:kernels_split //tests/bazel:kernels_split_fatbin)
 PASSED=0 FAILED=0
 pass() { PASSED=$((PASSED + 1)); echo "PASS: $*"; }
 fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
@@ -67,7 +70,10 @@ expect_spawns() {
 # (relative to bazel-bin/tests/bazel; fails if one is missing).
 OUTPUTS=(libfatlink_device.rlib libvecmath.rlib libsaxpy.rlib libscale.rlib _objs/softplus/softplus.o
   libsoftplus.a kernels.bc kernels/sm_75.cubin kernels/sm_90.cubin kernels/compute_90.ptx
-  kernels.o kernels.fatbin libkernels_device.a app)
+  kernels.o kernels.fatbin libkernels_device.a app
+  kernels_split.bc kernels_split/parts/part-{0,1,2,3}.bc kernels_split/sm_{75,90}/part-{0,1,2,3}.cubin
+  kernels_split/sm_75.cubin kernels_split/sm_90.cubin kernels_split/compute_90.ptx
+  kernels_split.o kernels_split.fatbin)
 hashes() { (cd "bazel-bin/$PKG" && sha256sum "${OUTPUTS[@]}"); }
 
 FATLINK=bazel-bin/tools/fatlink/fatlink
@@ -79,18 +85,60 @@ hashes > "$WORK/base.sha" || { echo "FAIL: an output is missing"; exit 1; }
 check "baseline: fatbin has sm_75, sm_90 and compute_90" bash -c \
   "$FATLINK inspect bazel-bin/$PKG/kernels.fatbin | awk 'NR>1{print \$3,\$4}' | tr '\n' ' ' | grep -qx 'cubin sm_75 cubin sm_90 ptx compute_90 '"
 
+# The split link: every cubin target's code equals the one-step
+# `--codegen-only --partitions=4` of the same program; one bucket is empty.
+split_equals_one_step() {
+  local d="bazel-bin/$PKG" t
+  "$FATLINK" device-link --codegen-only --partitions=4 --arch=sm_75,sm_90,compute_90 \
+    "$d/kernels_split.bc" -o "$WORK/one.fatbin" || return 1
+  cmp "$WORK/one.fatbin" "$d/kernels_split.fatbin" || return 1
+  for t in sm_75 sm_90; do
+    "$FATLINK" device-link --codegen-only --partitions=4 --arch=$t "$d/kernels_split.bc" \
+      -o "$WORK/one_$t.cubin" && cmp "$WORK/one_$t.cubin" "$d/kernels_split/$t.cubin" || return 1
+  done
+}
+check "partitions = 4: the joined cubins and the fatbin equal the one-step --codegen-only --partitions=4" \
+  split_equals_one_step
+check "partitions = 4: one of the 4 buckets has no code (an empty cubin per target)" \
+  bash -c "[ \$(find bazel-bin/$PKG/kernels_split/sm_75 bazel-bin/$PKG/kernels_split/sm_90 -name 'part-*.cubin' -size 0 | wc -l) = 2 ]"
+(cd "bazel-bin/$PKG/kernels_split/parts" && sha256sum part-*.bc) > "$WORK/parts.sha"
+
 # 1. Edit the vecmath crate (its source goes through a genrule).
 build edit --define=fatlink_rules_test=edited
-expect_spawns "editing vecmath re-runs vecmath, saxpy (its dependent), the device link and the host link only" edit \
+# The partitions whose bitcode the edit changed, and those compiled again.
+changed_parts() {
+  (cd "bazel-bin/$PKG/kernels_split/parts" && sha256sum part-*.bc) \
+    | diff - "$WORK/parts.sha" | sed -n 's/^< .*part-\([0-9]*\)\.bc$/\1/p' | sort -u | tr '\n' ' '
+}
+recompiled_parts() {
+  spawns edit | sed -n 's/^GpuCodegen: Generating sm_[0-9]* code for partition \([0-9]*\) .*/\1/p' \
+    | sort -u | tr '\n' ' '
+}
+check "partitions = 4: the edit changed some partitions, not all ($(changed_parts))" \
+  bash -c "[ -n '$(changed_parts)' ] && [ '$(changed_parts)' != '0 1 2 3 ' ]"
+check "partitions = 4: exactly the changed partitions were compiled again ($(recompiled_parts))" \
+  test "$(changed_parts)" = "$(recompiled_parts)"
+check "partitions = 4: after the edit, the joined cubins still equal the one-step link" \
+  split_equals_one_step
+expect_spawns "editing vecmath re-runs vecmath, saxpy (its dependent), the device links and the host link only" edit \
 "CppLink: Linking tests/bazel/app
 Genrule: Executing genrule //tests/bazel:vecmath_rs
 GpuArchive: Archiving tests/bazel/libkernels_device.a
 GpuCodegen: Generating compute_90 code for //tests/bazel:kernels
+GpuCodegen: Generating compute_90 code for //tests/bazel:kernels_split
 GpuCodegen: Generating sm_75 code for //tests/bazel:kernels
+GpuCodegen: Generating sm_75 code for partition 3 of //tests/bazel:kernels_split
 GpuCodegen: Generating sm_90 code for //tests/bazel:kernels
+GpuCodegen: Generating sm_90 code for partition 3 of //tests/bazel:kernels_split
 GpuDeviceLink: Device-linking //tests/bazel:kernels for sm_75,sm_90,compute_90
+GpuDeviceLink: Device-linking //tests/bazel:kernels_split for sm_75,sm_90,compute_90
+GpuJoin: Joining 4 partitions of //tests/bazel:kernels_split for sm_75
+GpuJoin: Joining 4 partitions of //tests/bazel:kernels_split for sm_90
 GpuPackage: Packaging tests/bazel/kernels.fatbin
 GpuPackage: Packaging tests/bazel/kernels.o
+GpuPackage: Packaging tests/bazel/kernels_split.fatbin
+GpuPackage: Packaging tests/bazel/kernels_split.o
+GpuSplit: Splitting //tests/bazel:kernels_split into 4 partitions
 RustGpuCompile: Compiling Rust device crate saxpy (//tests/bazel:saxpy)
 RustGpuCompile: Compiling Rust device crate vecmath (//tests/bazel:vecmath)"
 check "the edit reached the program (fatbin changed)" \
@@ -107,10 +155,20 @@ expect_spawns "--//rules:archs re-runs the device link and the host link only" a
 "CppLink: Linking tests/bazel/app
 GpuArchive: Archiving tests/bazel/libkernels_device.a
 GpuCodegen: Generating compute_80 code for //tests/bazel:kernels
+GpuCodegen: Generating compute_80 code for //tests/bazel:kernels_split
 GpuCodegen: Generating sm_80 code for //tests/bazel:kernels
+GpuCodegen: Generating sm_80 code for partition 0 of //tests/bazel:kernels_split
+GpuCodegen: Generating sm_80 code for partition 1 of //tests/bazel:kernels_split
+GpuCodegen: Generating sm_80 code for partition 2 of //tests/bazel:kernels_split
+GpuCodegen: Generating sm_80 code for partition 3 of //tests/bazel:kernels_split
 GpuDeviceLink: Device-linking //tests/bazel:kernels for sm_80,compute_80
+GpuDeviceLink: Device-linking //tests/bazel:kernels_split for sm_80,compute_80
+GpuJoin: Joining 4 partitions of //tests/bazel:kernels_split for sm_80
 GpuPackage: Packaging tests/bazel/kernels.fatbin
-GpuPackage: Packaging tests/bazel/kernels.o"
+GpuPackage: Packaging tests/bazel/kernels.o
+GpuPackage: Packaging tests/bazel/kernels_split.fatbin
+GpuPackage: Packaging tests/bazel/kernels_split.o
+GpuSplit: Splitting //tests/bazel:kernels_split into 4 partitions"
 check "--//rules:archs=sm_80,compute_80: the program carries exactly sm_80 and compute_80" bash -c \
   "$FATLINK inspect bazel-bin/$PKG/app | awk 'NR>1{print \$3,\$4}' | tr '\n' ' ' | grep -qx 'cubin sm_80 ptx compute_80 '"
 
@@ -125,11 +183,26 @@ CudaGpuCompile: Compiling CUDA C++ testdata/cuda/softplus.cu (//tests/bazel:soft
 GpuArchive: Archiving tests/bazel/libkernels_device.a
 GpuArchive: Archiving tests/bazel/libsoftplus.a
 GpuCodegen: Generating compute_90 code for //tests/bazel:kernels
+GpuCodegen: Generating compute_90 code for //tests/bazel:kernels_split
 GpuCodegen: Generating sm_75 code for //tests/bazel:kernels
+GpuCodegen: Generating sm_75 code for partition 0 of //tests/bazel:kernels_split
+GpuCodegen: Generating sm_75 code for partition 1 of //tests/bazel:kernels_split
+GpuCodegen: Generating sm_75 code for partition 2 of //tests/bazel:kernels_split
+GpuCodegen: Generating sm_75 code for partition 3 of //tests/bazel:kernels_split
 GpuCodegen: Generating sm_90 code for //tests/bazel:kernels
+GpuCodegen: Generating sm_90 code for partition 0 of //tests/bazel:kernels_split
+GpuCodegen: Generating sm_90 code for partition 1 of //tests/bazel:kernels_split
+GpuCodegen: Generating sm_90 code for partition 2 of //tests/bazel:kernels_split
+GpuCodegen: Generating sm_90 code for partition 3 of //tests/bazel:kernels_split
 GpuDeviceLink: Device-linking //tests/bazel:kernels for sm_75,sm_90,compute_90
+GpuDeviceLink: Device-linking //tests/bazel:kernels_split for sm_75,sm_90,compute_90
+GpuJoin: Joining 4 partitions of //tests/bazel:kernels_split for sm_75
+GpuJoin: Joining 4 partitions of //tests/bazel:kernels_split for sm_90
 GpuPackage: Packaging tests/bazel/kernels.fatbin
 GpuPackage: Packaging tests/bazel/kernels.o
+GpuPackage: Packaging tests/bazel/kernels_split.fatbin
+GpuPackage: Packaging tests/bazel/kernels_split.o
+GpuSplit: Splitting //tests/bazel:kernels_split into 4 partitions
 RustGpuCompile: Compiling Rust device crate fatlink_device (//tests/bazel:fatlink_device)
 RustGpuCompile: Compiling Rust device crate saxpy (//tests/bazel:saxpy)
 RustGpuCompile: Compiling Rust device crate scale (//tests/bazel:scale)

@@ -1458,6 +1458,90 @@ TEST(SplitForCodegen, OnePartitionIsTheModule) {
   EXPECT_THAT((*Parts)[0].Kernels, ElementsAre("k1", "k2", "k3", "k4", "k5"));
 }
 
+/// The tag of a splitForBuild piece, parsed from its bitcode.
+static std::optional<lto::PartitionTag> tagOf(StringRef Bitcode) {
+  LLVMContext Ctx;
+  Expected<std::unique_ptr<Module>> M =
+      parseBitcodeFile(MemoryBufferRef(Bitcode, "piece"), Ctx);
+  if (!M) {
+    ADD_FAILURE() << toString(M.takeError());
+    return std::nullopt;
+  }
+  return lto::readPartitionTag(**M);
+}
+
+TEST(SplitForBuild, OnePiecePerBucketAsSplitForCodegenCutsThem) {
+  std::string BC = bitcodeOf(splitProgram());
+  for (unsigned N : {2u, 3u, 4u, 8u}) {
+    SCOPED_TRACE("partitions " + std::to_string(N));
+    Expected<std::vector<std::string>> Pieces = lto::splitForBuild(BC, N);
+    Expected<std::vector<lto::CodegenPartition>> Parts =
+        lto::splitForCodegen(BC, N);
+    Expected<std::vector<lto::BucketContents>> Buckets =
+        lto::bucketContents(BC, N);
+    ASSERT_THAT_EXPECTED(Pieces, Succeeded());
+    ASSERT_THAT_EXPECTED(Parts, Succeeded());
+    ASSERT_THAT_EXPECTED(Buckets, Succeeded());
+    ASSERT_EQ(Pieces->size(), N);
+    ASSERT_EQ(Buckets->size(), N);
+    // The non-empty pieces define what splitForCodegen's partitions do, in
+    // order; the empty ones define nothing.
+    size_t Next = 0;
+    for (unsigned K = 0; K < N; ++K) {
+      std::optional<lto::PartitionTag> Tag = tagOf((*Pieces)[K]);
+      ASSERT_TRUE(Tag.has_value());
+      EXPECT_EQ(Tag->Index, K);
+      EXPECT_EQ(Tag->Count, N);
+      EXPECT_EQ(Tag->Empty, (*Buckets)[K].Empty);
+      std::vector<std::string> Defs = definitions((*Pieces)[K]);
+      if (Tag->Empty) {
+        EXPECT_TRUE(Defs.empty());
+        continue;
+      }
+      ASSERT_LT(Next, Parts->size());
+      if (Parts->size() > 1) {
+        EXPECT_FALSE(Tag->Whole);
+        EXPECT_EQ(Defs, definitions((*Parts)[Next].Bitcode));
+      } else {
+        EXPECT_TRUE(Tag->Whole);
+      }
+      std::vector<std::string> Kernels = (*Parts)[Next].Kernels;
+      llvm::sort(Kernels);
+      EXPECT_EQ((*Buckets)[K].Kernels, Kernels);
+      ++Next;
+    }
+    EXPECT_EQ(Next, Parts->size());
+  }
+}
+
+TEST(SplitForBuild, OneBucketIsTheWholeModuleAndPiecesAreNotSplitAgain) {
+  std::string BC = bitcodeOf(splitProgram());
+  Expected<std::vector<std::string>> Pieces = lto::splitForBuild(BC, 1);
+  ASSERT_THAT_EXPECTED(Pieces, Succeeded());
+  ASSERT_EQ(Pieces->size(), 1u);
+  std::optional<lto::PartitionTag> Tag = tagOf((*Pieces)[0]);
+  ASSERT_TRUE(Tag.has_value());
+  EXPECT_TRUE(Tag->Whole);
+  EXPECT_FALSE(Tag->Empty);
+  EXPECT_EQ(definitions((*Pieces)[0]), definitions(BC));
+  EXPECT_FALSE(tagOf(BC).has_value());
+  EXPECT_THAT_EXPECTED(lto::splitForBuild((*Pieces)[0], 2),
+                       FailedWithMessage(HasSubstr("already one partition")));
+}
+
+TEST(SplitForBuild, EditingOneComponentLeavesTheOtherPieces) {
+  Expected<std::vector<std::string>> Before =
+      lto::splitForBuild(bitcodeOf(splitProgram()), 4);
+  Expected<std::vector<std::string>> After =
+      lto::splitForBuild(bitcodeOf(splitProgram("store i32 55, ptr %p")), 4);
+  ASSERT_THAT_EXPECTED(Before, Succeeded());
+  ASSERT_THAT_EXPECTED(After, Succeeded());
+  size_t Changed = 0;
+  for (size_t K = 0; K < 4; ++K)
+    Changed += (*Before)[K] != (*After)[K];
+  EXPECT_EQ(Changed, 1u);
+}
+
 TEST_F(LTOTest, OptimizesInPartitionsAndMemoizesThem) {
   std::string A = Dir.write("p.bc", bitcodeOf(splitProgram()));
   std::map<std::string, std::string> Memo;

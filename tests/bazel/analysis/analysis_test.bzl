@@ -95,8 +95,9 @@ def _actions_test_impl(ctx):
             errors.append(_diff(out + ": mnemonic", spec[0], a.mnemonic))
         _check_list(errors, out + ": argv", [_expand(s, subst) for s in spec[1:]], a.argv)
         outputs = [f.path for f in a.outputs.to_list()]
-        if outputs != [prefix + out]:
-            errors.append(_diff(out + ": outputs", [prefix + out], outputs))
+        want = [prefix + _expand(o, subst) for o in ctx.attr.outputs.get(out, [out])]
+        if outputs != want:
+            errors.append(_diff(out + ": outputs", want, outputs))
 
     for out, expected in ctx.attr.inputs.items():
         a = actions.get(out)
@@ -151,6 +152,7 @@ _ACTIONS_TEST_ATTRS = {
         doc = "first output (relative to the output root) -> [mnemonic] + exact argv; every action must be listed",
     ),
     "inputs": attr.string_list_dict(doc = "first output -> exact inputs, tool files left out"),
+    "outputs": attr.string_list_dict(doc = "first output -> every output, in order, relative to the output root (default: the first output alone)"),
     "env": attr.string_list_dict(doc = "first output -> exact environment as NAME=VALUE"),
     "device_inputs": attr.string_list(doc = "exact GpuLibraryInfo.device_inputs"),
     "output_groups": attr.string_list_dict(doc = "output group -> exact files"),
