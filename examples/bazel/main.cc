@@ -1,9 +1,12 @@
 // main.cc: the host side of the Bazel example. It lists what the program
 // carries through fatlink's runtime (every device module, its GPU images and
-// its kernels with their parameter sizes), then looks for a GPU. Without one
-// it says so and exits 0; with one it runs the Rust `saxpy` kernel and checks
-// the result.
+// its kernels with their parameter sizes), checks the typed bindings that
+// gpu_bindings generated from the device link's kernel manifests against the
+// program (no driver needed), then looks for a GPU. Without one it says so
+// and exits 0; with one it runs the Rust `saxpy` kernel through its typed
+// launch function and checks the result.
 #include "fatlink/runtime.h"
+#include "kernels_api.h" // gpu_bindings(name = "kernels_api", namespace = "example")
 
 #include <cstdio>
 #include <vector>
@@ -42,7 +45,22 @@ int listModules() {
   return 0;
 }
 
-// y = 2a * x + y on the GPU (saxpy doubles a through vecmath::twice).
+// Every typed launch function of kernels_api.h against the program's
+// manifests: a header generated from another build of the kernels fails.
+int checkBindings() {
+  fatlink::rt::Status S = example::check_all();
+  if (!S) {
+    std::printf("typed bindings: error: %s\n", S.message().c_str());
+    return 1;
+  }
+  std::printf("typed bindings: every kernel matches its manifest\n");
+  return 0;
+}
+
+// y = 2a * x + y on the GPU (saxpy doubles a through vecmath::twice),
+// launched through the typed function: saxpy(a: f32, x: *const f32,
+// y: *mut f32) takes a float and two float buffers, and nothing else
+// compiles.
 int runSaxpy() {
   const uint32_t N = 256;
   std::vector<float> X(N), Y(N);
@@ -50,21 +68,20 @@ int runSaxpy() {
     X[I] = float(I);
     Y[I] = 1.0f;
   }
-  fatlink_rt_kernel Kernel;
-  fatlink_rt_devptr DX = 0, DY = 0;
-  float A = 1.5f;
-  void *Args[] = {&A, &DX, &DY};
-  size_t Sizes[] = {sizeof(A), sizeof(DX), sizeof(DY)};
-  if (fatlink_rt_get_kernel("saxpy", &Kernel) ||
-      fatlink_rt_malloc(&DX, N * sizeof(float)) ||
-      fatlink_rt_malloc(&DY, N * sizeof(float)) ||
-      fatlink_rt_memcpy_htod(DX, X.data(), N * sizeof(float)) ||
-      fatlink_rt_memcpy_htod(DY, Y.data(), N * sizeof(float)) ||
-      fatlink_rt_launch(Kernel, {1, 1, 1}, {N, 1, 1}, 0, nullptr, Args, Sizes,
-                        3) ||
-      fatlink_rt_synchronize() ||
-      fatlink_rt_memcpy_dtoh(Y.data(), DY, N * sizeof(float))) {
-    std::printf("saxpy: error: %s\n", fatlink_rt_last_error());
+  const float A = 1.5f;
+  fatlink::rt::Expected<fatlink::rt::DeviceBuffer<float>> DX =
+      fatlink::rt::DeviceBuffer<float>::from(X);
+  fatlink::rt::Expected<fatlink::rt::DeviceBuffer<float>> DY =
+      fatlink::rt::DeviceBuffer<float>::from(Y);
+  fatlink::rt::Status S = !DX ? DX.status() : !DY ? DY.status() : fatlink::rt::Status();
+  if (S)
+    S = example::saxpy({1, N}, A, *DX, *DY);
+  if (S)
+    S = fatlink::rt::synchronize();
+  if (S)
+    S = DY->copyTo(Y);
+  if (!S) {
+    std::printf("saxpy: error: %s\n", S.message().c_str());
     return 1;
   }
   for (uint32_t I = 0; I < N; ++I)
@@ -73,13 +90,15 @@ int runSaxpy() {
       return 1;
     }
   std::printf("saxpy: %u results correct\n", N);
-  return fatlink_rt_free(DX) || fatlink_rt_free(DY);
+  return 0;
 }
 
 } // namespace
 
 int main() {
   if (int RC = listModules())
+    return RC;
+  if (int RC = checkBindings())
     return RC;
   int Devices = 0;
   fatlink_rt_status S = fatlink_rt_init();

@@ -120,10 +120,11 @@ check "partitions = 4: exactly the changed partitions were compiled again ($(rec
   test "$(changed_parts)" = "$(recompiled_parts)"
 check "partitions = 4: after the edit, the joined cubins still equal the one-step link" \
   split_equals_one_step
-expect_spawns "editing vecmath re-runs vecmath, saxpy (its dependent), the device links and the host link only" edit \
+expect_spawns "editing vecmath re-runs vecmath, saxpy (its dependent), the device links, the bindings and the host link only" edit \
 "CppLink: Linking tests/bazel/app
 Genrule: Executing genrule //tests/bazel:vecmath_rs
 GpuArchive: Archiving tests/bazel/libkernels_device.a
+GpuBindgen: Generating c++ bindings tests/bazel/kernels_api.h
 GpuCodegen: Generating compute_90 code for //tests/bazel:kernels
 GpuCodegen: Generating compute_90 code for //tests/bazel:kernels_split
 GpuCodegen: Generating sm_75 code for //tests/bazel:kernels
@@ -151,9 +152,10 @@ check "after undoing the edit every output equals the baseline, byte for byte" \
 
 # 3. --//rules:archs overrides the targets' archs; no library is recompiled.
 build archs --//rules:archs=sm_80,compute_80
-expect_spawns "--//rules:archs re-runs the device link and the host link only" archs \
+expect_spawns "--//rules:archs re-runs the device links, the bindings and the host link only" archs \
 "CppLink: Linking tests/bazel/app
 GpuArchive: Archiving tests/bazel/libkernels_device.a
+GpuBindgen: Generating c++ bindings tests/bazel/kernels_api.h
 GpuCodegen: Generating compute_80 code for //tests/bazel:kernels
 GpuCodegen: Generating compute_80 code for //tests/bazel:kernels_split
 GpuCodegen: Generating sm_80 code for //tests/bazel:kernels
@@ -182,6 +184,7 @@ expect_spawns "from scratch, unsandboxed: every action whose output was deleted 
 CudaGpuCompile: Compiling CUDA C++ testdata/cuda/softplus.cu (//tests/bazel:softplus)
 GpuArchive: Archiving tests/bazel/libkernels_device.a
 GpuArchive: Archiving tests/bazel/libsoftplus.a
+GpuBindgen: Generating c++ bindings tests/bazel/kernels_api.h
 GpuCodegen: Generating compute_90 code for //tests/bazel:kernels
 GpuCodegen: Generating compute_90 code for //tests/bazel:kernels_split
 GpuCodegen: Generating sm_75 code for //tests/bazel:kernels
