@@ -736,32 +736,7 @@ static Error writeJSON(Context &Ctx, const Config &C,
           J.attribute("kernel", K.Name);
           J.attribute("language", packager::languageName(M.Language));
           J.attribute("origin", K.Origin);
-          J.attributeArray("params", [&] {
-            for (const packager::ParamInfo &P : M.Params)
-              J.object([&] {
-                J.attribute("kind", packager::paramKindName(P.Kind));
-                J.attribute("size", int64_t(P.Size));
-                J.attribute("align", int64_t(P.Align));
-                if (P.Kind == FATLINK_PARAM_POINTER) {
-                  J.attribute("addrspace", int64_t(P.AddrSpace));
-                  J.attribute("const", bool(P.Flags & FATLINK_PARAM_CONST));
-                  J.attribute("elem_kind", packager::paramKindName(P.ElemKind));
-                  J.attribute("elem_size", int64_t(P.ElemSize));
-                }
-                J.attribute("type", P.Type);
-                J.attribute("name", P.Name);
-              });
-          });
-          auto Dims = [&](StringRef Key, const uint32_t D[3]) {
-            J.attributeArray(Key, [&] {
-              for (unsigned I = 0; I < 3; ++I)
-                J.value(int64_t(D[I]));
-            });
-          };
-          Dims("max_threads", M.MaxThreads);
-          Dims("req_threads", M.ReqThreads);
-          J.attribute("min_blocks", int64_t(M.MinBlocks));
-          Dims("cluster", M.Cluster);
+          packager::writeManifestJson(J, M, /*ParamsKnown=*/true);
         });
       }
     });

@@ -621,36 +621,8 @@ static void manifestJson(json::OStream &J, const packager::ManifestKernel &MK) {
     return;
   J.attribute("language", packager::languageName(M.Language));
   J.attribute("origin", K.Origin);
-  // null: the link did not describe the parameters (only their sizes).
-  if (M.Params.empty() && !K.ParamSizes.empty())
-    J.attribute("params", nullptr);
-  else
-    J.attributeArray("params", [&] {
-      for (const packager::ParamInfo &P : M.Params)
-        J.object([&] {
-          J.attribute("kind", packager::paramKindName(P.Kind));
-          J.attribute("size", int64_t(P.Size));
-          J.attribute("align", int64_t(P.Align));
-          if (P.Kind == FATLINK_PARAM_POINTER) {
-            J.attribute("addrspace", int64_t(P.AddrSpace));
-            J.attribute("const", bool(P.Flags & FATLINK_PARAM_CONST));
-            J.attribute("elem_kind", packager::paramKindName(P.ElemKind));
-            J.attribute("elem_size", int64_t(P.ElemSize));
-          }
-          J.attribute("type", P.Type);
-          J.attribute("name", P.Name);
-        });
-    });
-  auto Dims = [&](StringRef Key, const uint32_t D[3]) {
-    J.attributeArray(Key, [&] {
-      for (unsigned I = 0; I < 3; ++I)
-        J.value(int64_t(D[I]));
-    });
-  };
-  Dims("max_threads", M.MaxThreads);
-  Dims("req_threads", M.ReqThreads);
-  J.attribute("min_blocks", int64_t(M.MinBlocks));
-  Dims("cluster", M.Cluster);
+  // params null: the link did not describe the parameters (only their sizes).
+  packager::writeManifestJson(J, M, !(M.Params.empty() && !K.ParamSizes.empty()));
 }
 
 /// --manifest: every input's module descriptors. A broken file is

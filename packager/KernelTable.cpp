@@ -12,6 +12,8 @@
 #include "packager/Bytes.h"
 #include "packager/Packager.h"
 
+#include "llvm/Support/JSON.h"
+
 #include <climits>
 
 using namespace llvm;
@@ -99,6 +101,39 @@ bool readKernels(ByteReader &R, size_t Limit, std::vector<KernelInfo> &Out) {
     Out.push_back(std::move(K));
   }
   return true;
+}
+
+void writeManifestJson(json::OStream &J, const KernelManifest &M,
+                       bool ParamsKnown) {
+  if (!ParamsKnown)
+    J.attribute("params", nullptr);
+  else
+    J.attributeArray("params", [&] {
+      for (const ParamInfo &P : M.Params)
+        J.object([&] {
+          J.attribute("kind", paramKindName(P.Kind));
+          J.attribute("size", int64_t(P.Size));
+          J.attribute("align", int64_t(P.Align));
+          if (P.Kind == FATLINK_PARAM_POINTER) {
+            J.attribute("addrspace", int64_t(P.AddrSpace));
+            J.attribute("const", bool(P.Flags & FATLINK_PARAM_CONST));
+            J.attribute("elem_kind", paramKindName(P.ElemKind));
+            J.attribute("elem_size", int64_t(P.ElemSize));
+          }
+          J.attribute("type", P.Type);
+          J.attribute("name", P.Name);
+        });
+    });
+  auto Dims = [&](StringRef Key, const uint32_t D[3]) {
+    J.attributeArray(Key, [&] {
+      for (unsigned I = 0; I < 3; ++I)
+        J.value(int64_t(D[I]));
+    });
+  };
+  Dims("max_threads", M.MaxThreads);
+  Dims("req_threads", M.ReqThreads);
+  J.attribute("min_blocks", int64_t(M.MinBlocks));
+  Dims("cluster", M.Cluster);
 }
 
 } // namespace fatlink::packager

@@ -22,6 +22,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <optional>
@@ -235,6 +236,14 @@ class ByteReader;
 /// false on a short or malformed record (counts above Limit included).
 void writeKernels(ByteWriter &W, llvm::ArrayRef<KernelInfo> Kernels);
 bool readKernels(ByteReader &R, size_t Limit, std::vector<KernelInfo> &Out);
+
+/// A manifest's JSON attributes (inside the kernel's object, after its
+/// language and origin): params (null when !ParamsKnown: only their sizes
+/// are), max_threads,
+/// req_threads, min_blocks, cluster. `device-link --json` and `inspect
+/// --manifest --json` write the same.
+void writeManifestJson(llvm::json::OStream &J, const KernelManifest &M,
+                       bool ParamsKnown);
 
 //===----------------------------------------------------------------------===//
 // Symbols of cubins and PTX (Symbols.cpp)
