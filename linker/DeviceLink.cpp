@@ -1159,6 +1159,17 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
   return B;
 }
 
+/// Renames the staged outputs into place, or, when a caller commits
+/// several links' outputs together (Pending), hands them over.
+static Error commitOrHandOver(std::vector<StagedFile> &Staged,
+                              std::vector<StagedFile> *Pending) {
+  if (!Pending)
+    return commitOutputs(Staged);
+  for (StagedFile &S : Staged)
+    Pending->push_back(std::move(S));
+  return Error::success();
+}
+
 Error runDeviceLink(Context &Ctx, const Config &Given, ProbeFn Probe,
                     std::vector<StagedFile> *Pending) {
   // Writing over an input would destroy it (the output is renamed into
@@ -1177,12 +1188,7 @@ Error runDeviceLink(Context &Ctx, const Config &Given, ProbeFn Probe,
     std::vector<StagedFile> Staged;
     if (Error E = writeOutputs(Given, Files, Staged))
       return E;
-    if (Pending) {
-      for (StagedFile &S : Staged)
-        Pending->push_back(std::move(S));
-      return Error::success();
-    }
-    return commitOutputs(Staged);
+    return commitOrHandOver(Staged, Pending);
   }
   // One partition of a split link is compiled as --partitions=Count
   // compiles it: relocatable, or whole where it holds the whole program.
@@ -1222,12 +1228,7 @@ Error runDeviceLink(Context &Ctx, const Config &Given, ProbeFn Probe,
     if (Error E = writeJSON(Ctx, C, B->Targets, B->Outputs, *Files,
                             B->Program, Staged))
       return E;
-  if (Pending) {
-    for (StagedFile &S : Staged)
-      Pending->push_back(std::move(S));
-    return Error::success();
-  }
-  return commitOutputs(Staged);
+  return commitOrHandOver(Staged, Pending);
 }
 
 static Error deviceLink(Context &Ctx, const Config &C,

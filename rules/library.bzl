@@ -146,25 +146,29 @@ def _rust_gpu_library_impl(ctx):
 def _dependency_dir(f):
     return f.dirname
 
+# What both Rust crate rules take.
+_CRATE_ATTRS = {
+    "srcs": attr.label_list(
+        allow_files = [".rs"],
+        mandatory = True,
+        doc = "The crate's sources.",
+    ),
+    "crate_root": attr.label(
+        allow_single_file = [".rs"],
+        doc = "The crate root; default: the only source, else lib.rs.",
+    ),
+    "crate_name": attr.string(doc = "Default: the target name with - replaced by _."),
+    "edition": attr.string(default = "2021", values = ["2015", "2018", "2021", "2024"]),
+}
+
 rust_gpu_library = rule(
     implementation = _rust_gpu_library_impl,
     doc = "A Rust device crate compiled for nvptx64-nvidia-cuda to an rlib of bitcode.",
-    attrs = {
-        "srcs": attr.label_list(
-            allow_files = [".rs"],
-            mandatory = True,
-            doc = "The crate's sources.",
-        ),
-        "crate_root": attr.label(
-            allow_single_file = [".rs"],
-            doc = "The crate root; default: the only source, else lib.rs.",
-        ),
-        "crate_name": attr.string(doc = "Default: the target name with - replaced by _."),
+    attrs = dict(_CRATE_ATTRS, **{
         "deps": attr.label_list(
             providers = [GpuLibraryInfo],
             doc = "Rust device crates (passed with --extern) and CUDA C++ GPU libraries whose device functions this crate calls.",
         ),
-        "edition": attr.string(default = "2021", values = ["2015", "2018", "2021", "2024"]),
         "rustc_flags": attr.string_list(doc = "Extra rustc flags, e.g. -Ctarget-cpu=sm_80 or --cfg=feature=\"x\"."),
         "crate_features": attr.string_list(
             doc = "Cargo features of this crate, each passed as --cfg=feature=\"NAME\" " +
@@ -176,7 +180,7 @@ rust_gpu_library = rule(
             doc = "rust_gpu_proc_macro crates this crate uses (passed with --extern); " +
                   "built for the exec platform, where rustc runs.",
         ),
-    },
+    }),
     toolchains = [str(TOOLCHAIN_TYPE)],
     incompatible_use_toolchain_transition = True,
 )
@@ -371,20 +375,9 @@ def _rust_gpu_proc_macro_impl(ctx):
 rust_gpu_proc_macro = rule(
     implementation = _rust_gpu_proc_macro_impl,
     doc = "A Rust proc-macro crate (for the host), for rust_gpu_library's proc_macro_deps.",
-    attrs = dict(CC_TOOLCHAIN_ATTRS, **{
-        "srcs": attr.label_list(
-            allow_files = [".rs"],
-            mandatory = True,
-            doc = "The crate's sources.",
-        ),
-        "crate_root": attr.label(
-            allow_single_file = [".rs"],
-            doc = "The crate root; default: the only source, else lib.rs.",
-        ),
-        "crate_name": attr.string(doc = "Default: the target name with - replaced by _."),
-        "edition": attr.string(default = "2021", values = ["2015", "2018", "2021", "2024"]),
+    attrs = dict(CC_TOOLCHAIN_ATTRS, **dict(_CRATE_ATTRS, **{
         "rustc_flags": attr.string_list(doc = "Extra rustc flags."),
-    }),
+    })),
     fragments = ["cpp"],
     toolchains = [str(TOOLCHAIN_TYPE), "@bazel_tools//tools/cpp:toolchain_type"],
     incompatible_use_toolchain_transition = True,
