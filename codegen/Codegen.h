@@ -111,7 +111,7 @@ llvm::Expected<PtxasInfo> parsePtxasInfo(llvm::StringRef Path,
 /// to accept the newest version it knows.
 unsigned maxPtxVersionForCudaRelease(unsigned Major, unsigned Minor);
 
-/// Runs Program with Args (Args[0] is the program name as shown), stdout and
+/// Runs Program with Args (Args[0] is replaced by Program), stdout and
 /// stderr captured together. Fails if it cannot start, crashes, runs past
 /// TimeoutSeconds (0: no limit) or exits non-zero; What names it in the
 /// message ("ptxas for sm_80").

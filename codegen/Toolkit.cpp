@@ -190,16 +190,18 @@ Expected<std::string> runProgram(Context &Ctx, StringRef Program,
     return LogOrErr.takeError();
   std::optional<StringRef> Redirects[] = {StringRef(""), StringRef(*LogOrErr),
                                           StringRef(*LogOrErr)};
-  Ctx.verboseCommand([&] {
-    std::vector<StringRef> Argv(Args.begin(), Args.end());
-    Argv[0] = Program;
-    return Argv;
-  }());
+  // The child's argv[0] is the program's path, not its bare name: nvcc
+  // finds its installation (cicc, nvvm/) from argv[0], and with a bare
+  // "nvcc" and no CUDA bin directory on PATH it fails ("cicc: not found")
+  // or crashes.
+  std::vector<StringRef> Argv(Args.begin(), Args.end());
+  Argv[0] = Program;
+  Ctx.verboseCommand(Argv);
 
   std::string ErrMsg;
   bool ExecutionFailed = false;
   sys::ProcessInfo PI =
-      sys::ExecuteNoWait(Program, Args, /*Env=*/std::nullopt, Redirects,
+      sys::ExecuteNoWait(Program, Argv, /*Env=*/std::nullopt, Redirects,
                          /*MemoryLimit=*/0, &ErrMsg, &ExecutionFailed);
   bool TimedOut = false;
   int RC = -1;

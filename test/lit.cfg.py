@@ -55,8 +55,15 @@ except OSError:
     lit_config.fatal("llvm-config-22 not found: run scripts/setup.sh (llvm-22)")
 cuda = os.environ.get("CUDA_PATH", "/usr/local/cuda")
 home = os.environ.get("HOME", "")
+# The CUDA toolkit's bin directory is taken off PATH: a fresh machine does
+# not have it there, and fatlink must find every CUDA tool through
+# CUDA_PATH (nvcc run as a bare "nvcc" with no CUDA on PATH cannot find
+# cicc; the CI machine showed it and this machine did not).
+cuda_bin = os.path.realpath(os.path.join(cuda, "bin"))
 config.environment["PATH"] = os.pathsep.join(
-    [llvm_bindir, os.path.join(home, ".cargo", "bin"), config.environment["PATH"]])
+    [llvm_bindir, os.path.join(home, ".cargo", "bin")] +
+    [d for d in config.environment["PATH"].split(os.pathsep)
+     if d and os.path.realpath(d) != cuda_bin])
 for var in ["RUSTUP_HOME", "CARGO_HOME", "ASAN_OPTIONS", "UBSAN_OPTIONS"]:
     if var in os.environ:
         config.environment[var] = os.environ[var]
