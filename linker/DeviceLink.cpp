@@ -50,10 +50,6 @@
 #include <algorithm>
 #include <map>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 using namespace llvm;
 
 namespace fatlink {
@@ -914,13 +910,6 @@ static void reportProgram(Context &Ctx, const DeviceBuild &B) {
   }
 }
 
-/// Linking and O3 freed most of what they allocated, but glibc keeps it;
-/// give it back before two zstd-19 encoders (about 40 MB each) may run.
-static void releaseFreedMemory() {
-#if defined(__GLIBC__)
-  malloc_trim(0);
-#endif
-}
 
 /// The code generation options of this run; each partition's cubin is
 /// cached under <cache>/codegen.
@@ -1032,7 +1021,9 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
       codegen::planPartitions(Ctx, B.Program, partitionSetting(C));
   if (!Parts)
     return Parts.takeError();
-  releaseFreedMemory();
+  // Linking and O3 freed most of what they allocated, but glibc keeps it:
+  // give it back before two zstd-19 encoders (about 40 MB each) may run.
+  lto::releaseFreedMemory();
 
   // PTX and cubins for every target, in parallel (codegen/).
   Ctx.progressStage("compile",

@@ -378,6 +378,12 @@ struct LinkedProgram {
 /// with Jobs 0 and \p UseJobserver, as many as the jobserver grants.
 llvm::ThreadPoolStrategy threadStrategy(unsigned Jobs, bool UseJobserver);
 
+/// Gives the memory freed so far back to the system. glibc keeps a freed
+/// heap for the thread that allocated it, so without this the linked
+/// module's pages stay resident while the partitions' threads, each in its
+/// arena, allocate their own. A no-op where the C library is not glibc.
+void releaseFreedMemory();
+
 /// Links every image, resolves symbols as a linker would (strong, weak,
 /// linkonce and comdat definitions; duplicates and undefined references
 /// reported with the inputs that define or use them; weak references and

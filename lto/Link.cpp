@@ -75,11 +75,15 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <vector>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 using namespace llvm;
 
@@ -746,7 +750,8 @@ private:
   void internalize(Module &M);
   Error saveTemp(const Module &M, StringRef Stage);
   Expected<bool> optimizePartitions(Module &M, const Target &Rep,
-                                    unsigned Parts, OptimizedModule &OM);
+                                    unsigned Parts, OptimizedModule &OM,
+                                    function_ref<void()> ReleaseModule);
 
   /// The arches each translation unit (DeviceImage::Source) was compiled
   /// for, by sm; filled once, on noteUse's first call.
@@ -1472,16 +1477,19 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   // input, such as an optimized module given back with --codegen-only, keeps
   // its order and codegen gives the same bytes as in the run that wrote it.
   std::unique_ptr<Module> Composite = std::move(Modules.front());
-  Linker L(*Composite);
   {
-    TimeTraceScope Scope("Link modules");
-    for (size_t I = 1; I < Modules.size(); ++I)
-      if (L.linkInModule(std::move(Modules[I])))
-        return Diags.takeError("cannot link " +
-                               Inputs.Images[G.Images[I]].Origin);
+    Linker L(*Composite);
+    {
+      TimeTraceScope Scope("Link modules");
+      for (size_t I = 1; I < Modules.size(); ++I)
+        if (L.linkInModule(std::move(Modules[I])))
+          return Diags.takeError("cannot link " +
+                                 Inputs.Images[G.Images[I]].Origin);
+    }
+    if (Error E = linkLibdevice(*Composite, L, Out))
+      return E;
   }
-  if (Error E = linkLibdevice(*Composite, L, Out))
-    return E;
+  Modules.clear();
   if (Error E = saveTemp(*Composite, "linked"))
     return E;
 
@@ -1560,7 +1568,18 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
       Parts = defaultPartitions(Kernels);
     }
     if (!Opts.CodegenOnly && Parts > 1) {
-      Expected<bool> InParts = optimizePartitions(*M, Rep, Parts, OM);
+      // Once it is cut into partitions, the last subgroup's module (the
+      // whole program's IR, most of the link's memory) is not needed: it
+      // goes before the partitions are optimized, so that the peak is the
+      // program's IR or the partitions' work, not both (docs/lto.md).
+      Expected<bool> InParts =
+          optimizePartitions(*M, Rep, Parts, OM, [&] {
+            if (M == Composite.get())
+              Composite.reset();
+            else
+              Owned.reset();
+            M = nullptr;
+          });
       if (!InParts)
         return InParts.takeError();
       if (*InParts) {
@@ -1587,6 +1606,12 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   return Error::success();
 }
 
+void releaseFreedMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 ThreadPoolStrategy threadStrategy(unsigned Jobs, bool UseJobserver) {
   if (Jobs == 0 && UseJobserver)
     return jobserver_concurrency();
@@ -1603,12 +1628,18 @@ unsigned defaultPartitions(size_t Kernels) {
 /// optimized again. With Opts.NeedWholeModule the results are also linked
 /// back into one module. Returns false, having done nothing, when the split
 /// yields a single partition.
-Expected<bool> DeviceLinker::optimizePartitions(Module &M, const Target &Rep,
-                                                unsigned Parts,
-                                                OptimizedModule &OM) {
+Expected<bool> DeviceLinker::optimizePartitions(
+    Module &M, const Target &Rep, unsigned Parts, OptimizedModule &OM,
+    function_ref<void()> ReleaseModule) {
   std::vector<CodegenPartition> Split = splitForOptimization(M, Parts);
   if (Split.size() < 2)
     return false; // one partition: the caller optimizes M whole
+  // From here on only the partitions are read: M goes (see the caller).
+  {
+    TimeTraceScope Scope("Free the linked module");
+    ReleaseModule();
+    releaseFreedMemory();
+  }
   std::vector<std::string> Errors(Split.size());
   bool Tracing = timeTraceProfilerEnabled();
   auto OptimizeOne = [&](size_t I) {

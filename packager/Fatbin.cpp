@@ -64,6 +64,7 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
+#include <memory>
 #include <system_error>
 #include <tuple>
 #include <zstd.h>
@@ -125,13 +126,16 @@ void appendU64(std::string &Out, uint64_t V) {
 void padTo8(std::string &Out) { Out.resize(alignTo(Out.size(), 8), '\0'); }
 
 Expected<std::string> zstdCompress(StringRef In, int Level) {
-  std::string Out(ZSTD_compressBound(In.size()), '\0');
-  size_t N = ZSTD_compress(Out.data(), Out.size(), In.data(), In.size(), Level);
+  // The bound is more than the input, and zstd writes only the compressed
+  // bytes: a buffer left uninitialized keeps the untouched pages (nearly
+  // all of a 100 MB cubin's) from ever being resident.
+  size_t Bound = ZSTD_compressBound(In.size());
+  std::unique_ptr<char[]> Buf(new char[Bound]);
+  size_t N = ZSTD_compress(Buf.get(), Bound, In.data(), In.size(), Level);
   if (ZSTD_isError(N))
     return createStringError(Twine("zstd compression failed: ") +
                              ZSTD_getErrorName(N));
-  Out.resize(N);
-  return Out;
+  return std::string(Buf.get(), N);
 }
 
 // One entry, ready to be laid out.
@@ -159,12 +163,18 @@ Expected<ParsedArch> checkImage(const FatbinImage &Img) {
 Error encodeEntry(std::string &Out, const FatbinImage &Img,
                   const ParsedArch &Arch, const FatbinOptions &Opts) {
   bool IsPtx = Img.Kind == ImageKind::PTX;
-  std::string Raw = IsPtx && Opts.MinifyPtx ? minifyPtx(Img.Data) : Img.Data;
-  if (IsPtx)
-    Raw.push_back('\0');
+  // PTX is stored NUL-terminated (and maybe minified): a copy. A cubin is
+  // stored as it is, read in place.
+  std::string Ptx;
+  if (IsPtx) {
+    Ptx = Opts.MinifyPtx ? minifyPtx(Img.Data) : Img.Data;
+    Ptx.push_back('\0');
+  }
+  StringRef Raw = IsPtx ? StringRef(Ptx) : StringRef(Img.Data);
 
   uint64_t Flags = BaseFlags | Arch.Flags;
-  std::string Stored;
+  std::string Compressed;
+  StringRef Stored = Raw;
   uint64_t CompressedSize = 0, UncompressedSize = 0;
   if (Opts.Compress == Compression::Zstd) {
     Expected<std::string> Z = zstdCompress(Raw, Opts.ZstdLevel);
@@ -175,11 +185,10 @@ Error encodeEntry(std::string &Out, const FatbinImage &Img,
       CompressedSize = Z->size();
       UncompressedSize = Raw.size();
       Flags |= FlagZstd;
-      Stored = std::move(*Z);
+      Compressed = std::move(*Z);
+      Stored = Compressed;
     }
   }
-  if (!(Flags & FlagZstd))
-    Stored = std::move(Raw);
   if (Stored.size() > UINT32_MAX)
     return createStringError(Img.Arch + " image of " + Twine(Stored.size()) +
                              " bytes does not fit a fatbin entry");
