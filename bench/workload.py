@@ -80,23 +80,18 @@ extern "C" __device__ float __nv_expf(float);
 """
 
 
-def extra_kernel(i, n, h, edit=0):
-    """Kernel h (>= 1) of a unit with several (Workload(kernels=K)): the main
-    kernel's shape with its own constants and callees, so that each adds
-    about as much PTX as a unit of the one-kernel workload."""
-    a, b, _ = _consts(i * 31 + h, edit)
-    j1, j2 = (i + h * 13 + 1) % n, (i * 7 + h * 5 + 3) % n
-    return f"""
-extern "C" __device__ float bench_f{j1}(float x, unsigned k);
-extern "C" __device__ float bench_f{j2}(float x, unsigned k);
-extern "C" __global__ void bench_k{i}_{h}(const float *in, float *out, unsigned n, unsigned *count) {{
+def kernel_source(name, i, j1, j2, a, b, stride):
+    """A kernel: stages its input in shared memory, loops over the tile
+    calling the leaves of units j1 and j2, reduces (unit i's reduction) and
+    finishes with an atomicMax."""
+    return f"""extern "C" __global__ void {name}(const float *in, float *out, unsigned n, unsigned *count) {{
   __shared__ float stage[{TILE}];
   unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
   stage[threadIdx.x] = g < n ? in[g] : 0.0f;
   __syncthreads();
   float acc = 0.0f;
   for (unsigned t = 0; t < (n & 7u) + 4u; ++t) {{
-    float x = stage[(threadIdx.x + t * {h % 7 + 3}) % {TILE}];
+    float x = stage[(threadIdx.x + t * {stride}) % {TILE}];
     acc += bench_f{j1}(x, t & 3) * {b:.4f}f;
     if (x > {a:.4f}f)
       acc += bench_f{j2}(x * acc, t);
@@ -108,6 +103,18 @@ extern "C" __global__ void bench_k{i}_{h}(const float *in, float *out, unsigned 
   }}
 }}
 """
+
+
+def extra_kernel(i, n, h, edit=0):
+    """Kernel h (>= 1) of a unit with several (Workload(kernels=K)): the main
+    kernel's shape with its own constants and callees, so that each adds
+    about as much PTX as a unit of the one-kernel workload."""
+    a, b, _ = _consts(i * 31 + h, edit)
+    j1, j2 = (i + h * 13 + 1) % n, (i * 7 + h * 5 + 3) % n
+    return f"""
+extern "C" __device__ float bench_f{j1}(float x, unsigned k);
+extern "C" __device__ float bench_f{j2}(float x, unsigned k);
+""" + kernel_source(f"bench_k{i}_{h}", i, j1, j2, a, b, h % 7 + 3)
 
 
 def cuda_source(i, n, mix, edit=0, kernels=1):
@@ -144,25 +151,7 @@ extern "C" __device__ float bench_reduce{i}(float v, unsigned *count) {{
   return sum;
 }}
 
-extern "C" __global__ void bench_k{i}(const float *in, float *out, unsigned n, unsigned *count) {{
-  __shared__ float stage[{TILE}];
-  unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
-  stage[threadIdx.x] = g < n ? in[g] : 0.0f;
-  __syncthreads();
-  float acc = 0.0f;
-  for (unsigned t = 0; t < (n & 7u) + 4u; ++t) {{
-    float x = stage[(threadIdx.x + t * 5) % {TILE}];
-    acc += bench_f{j1}(x, t & 3) * {b:.4f}f;
-    if (x > {a:.4f}f)
-      acc += bench_f{j2}(x * acc, t);
-  }}
-  float block = bench_reduce{i}(acc, count);
-  if (g < n) {{
-    out[g] = acc + block;
-    bench_atomic_max((int *)count + 1, bench_bits(acc));
-  }}
-}}
-
+{kernel_source(f"bench_k{i}", i, j1, j2, a, b, 5)}
 extern "C" void bench_launch{i}(const float *in, float *out, unsigned n, unsigned *count) {{
   bench_k{i}<<<(n + {TILE - 1}) / {TILE}, {TILE}>>>(in, out, n, count);
 }}
