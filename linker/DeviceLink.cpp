@@ -910,7 +910,6 @@ static void reportProgram(Context &Ctx, const DeviceBuild &B) {
   }
 }
 
-
 /// The code generation options of this run; each partition's cubin is
 /// cached under <cache>/codegen.
 static codegen::CodegenOptions codegenOptions(Context &Ctx, const Config &C) {

@@ -1568,9 +1568,10 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
       Parts = defaultPartitions(Kernels);
     }
     if (!Opts.CodegenOnly && Parts > 1) {
-      // Once it is cut into partitions, the last subgroup's module (the
-      // whole program's IR, most of the link's memory) is not needed: it
-      // goes before the partitions are optimized, so that the peak is the
+      // Once it is cut into partitions, the subgroup's module (the whole
+      // program's IR, most of the link's memory; the last subgroup's is the
+      // linked module itself, the others' a copy) is not needed: it goes
+      // before the partitions are optimized, so that the peak is the
       // program's IR or the partitions' work, not both (docs/lto.md).
       Expected<bool> InParts =
           optimizePartitions(*M, Rep, Parts, OM, [&] {
