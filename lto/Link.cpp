@@ -1628,7 +1628,8 @@ unsigned defaultPartitions(size_t Kernels) {
 /// optimized before (same IR, target and level: Opts.MemoLookup) is not
 /// optimized again. With Opts.NeedWholeModule the results are also linked
 /// back into one module. Returns false, having done nothing, when the split
-/// yields a single partition.
+/// yields a single partition; otherwise calls \p ReleaseModule, which frees
+/// M, as soon as M is cut, and never reads M again.
 Expected<bool> DeviceLinker::optimizePartitions(
     Module &M, const Target &Rep, unsigned Parts, OptimizedModule &OM,
     function_ref<void()> ReleaseModule) {
