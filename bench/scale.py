@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -157,7 +158,7 @@ def main():
 
     if not args.doc_only and not args.build_only:
         # What the section's "measured" lines say: when, how, how loaded.
-        meta.append({"date": time.strftime("%Y-%m-%d %H:%M"), "argv": " ".join(sys.argv[1:]),
+        meta.append({"date": time.strftime("%Y-%m-%d %H:%M"), "argv": " ".join(shlex.quote(a) for a in sys.argv[1:]),
                      "load": round(load_average(), 2), "fatlink": wl.FATLINK,
                      "fatlink_sha256": sha256(wl.FATLINK), "commit": head_commit()})
         with open(meta_path, "w") as f:
