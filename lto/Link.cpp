@@ -749,9 +749,9 @@ private:
   Error linkLibdevice(Module &M, Linker &L, LinkedProgram &Out);
   void internalize(Module &M);
   Error saveTemp(const Module &M, StringRef Stage);
-  Expected<bool> optimizePartitions(Module &M, const Target &Rep,
-                                    unsigned Parts, OptimizedModule &OM,
-                                    function_ref<void()> ReleaseModule);
+  Expected<bool> optimizePartitions(std::unique_ptr<Module> &M,
+                                    const Target &Rep, unsigned Parts,
+                                    OptimizedModule &OM);
 
   /// The arches each translation unit (DeviceImage::Source) was compiled
   /// for, by sm; filled once, on noteUse's first call.
@@ -1542,12 +1542,9 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
 
   for (auto [SI, TIs] : enumerate(Subgroups)) {
     // The last subgroup takes the module itself; the others a copy.
-    std::unique_ptr<Module> Owned;
-    Module *M = Composite.get();
-    if (SI + 1 != Subgroups.size()) {
-      Owned = CloneModule(*Composite);
-      M = Owned.get();
-    }
+    std::unique_ptr<Module> M = SI + 1 == Subgroups.size()
+                                    ? std::move(Composite)
+                                    : CloneModule(*Composite);
     // The representative: the oldest target of the subgroup.
     const Target &Rep = Targets[*llvm::min_element(
         TIs, [&](size_t A, size_t B) { return Targets[A].Sm < Targets[B].Sm; })];
@@ -1568,19 +1565,7 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
       Parts = defaultPartitions(Kernels);
     }
     if (!Opts.CodegenOnly && Parts > 1) {
-      // Once it is cut into partitions, the subgroup's module (the whole
-      // program's IR, most of the link's memory; the last subgroup's is the
-      // linked module itself, the others' a copy) is not needed: it goes
-      // before the partitions are optimized, so that the peak is the
-      // program's IR or the partitions' work, not both (docs/lto.md).
-      Expected<bool> InParts =
-          optimizePartitions(*M, Rep, Parts, OM, [&] {
-            if (M == Composite.get())
-              Composite.reset();
-            else
-              Owned.reset();
-            M = nullptr;
-          });
+      Expected<bool> InParts = optimizePartitions(M, Rep, Parts, OM);
       if (!InParts)
         return InParts.takeError();
       if (*InParts) {
@@ -1628,18 +1613,21 @@ unsigned defaultPartitions(size_t Kernels) {
 /// optimized before (same IR, target and level: Opts.MemoLookup) is not
 /// optimized again. With Opts.NeedWholeModule the results are also linked
 /// back into one module. Returns false, having done nothing, when the split
-/// yields a single partition; otherwise calls \p ReleaseModule, which frees
-/// M, as soon as M is cut, and never reads M again.
-Expected<bool> DeviceLinker::optimizePartitions(
-    Module &M, const Target &Rep, unsigned Parts, OptimizedModule &OM,
-    function_ref<void()> ReleaseModule) {
-  std::vector<CodegenPartition> Split = splitForOptimization(M, Parts);
+/// yields a single partition; otherwise frees M as soon as it is cut.
+Expected<bool> DeviceLinker::optimizePartitions(std::unique_ptr<Module> &M,
+                                                const Target &Rep,
+                                                unsigned Parts,
+                                                OptimizedModule &OM) {
+  std::vector<CodegenPartition> Split = splitForOptimization(*M, Parts);
   if (Split.size() < 2)
     return false; // one partition: the caller optimizes M whole
-  // From here on only the partitions are read: M goes (see the caller).
+  // Only the partitions are read from here on. M, the whole program's IR
+  // and most of the link's memory, goes before they are optimized, so that
+  // the peak is the program's IR or the partitions' work, not both
+  // (docs/lto.md, "Memory").
   {
-    TimeTraceScope Scope("Free the linked module");
-    ReleaseModule();
+    TimeTraceScope Scope("Free the split module");
+    M.reset();
     releaseFreedMemory();
   }
   std::vector<std::string> Errors(Split.size());
