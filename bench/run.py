@@ -202,22 +202,37 @@ class Tools:
 
 # -- the floor ---------------------------------------------------------------
 
+def floor_front(w, arch, out_dir):
+    """The floor's first two stages, the same for every floor: llvm-link of
+    the units' device bitcode, then opt O3 keeping the kernels. Returns
+    [(stage, argv)] and the files they leave in out_dir (opt.bc, the O3
+    output, first). The kernels to keep go in a file: 22,400 names in one
+    argument pass the kernel's limit on an argument's length (128 KiB)."""
+    bcs = w.device_bitcode(arch)
+    os.makedirs(out_dir, exist_ok=True)
+    opt, linked = os.path.join(out_dir, "opt.bc"), os.path.join(out_dir, "linked.bc")
+    keep = os.path.join(out_dir, "kernels.txt")
+    with open(keep, "w") as f:
+        f.write("\n".join(w.kernel_names()) + "\n")
+    stages = [
+        ("llvm-link", ["llvm-link-22", *bcs, "-o", linked]),
+        ("opt O3", ["opt-22", "-mtriple=nvptx64-nvidia-cuda", f"-mcpu={arch}",
+                    "-passes=internalize,default<O3>", f"-internalize-public-api-file={keep}",
+                    linked, "-o", opt]),
+    ]
+    return stages, [opt, linked, keep]
+
+
 def floor(w, arches, out_dir):
     """The stages once each with the standalone tools. Returns stage walls.
     Measured under the same conditions as the tools: the process-tree RSS
     sampler (about 6 ms of CPU every 50 ms on this machine) runs for every
     stage, as it does for every link."""
-    bcs = w.device_bitcode("sm_75")
-    os.makedirs(out_dir, exist_ok=True)
-    linked, opt = os.path.join(out_dir, "linked.bc"), os.path.join(out_dir, "opt.bc")
+    stages, files = floor_front(w, "sm_75", out_dir)
+    opt = files[0]
     r = {}
-    m = measure(["llvm-link-22", *bcs, "-o", linked])
-    r["llvm-link"] = m["wall"]
-    keep = ",".join(f"bench_k{i}" for i in w.cuda_units())
-    m = measure(["opt-22", "-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_75",
-                 "-passes=internalize,default<O3>", f"-internalize-public-api-list={keep}",
-                 linked, "-o", opt])
-    r["opt O3"] = m["wall"]
+    for name, cmd in stages:
+        r[name] = measure(cmd)["wall"]
     # llc then ptxas per arch, two arches at a time (one shell per arch).
     script = []
     for a in arches:

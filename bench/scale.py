@@ -34,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import workload as wl  # noqa: E402
-from run import measure, wait_for_quiet, load_average, Tools, CU  # noqa: E402
+from run import measure, wait_for_quiet, load_average, floor_front, Tools, CU  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOC = os.path.join(wl.ROOT, "docs", "benchmarks.md")
@@ -78,20 +78,10 @@ def trace_stages(path):
 def floor(w, arch, out_dir):
     """The floor, one stage after another. Returns wall, cpu, peak RSS and
     the PTX size."""
-    bcs = w.device_bitcode(arch)
-    linked, opt = os.path.join(out_dir, "linked.bc"), os.path.join(out_dir, "opt.bc")
+    stages, files = floor_front(w, arch, out_dir)
     ptx, cubin = os.path.join(out_dir, "floor.ptx"), os.path.join(out_dir, "floor.cubin")
-    # The kernels to keep, as a file: 22,400 names in one argument pass
-    # the kernel's limit on an argument's length (128 KiB).
-    keep = os.path.join(out_dir, "kernels.txt")
-    with open(keep, "w") as f:
-        f.write("\n".join(w.kernel_names()) + "\n")
-    stages = [
-        ("llvm-link", ["llvm-link-22", *bcs, "-o", linked]),
-        ("opt O3", ["opt-22", "-mtriple=nvptx64-nvidia-cuda", f"-mcpu={arch}",
-                    "-passes=internalize,default<O3>", f"-internalize-public-api-file={keep}",
-                    linked, "-o", opt]),
-        ("llc", ["llc-22", "-O3", "-march=nvptx64", f"-mcpu={arch}", opt, "-o", ptx]),
+    stages += [
+        ("llc", ["llc-22", "-O3", "-march=nvptx64", f"-mcpu={arch}", files[0], "-o", ptx]),
         ("ptxas", [f"{CU}/bin/ptxas", "-O3", f"-arch={arch}", ptx, "-o", cubin]),
     ]
     r = {"wall": 0.0, "cpu": 0.0, "rss_kb": 0, "stages": {}}
@@ -103,7 +93,7 @@ def floor(w, arch, out_dir):
         r["stages"][name] = {"wall": m["wall"], "cpu": m["cpu"], "rss_kb": m["rss_kb"]}
     r["tree_kb"] = r["rss_kb"]
     r["ptx_bytes"] = os.path.getsize(ptx)
-    for f in (linked, opt, ptx, cubin, keep):
+    for f in (*files, ptx, cubin):
         os.unlink(f)
     return r
 
@@ -219,8 +209,11 @@ def main():
 
 
 def head_commit():
-    """The checkout's commit (the fatlink under test is built from it, unless
-    FATLINK names another build)."""
+    """The commit the fatlink under test was built from, where that is
+    known: the checkout's, for the checkout's own build. A FATLINK set to
+    another build says only its sha256."""
+    if "FATLINK" in os.environ:
+        return "?"
     try:
         return subprocess.run(["git", "-C", wl.ROOT, "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True, check=True).stdout.strip()
@@ -246,8 +239,9 @@ def write_doc(results, meta):
              "(the workloads are built before any timing and not timed):", ""]
     for m in meta:
         lines.append(f"* `bench/scale.py {m['argv']}` at {m['date']}: 1-min load {m['load']} "
-                     f"at the start; fatlink built from {m.get('commit', '?')} "
-                     f"(sha256 {m['fatlink_sha256'][:16]}…).")
+                     f"at the start; fatlink sha256 {m['fatlink_sha256'][:16]}…"
+                     + (f", built from {m['commit']}" if m.get("commit", "?") != "?" else "")
+                     + ".")
     lines.append("")
     lines.append("| program | kernels | PTX | tool | wall s | CPU s | CPU / floor | "
                  "ms CPU per kernel | peak MB (largest process) | peak MB (tree) |")
