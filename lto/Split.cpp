@@ -44,6 +44,7 @@
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/Support/xxhash.h"
 #include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/ValueMapper.h"
 
 #include <map>
 
@@ -127,6 +128,7 @@ struct PartitionPlan {
 /// to every partition that reaches them, and nowhere if none does.
 static std::vector<PartitionPlan> planPartitions(const Module &M, unsigned N,
                                                  bool CloneLocals) {
+  TimeTraceScope Scope("Plan partitions");
   std::vector<const GlobalValue *> Defined;
   for (const GlobalValue &GV : M.global_values())
     if (!GV.isDeclaration())
@@ -203,30 +205,262 @@ static std::vector<PartitionPlan> planPartitions(const Module &M, unsigned N,
   std::map<const GlobalValue *, unsigned> Bucket;
   for (const auto &[Leader, Name] : ComponentName)
     Bucket[Leader] = Plans.size() == 1 ? 0 : unsigned(xxh3_64bits(Name) % Plans.size());
+  // Where each definition went (a clone, to several partitions).
+  DenseMap<const GlobalValue *, SmallVector<unsigned, 1>> Placed;
   for (const GlobalValue *Root : Roots) {
-    PartitionPlan &P = Plans[Bucket[Classes.getLeaderValue(Root)]];
-    P.Members.insert(Root);
+    unsigned B = Bucket[Classes.getLeaderValue(Root)];
+    PartitionPlan &P = Plans[B];
+    auto Place = [&](const GlobalValue *GV) {
+      if (P.Members.insert(GV).second)
+        Placed[GV].push_back(B);
+    };
+    Place(Root);
     for (const GlobalValue *C : Clones[Root])
-      P.Members.insert(C);
+      Place(C);
   }
   // Kernels and sizes in module order.
-  for (const GlobalValue *GV : Defined)
-    for (PartitionPlan &P : Plans)
-      if (P.Members.count(GV)) {
-        P.Instructions += instructionCount(*GV);
-        if (const auto *F = dyn_cast<Function>(GV))
-          if (F->getCallingConv() == CallingConv::PTX_Kernel)
-            P.Kernels.push_back(F->getName().str());
-      }
+  for (const GlobalValue *GV : Defined) {
+    auto It = Placed.find(GV);
+    if (It == Placed.end())
+      continue;
+    SmallVector<unsigned, 1> &Buckets = It->second;
+    llvm::sort(Buckets);
+    for (unsigned B : Buckets) {
+      PartitionPlan &P = Plans[B];
+      P.Instructions += instructionCount(*GV);
+      if (const auto *F = dyn_cast<Function>(GV))
+        if (F->getCallingConv() == CallingConv::PTX_Kernel)
+          P.Kernels.push_back(F->getName().str());
+    }
+  }
   return Plans;
 }
 
-/// Plan's partition of M: what it defines, and what that declares.
+static void copyComdat(GlobalObject *To, const GlobalObject *From) {
+  if (const Comdat *C = From->getComdat()) {
+    Comdat *New = To->getParent()->getOrInsertComdat(C->getName());
+    New->setSelectionKind(C->getSelectionKind());
+    To->setComdat(New);
+  }
+}
+
+/// What every cut of one module shares: each global's place in the module
+/// (so that a partition declares its globals in the module's order, as
+/// CloneModule would) and the intrinsic declarations every partition keeps.
+struct CutContext {
+  DenseMap<const GlobalValue *, unsigned> Order;
+  std::vector<const Function *> Intrinsics;
+  bool HasIFuncs = false;
+
+  explicit CutContext(const Module &M) {
+    unsigned I = 0;
+    for (const GlobalVariable &GV : M.globals())
+      Order[&GV] = I++;
+    for (const Function &F : M) {
+      Order[&F] = I++;
+      if (F.isIntrinsic())
+        Intrinsics.push_back(&F);
+    }
+    for (const GlobalAlias &GA : M.aliases())
+      Order[&GA] = I++;
+    HasIFuncs = !M.ifunc_empty();
+  }
+};
+
+/// A declaration in Part of GV, a global of the split module that Part
+/// does not define: as CloneModule declares what it does not clone.
+static GlobalValue *declareIn(Module &Part, const GlobalValue &GV) {
+  GlobalValue::LinkageTypes Linkage = GV.isDeclaration()
+                                          ? GV.getLinkage()
+                                          : GlobalValue::ExternalLinkage;
+  if (const auto *F = dyn_cast<Function>(&GV)) {
+    Function *NF =
+        Function::Create(F->getFunctionType(), F->getLinkage(),
+                         F->getAddressSpace(), F->getName(), &Part);
+    NF->copyAttributesFrom(F);
+    NF->setLinkage(Linkage);
+    NF->setPersonalityFn(nullptr);
+    NF->setPrefixData(nullptr);
+    NF->setPrologueData(nullptr);
+    return NF;
+  }
+  if (const auto *V = dyn_cast<GlobalVariable>(&GV)) {
+    auto *NV = new GlobalVariable(
+        Part, V->getValueType(), V->isConstant(), V->getLinkage(), nullptr,
+        V->getName(), nullptr, V->getThreadLocalMode(),
+        V->getType()->getAddressSpace());
+    NV->copyAttributesFrom(V);
+    NV->setLinkage(Linkage);
+    return NV;
+  }
+  // An alias cannot be a declaration: declare what it names instead.
+  if (GV.getValueType()->isFunctionTy())
+    return Function::Create(cast<FunctionType>(GV.getValueType()),
+                            GlobalValue::ExternalLinkage, GV.getAddressSpace(),
+                            GV.getName(), &Part);
+  return new GlobalVariable(Part, GV.getValueType(), false,
+                            GlobalValue::ExternalLinkage, nullptr, GV.getName(),
+                            nullptr, GV.getThreadLocalMode(),
+                            GV.getType()->getAddressSpace());
+}
+
+namespace {
+/// Declares, when the cut first maps it, a global that no member's code
+/// references and only metadata names (the pre-pass of cutPartition finds
+/// every other one).
+class DeclareOnUse final : public ValueMaterializer {
+public:
+  DeclareOnUse(const Module &M, Module &Part) : M(M), Part(Part) {}
+  Value *materialize(Value *V) override {
+    auto *GV = dyn_cast<GlobalValue>(V);
+    if (!GV || GV->getParent() != &M)
+      return nullptr;
+    return declareIn(Part, *GV);
+  }
+
+private:
+  const Module &M;
+  Module &Part;
+};
+} // namespace
+
+/// Plan's partition of M: what it defines, and what that declares. The
+/// result is CloneModule's with the other partitions' definitions left out
+/// and the declarations nothing uses dropped, built from the partition's
+/// members and their references alone: cutting N partitions costs the
+/// program once, not N times (CloneModule declares every global of M in
+/// each).
 static std::unique_ptr<Module> cutPartition(const Module &M,
-                                            const PartitionPlan &Plan) {
+                                            const PartitionPlan &Plan,
+                                            const CutContext &Cx) {
+  if (Cx.HasIFuncs) { // none on NVPTX; CloneModule knows what to do
+    ValueToValueMapTy VMap;
+    std::unique_ptr<Module> Part = CloneModule(
+        M, VMap, [&](const GlobalValue *GV) { return Plan.Members.count(GV); });
+    dropForeignDeclarations(*Part);
+    return Part;
+  }
+
+  // What the partition names: its members, what their code and
+  // initializers reference, and the intrinsics, in M's order.
+  SmallPtrSet<const GlobalValue *, 32> NeededSet;
+  std::vector<const GlobalValue *> Needed;
+  auto Need = [&](const GlobalValue *GV) {
+    if (NeededSet.insert(GV).second)
+      Needed.push_back(GV);
+  };
+  for (const GlobalValue *GV : Plan.Members) {
+    Need(GV);
+    SmallPtrSet<const Constant *, 16> Seen;
+    if (const auto *F = dyn_cast<Function>(GV))
+      for (const BasicBlock &BB : *F)
+        for (const Instruction &I : BB)
+          forEachReferencedGlobal(&I, Need, Seen);
+    forEachReferencedGlobal(GV, Need, Seen);
+  }
+  for (const Function *F : Cx.Intrinsics)
+    Need(F);
+  llvm::sort(Needed, [&](const GlobalValue *A, const GlobalValue *B) {
+    return Cx.Order.lookup(A) < Cx.Order.lookup(B);
+  });
+
+  auto Part = std::make_unique<Module>(M.getModuleIdentifier(), M.getContext());
+  Part->setSourceFileName(M.getSourceFileName());
+  Part->setDataLayout(M.getDataLayout());
+  Part->setTargetTriple(M.getTargetTriple());
+  Part->setModuleInlineAsm(M.getModuleInlineAsm());
+  auto Defines = [&](const GlobalValue *GV) {
+    return !GV->isDeclaration() && Plan.Members.count(GV);
+  };
+
+  // Declarations first, as CloneModule makes them: variables, functions,
+  // then aliases (M's order sorts them so).
   ValueToValueMapTy VMap;
-  std::unique_ptr<Module> Part = CloneModule(
-      M, VMap, [&](const GlobalValue *GV) { return Plan.Members.count(GV); });
+  DeclareOnUse Materializer(M, *Part);
+  for (const GlobalValue *GV : Needed) {
+    if (const auto *GA = dyn_cast<GlobalAlias>(GV); GA && Defines(GA)) {
+      GlobalAlias *NA = GlobalAlias::create(
+          GA->getValueType(), GA->getType()->getPointerAddressSpace(),
+          GA->getLinkage(), GA->getName(), Part.get());
+      NA->copyAttributesFrom(GA);
+      VMap[GA] = NA;
+      continue;
+    }
+    GlobalValue *New = declareIn(*Part, *GV);
+    if (Defines(GV)) // declareIn makes a definition's copy external
+      New->setLinkage(GV->getLinkage());
+    VMap[GV] = New;
+  }
+  auto Map = [&](const Constant *C) {
+    return MapValue(C, VMap, RF_None, nullptr, &Materializer);
+  };
+  auto CopyMetadata = [&](const GlobalObject &From, GlobalObject &To) {
+    SmallVector<std::pair<unsigned, MDNode *>, 1> MDs;
+    From.getAllMetadata(MDs);
+    for (auto [Kind, MD] : MDs)
+      To.addMetadata(Kind, *MapMetadata(MD, VMap, RF_None, nullptr,
+                                        &Materializer));
+  };
+
+  // Variables' metadata and initializers, then bodies, then aliasees.
+  for (const GlobalValue *GV : Needed) {
+    const auto *V = dyn_cast<GlobalVariable>(GV);
+    if (!V)
+      continue;
+    auto *NV = cast<GlobalVariable>(VMap[V]);
+    CopyMetadata(*V, *NV);
+    if (!Defines(V))
+      continue;
+    if (V->hasInitializer())
+      NV->setInitializer(Map(V->getInitializer()));
+    copyComdat(NV, V);
+  }
+  for (const GlobalValue *GV : Needed) {
+    const auto *F = dyn_cast<Function>(GV);
+    if (!F)
+      continue;
+    auto *NF = cast<Function>(VMap[F]);
+    if (F->isDeclaration()) {
+      CopyMetadata(*F, *NF);
+      continue;
+    }
+    if (!Defines(F))
+      continue;
+    auto DestArg = NF->arg_begin();
+    for (const Argument &A : F->args()) {
+      DestArg->setName(A.getName());
+      VMap[&A] = &*DestArg++;
+    }
+    SmallVector<ReturnInst *, 8> Returns;
+    CloneFunctionInto(NF, F, VMap, CloneFunctionChangeType::ClonedModule,
+                      Returns, "", nullptr, nullptr, &Materializer);
+    if (F->hasPersonalityFn())
+      NF->setPersonalityFn(Map(F->getPersonalityFn()));
+    copyComdat(NF, F);
+  }
+  for (const GlobalValue *GV : Needed)
+    if (const auto *GA = dyn_cast<GlobalAlias>(GV); GA && Defines(GA))
+      if (const Constant *C = GA->getAliasee())
+        cast<GlobalAlias>(VMap[GA])->setAliasee(Map(C));
+
+  // Named metadata; of `nvvm.annotations`, only the entries of what the
+  // partition defines.
+  auto Foreign = [&](const MDNode *N) {
+    if (N->getNumOperands() == 0)
+      return false;
+    const auto *VM = dyn_cast_or_null<ValueAsMetadata>(N->getOperand(0));
+    const auto *GV = VM ? dyn_cast<GlobalValue>(VM->getValue()) : nullptr;
+    const auto *F = dyn_cast_or_null<Function>(GV);
+    return GV && !Defines(GV) && !(F && F->isIntrinsic());
+  };
+  for (const NamedMDNode &NMD : M.named_metadata()) {
+    NamedMDNode *New = Part->getOrInsertNamedMetadata(NMD.getName());
+    bool Annotations = NMD.getName() == "nvvm.annotations";
+    for (const MDNode *N : NMD.operands())
+      if (!Annotations || !Foreign(N))
+        New->addOperand(
+            MapMetadata(N, VMap, RF_None, nullptr, &Materializer));
+  }
   dropForeignDeclarations(*Part);
   return Part;
 }
@@ -242,12 +476,19 @@ static std::string writeBitcode(const Module &M) {
 /// Cuts every non-empty planned partition out of M, as bitcode.
 static std::vector<CodegenPartition>
 cutPartitions(const Module &M, std::vector<PartitionPlan> &Plans) {
+  CutContext Cx(M);
   std::vector<CodegenPartition> Out;
   for (PartitionPlan &Plan : Plans) {
     if (Plan.Members.empty())
       continue; // no component hashed here
     CodegenPartition CP;
-    CP.Bitcode = writeBitcode(*cutPartition(M, Plan));
+    std::unique_ptr<Module> Part;
+    {
+      TimeTraceScope Scope("Cut partition");
+      Part = cutPartition(M, Plan, Cx);
+    }
+    TimeTraceScope Scope("Write partition");
+    CP.Bitcode = writeBitcode(*Part);
     CP.Kernels = std::move(Plan.Kernels);
     CP.Instructions = Plan.Instructions;
     Out.push_back(std::move(CP));
@@ -323,6 +564,7 @@ Expected<std::vector<std::string>> splitForBuild(StringRef Bitcode,
             ConstantAsMetadata::get(ConstantInt::getBool(C, Whole))}));
   };
   std::vector<std::string> Out;
+  CutContext Cx(M);
   for (auto [Index, Plan] : enumerate(Plans)) {
     if (Whole && !Plan.Members.empty()) {
       Tag(M, Index);
@@ -331,7 +573,7 @@ Expected<std::vector<std::string>> splitForBuild(StringRef Bitcode,
         M.eraseNamedMetadata(N);
       continue;
     }
-    std::unique_ptr<Module> Part = cutPartition(M, Plan);
+    std::unique_ptr<Module> Part = cutPartition(M, Plan, Cx);
     if (NamedMDNode *N = Part->getNamedMetadata(KernelTableMD))
       Part->eraseNamedMetadata(N);
     Tag(*Part, Index);
