@@ -1668,18 +1668,13 @@ Expected<bool> DeviceLinker::optimizePartitions(std::unique_ptr<Module> &M,
                                                 const Target &Rep,
                                                 unsigned Parts,
                                                 OptimizedModule &OM) {
-  std::vector<CodegenPartition> Split = splitForOptimization(*M, Parts);
-  if (Split.size() < 2)
-    return false; // one partition: the caller optimizes M whole
   // Only the partitions are read from here on. M, the whole program's IR
-  // and most of the link's memory, goes before they are optimized, so that
-  // the peak is the program's IR or the partitions' work, not both
-  // (docs/lto.md, "Memory").
-  {
-    TimeTraceScope Scope("Free the split module");
-    M.reset();
-    releaseFreedMemory();
-  }
+  // and most of the link's memory, is freed as it is cut, before they are
+  // optimized, so that the peak is the program's IR or the partitions'
+  // work, not both (docs/lto.md, "Memory").
+  std::vector<CodegenPartition> Split = splitForOptimization(M, Parts);
+  if (Split.empty())
+    return false; // one partition: the caller optimizes M whole
   std::vector<std::string> Errors(Split.size());
   bool Tracing = timeTraceProfilerEnabled();
   auto OptimizeOne = [&](size_t I) {

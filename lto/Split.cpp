@@ -32,6 +32,7 @@
 #include "lto/Target.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
@@ -251,6 +252,9 @@ struct CutContext {
   DenseMap<const GlobalValue *, unsigned> Order;
   std::vector<const Function *> Intrinsics;
   bool HasIFuncs = false;
+  /// Definitions whose bodies an earlier cut deleted (cutPartitions with
+  /// Consume): declared as the definitions of other partitions are.
+  DenseSet<const Function *> Gone;
 
   explicit CutContext(const Module &M) {
     unsigned I = 0;
@@ -420,7 +424,7 @@ static std::unique_ptr<Module> cutPartition(const Module &M,
     if (!F)
       continue;
     auto *NF = cast<Function>(VMap[F]);
-    if (F->isDeclaration()) {
+    if (F->isDeclaration() && !Cx.Gone.count(F)) {
       CopyMetadata(*F, *NF);
       continue;
     }
@@ -473,25 +477,47 @@ static std::string writeBitcode(const Module &M) {
   return Out;
 }
 
-/// Cuts every non-empty planned partition out of M, as bitcode.
+/// Cuts every non-empty planned partition out of M, as bitcode. With
+/// Consume, each function's body is deleted once the last partition that
+/// holds it is cut, and its memory handed back, so the module shrinks as
+/// the partitions' bitcode grows (the peak of a large link was both).
 static std::vector<CodegenPartition>
-cutPartitions(const Module &M, std::vector<PartitionPlan> &Plans) {
+cutPartitions(Module &M, std::vector<PartitionPlan> &Plans, bool Consume) {
   CutContext Cx(M);
+  DenseMap<const Function *, size_t> LastCut;
+  if (Consume)
+    for (auto [I, Plan] : enumerate(Plans))
+      for (const GlobalValue *GV : Plan.Members)
+        if (const auto *F = dyn_cast<Function>(GV))
+          LastCut[F] = I;
   std::vector<CodegenPartition> Out;
-  for (PartitionPlan &Plan : Plans) {
+  for (auto [I, Plan] : enumerate(Plans)) {
     if (Plan.Members.empty())
       continue; // no component hashed here
     CodegenPartition CP;
-    std::unique_ptr<Module> Part;
     {
-      TimeTraceScope Scope("Cut partition");
-      Part = cutPartition(M, Plan, Cx);
+      std::unique_ptr<Module> Part;
+      {
+        TimeTraceScope Scope("Cut partition");
+        Part = cutPartition(M, Plan, Cx);
+      }
+      TimeTraceScope Scope("Write partition");
+      CP.Bitcode = writeBitcode(*Part);
     }
-    TimeTraceScope Scope("Write partition");
-    CP.Bitcode = writeBitcode(*Part);
     CP.Kernels = std::move(Plan.Kernels);
     CP.Instructions = Plan.Instructions;
     Out.push_back(std::move(CP));
+    if (!Consume)
+      continue;
+    TimeTraceScope Scope("Free what was cut");
+    for (const GlobalValue *GV : Plan.Members)
+      if (const auto *F = dyn_cast<Function>(GV); F && LastCut.lookup(F) == I) {
+        // A member is a definition of M, and only this loop deletes one.
+        auto *Body = const_cast<Function *>(F);
+        Body->deleteBody();
+        Cx.Gone.insert(Body);
+      }
+    releaseFreedMemory();
   }
   return Out;
 }
@@ -515,7 +541,8 @@ splitForCodegen(StringRef Bitcode, unsigned MaxPartitions) {
     Whole.Instructions = Plans[0].Instructions;
     return std::vector<CodegenPartition>{std::move(Whole)};
   }
-  std::vector<CodegenPartition> Out = cutPartitions(**MOrErr, Plans);
+  std::vector<CodegenPartition> Out =
+      cutPartitions(**MOrErr, Plans, /*Consume=*/false);
   if (Error E = Diags.takeError("splitting the optimized module"))
     return std::move(E);
   return Out;
@@ -625,12 +652,21 @@ Expected<std::vector<BucketContents>> bucketContents(StringRef Bitcode,
   return Out;
 }
 
-std::vector<CodegenPartition> splitForOptimization(const Module &M,
-                                                   unsigned MaxPartitions) {
+std::vector<CodegenPartition>
+splitForOptimization(std::unique_ptr<Module> &M, unsigned MaxPartitions) {
   TimeTraceScope Scope("Split for optimization");
   std::vector<PartitionPlan> Plans =
-      planPartitions(M, MaxPartitions, /*CloneLocals=*/true);
-  return cutPartitions(M, Plans);
+      planPartitions(*M, MaxPartitions, /*CloneLocals=*/true);
+  if (count_if(Plans, [](const PartitionPlan &P) {
+        return !P.Members.empty();
+      }) < 2)
+    return {}; // one partition: the caller optimizes M whole
+  std::vector<CodegenPartition> Out =
+      cutPartitions(*M, Plans, /*Consume=*/true);
+  TimeTraceScope FreeScope("Free the split module");
+  M.reset();
+  releaseFreedMemory();
+  return Out;
 }
 
 } // namespace fatlink::lto

@@ -12,6 +12,7 @@
 
 #include "llvm/ADT/StringRef.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,9 +37,13 @@ std::optional<ArchName> parseArchName(llvm::StringRef Name);
 /// most MaxPartitions partitions (Split.cpp): roots (kernels, globals,
 /// external functions) that reach one another share a partition; local
 /// functions and unnamed constants are copied into every partition that
-/// reaches them, so each partition optimizes on its own.
-std::vector<CodegenPartition> splitForOptimization(const llvm::Module &M,
-                                                   unsigned MaxPartitions);
+/// reaches them, so each partition optimizes on its own. Where the module
+/// splits into two partitions or more, it is consumed: each function's body
+/// is deleted, and its memory given back, once the last partition that
+/// holds it is cut, and M is freed. Otherwise M is left as it was and the
+/// result is empty.
+std::vector<CodegenPartition>
+splitForOptimization(std::unique_ptr<llvm::Module> &M, unsigned MaxPartitions);
 
 } // namespace fatlink::lto
 
