@@ -781,13 +781,13 @@ Expected<packager::FatbinImage> encodeImage(const lto::Target &T,
                                             const TargetOutput &O,
                                             const packager::FatbinOptions &F) {
   TimeTraceScope Scope("Encode fatbin entry", T.Name);
-  Expected<packager::FatbinImage> Image =
-      packager::describeImage(T.IsPTX ? O.PTX : O.Cubin);
+  StringRef Bytes = T.IsPTX ? O.PTX : O.Cubin;
+  Expected<packager::FatbinImage> Image = packager::identifyImage(Bytes);
   if (!Image)
     return createStringError(inconvertibleErrorCode(),
                              "cannot package the %s image: %s", T.Name.c_str(),
                              toString(Image.takeError()).c_str());
-  Expected<std::string> Entry = packager::encodeFatbinEntry(*Image, F);
+  Expected<std::string> Entry = packager::encodeFatbinEntry(*Image, Bytes, F);
   if (!Entry)
     return Entry.takeError();
   Image->Entry = std::move(*Entry);

@@ -219,7 +219,8 @@ struct TargetOutput {
   std::vector<FunctionSpills> Spills;
   /// For fatbin and host-object outputs: the image the fatbin holds for
   /// this target, its entry already encoded (compressed) by the task that
-  /// compiled it, in parallel with the other targets.
+  /// compiled it, in parallel with the other targets. Its Data is empty
+  /// (the bytes are PTX's or Cubin's).
   packager::FatbinImage Image;
 };
 
@@ -302,7 +303,8 @@ joinPartitions(Context &Ctx, const CodegenOptions &Opts,
                const lto::LinkedProgram &Program, const lto::InputSet &Inputs,
                const lto::Target &T, std::vector<std::string> Cubins);
 
-/// The fatbin image of a compiled target, its entry encoded with F.
+/// The fatbin image of a compiled target, its entry encoded with F. The
+/// image's Data is empty: its bytes stay O's (a large cubin is not copied).
 llvm::Expected<packager::FatbinImage>
 encodeImage(const lto::Target &T, const TargetOutput &O,
             const packager::FatbinOptions &F);

@@ -159,18 +159,19 @@ Expected<ParsedArch> checkImage(const FatbinImage &Img) {
   return parseArch(Img.Arch);
 }
 
-/// Appends the entry for \p Img (header and payload) to \p Out.
-Error encodeEntry(std::string &Out, const FatbinImage &Img,
+/// Appends the entry for \p Img, whose bytes are \p Payload (header and
+/// payload), to \p Out.
+Error encodeEntry(std::string &Out, const FatbinImage &Img, StringRef Payload,
                   const ParsedArch &Arch, const FatbinOptions &Opts) {
   bool IsPtx = Img.Kind == ImageKind::PTX;
   // PTX is stored NUL-terminated (and maybe minified): a copy. A cubin is
   // stored as it is, read in place.
   std::string Ptx;
   if (IsPtx) {
-    Ptx = Opts.MinifyPtx ? minifyPtx(Img.Data) : Img.Data;
+    Ptx = Opts.MinifyPtx ? minifyPtx(Payload) : Payload.str();
     Ptx.push_back('\0');
   }
-  StringRef Raw = IsPtx ? StringRef(Ptx) : StringRef(Img.Data);
+  StringRef Raw = IsPtx ? StringRef(Ptx) : Payload;
 
   uint64_t Flags = BaseFlags | Arch.Flags;
   std::string Compressed;
@@ -562,7 +563,8 @@ fatlink::packager::writeFatbin(ArrayRef<FatbinImage> Images,
   for (const PendingEntry &E : Pending) {
     if (!E.Image->Entry.empty())
       Out += E.Image->Entry;
-    else if (Error Err = encodeEntry(Out, *E.Image, E.Arch, Opts))
+    else if (Error Err = encodeEntry(Out, *E.Image, E.Image->Data, E.Arch,
+                                     Opts))
       return std::move(Err);
   }
   support::endian::write64le(Out.data() + 8, Out.size() - ContainerHeaderSize);
@@ -572,13 +574,19 @@ fatlink::packager::writeFatbin(ArrayRef<FatbinImage> Images,
 Expected<std::string>
 fatlink::packager::encodeFatbinEntry(const FatbinImage &Img,
                                      const FatbinOptions &Opts) {
+  return encodeFatbinEntry(Img, Img.Data, Opts);
+}
+
+Expected<std::string>
+fatlink::packager::encodeFatbinEntry(const FatbinImage &Img, StringRef Payload,
+                                     const FatbinOptions &Opts) {
   if (Error E = checkOptions(Opts))
     return std::move(E);
   Expected<ParsedArch> A = checkImage(Img);
   if (!A)
     return A.takeError();
   std::string Out;
-  if (Error E = encodeEntry(Out, Img, *A, Opts))
+  if (Error E = encodeEntry(Out, Img, Payload, *A, Opts))
     return std::move(E);
   return Out;
 }

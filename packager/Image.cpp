@@ -124,7 +124,6 @@ Expected<FatbinImage> describeCubin(StringRef Data) {
   Img.Major = 1;
   Img.Minor = Abi;
   Img.Arch = "sm_" + std::to_string(SM);
-  Img.Data = Data.str();
 
   if (Header.e_shnum == 0) // no sections: no suffix to find
     return Img;
@@ -197,19 +196,25 @@ Expected<FatbinImage> describePtx(StringRef Data) {
     return createStringError("PTX has no .version directive before .target");
   if (Img.Arch.empty())
     return createStringError("PTX has no .target directive");
-  Img.Data = Data.str();
   return Img;
 }
 
 } // namespace
 
-Expected<FatbinImage> fatlink::packager::describeImage(StringRef Data) {
+Expected<FatbinImage> fatlink::packager::identifyImage(StringRef Data) {
   if (Data.starts_with("\x7f" "ELF"))
     return describeCubin(Data);
   // PTX is text; anything with a NUL before its end is not.
   if (Data.drop_back(Data.ends_with(StringRef("\0", 1))).contains('\0'))
     return createStringError("image is neither a cubin (ELF) nor PTX text");
   return describePtx(Data);
+}
+
+Expected<FatbinImage> fatlink::packager::describeImage(StringRef Data) {
+  Expected<FatbinImage> Img = identifyImage(Data);
+  if (Img)
+    Img->Data = Data.str();
+  return Img;
 }
 
 std::string fatlink::packager::minifyPtx(StringRef Ptx) {

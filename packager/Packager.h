@@ -79,6 +79,10 @@ struct FatbinImage {
 /// `f` suffix from the ptxas command line in .note.nv.tkinfo.
 llvm::Expected<FatbinImage> describeImage(llvm::StringRef Data);
 
+/// What describeImage says of \p Data, without a copy of it (Data empty):
+/// for a caller that keeps the bytes and gives them to encodeFatbinEntry.
+llvm::Expected<FatbinImage> identifyImage(llvm::StringRef Data);
+
 /// What fatbinary does to PTX before storing it: drops `//` and `/* */`
 /// comments (not inside string literals), drops blanks at the start of a
 /// line and shrinks every other run of blanks to its first character. Line
@@ -103,6 +107,12 @@ struct FatbinOptions {
 /// level 19); a caller that produces images in parallel can do it as each
 /// is ready and keep the result in Img.Entry.
 llvm::Expected<std::string> encodeFatbinEntry(const FatbinImage &Img,
+                                              const FatbinOptions &Opts = {});
+
+/// The entry of \p Payload, an image identifyImage described as \p Img
+/// (whose Data is not read): a 100 MB cubin is compressed where it lies.
+llvm::Expected<std::string> encodeFatbinEntry(const FatbinImage &Img,
+                                              llvm::StringRef Payload,
                                               const FatbinOptions &Opts = {});
 
 /// Writes one fatbin container holding \p Images. Entries are sorted by
