@@ -854,7 +854,14 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
   // Which partitions each target compiles (none: compiled whole).
   std::vector<const std::vector<lto::CodegenPartition> *> PartsOf =
       partitionsOf(Program, Targets, Parts);
-  std::vector<std::vector<PartitionCode>> PartCubins(NT);
+  // Each partition's cubin goes to the file nvlink reads as soon as it is
+  // ready, and only its path and spills are kept: a large program's 32
+  // cubins are not all in memory at once, beside the linked one.
+  struct PartFile {
+    std::string Path;
+    std::vector<FunctionSpills> Spills;
+  };
+  std::vector<std::vector<PartFile>> PartFiles(NT);
   // Each partition's error, in its own slot: the partitions finish in
   // whatever order the threads run them, so the one reported is chosen by
   // partition number, not by which failed first.
@@ -863,7 +870,7 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
   for (size_t I = 0; I < NT; ++I) {
     Remaining[I] = PartsOf[I] ? PartsOf[I]->size() : 0;
     if (PartsOf[I]) {
-      PartCubins[I].resize(PartsOf[I]->size());
+      PartFiles[I].resize(PartsOf[I]->size());
       PartErrors[I].resize(PartsOf[I]->size());
     }
   }
@@ -873,10 +880,16 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
   // the error of the first partition that failed.
   auto PartDone = [&](size_t I, size_t P, Expected<PartitionCode> Code) {
     Ctx.progressDone(Targets[I].Name);
-    if (Code)
-      PartCubins[I][P] = std::move(*Code);
-    else
+    if (Code) {
+      Expected<std::string> Path = Ctx.Temps.write(
+          partitionFileName(Targets[I], P, ".o.cubin"), Code->Cubin);
+      if (Path)
+        PartFiles[I][P] = {std::move(*Path), std::move(Code->Spills)};
+      else
+        PartErrors[I][P] = toString(Path.takeError());
+    } else {
       PartErrors[I][P] = toString(Code.takeError());
+    }
     if (--Remaining[I] != 0)
       return;
     for (const std::string &E : PartErrors[I])
@@ -884,15 +897,11 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
         return Fail(I, createStringError(inconvertibleErrorCode(), E));
     std::vector<std::string> Paths;
     std::vector<FunctionSpills> &Spills = Outputs[I].Spills;
-    for (auto [N, Code] : enumerate(PartCubins[I])) {
-      Expected<std::string> Path = Ctx.Temps.write(
-          partitionFileName(Targets[I], N, ".o.cubin"), Code.Cubin);
-      if (!Path)
-        return Fail(I, Path.takeError());
-      Paths.push_back(*Path);
-      append_range(Spills, Code.Spills);
+    for (PartFile &F : PartFiles[I]) {
+      Paths.push_back(std::move(F.Path));
+      append_range(Spills, F.Spills);
     }
-    PartCubins[I].clear();
+    PartFiles[I].clear();
     Expected<std::string> Linked = linkCubins(
         Ctx, Opts, Targets[I], Paths, lto::objectsForTarget(Inputs, Targets[I]),
         Program.Libraries, Spills);
