@@ -224,9 +224,7 @@ static std::vector<PartitionPlan> planPartitions(const Module &M, unsigned N,
     auto It = Placed.find(GV);
     if (It == Placed.end())
       continue;
-    SmallVector<unsigned, 1> &Buckets = It->second;
-    llvm::sort(Buckets);
-    for (unsigned B : Buckets) {
+    for (unsigned B : It->second) { // each plan's lists stay in module order
       PartitionPlan &P = Plans[B];
       P.Instructions += instructionCount(*GV);
       if (const auto *F = dyn_cast<Function>(GV))
