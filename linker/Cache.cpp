@@ -24,6 +24,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <deque>
+#include <optional>
 #include <vector>
 
 using namespace llvm;
@@ -139,9 +141,52 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   return toHex(ArrayRef<uint8_t>(Key), /*LowerCase=*/true);
 }
 
-static std::string serialize(const DeviceBuild &B) {
-  std::string Out;
-  Writer W(Out);
+namespace {
+
+/// A payload written as pieces: records in buffers of its own, long byte
+/// strings (cubins, PTX, the fatbin, the host object) by reference, so that
+/// storing an entry copies none of them. The bytes are ByteWriter's.
+class PieceWriter {
+public:
+  void u64(uint64_t V) { bytes().u64(V); }
+  void str(StringRef S) {
+    if (S.size() < ByReference) {
+      bytes().str(S);
+      return;
+    }
+    u64(S.size());
+    Pieces.push_back({{}, S, true});
+  }
+  /// A writer for records, valid until the next str of a long string.
+  Writer &bytes() {
+    if (Pieces.empty() || Pieces.back().IsRef) {
+      Pieces.push_back({});
+      Pieces.back().W.emplace(Pieces.back().Own);
+    }
+    return *Pieces.back().W;
+  }
+  /// The pieces, in order; they refer to this writer and the strings given.
+  std::vector<StringRef> finish() const {
+    std::vector<StringRef> Out;
+    for (const Piece &P : Pieces)
+      Out.push_back(P.IsRef ? P.Ref : StringRef(P.Own));
+    return Out;
+  }
+
+private:
+  static constexpr size_t ByReference = 64 << 10;
+  struct Piece {
+    std::string Own;
+    StringRef Ref;
+    bool IsRef = false;
+    std::optional<Writer> W; // over Own
+  };
+  std::deque<Piece> Pieces; // a deque: Own stays where it is
+};
+
+} // namespace
+
+static void serialize(const DeviceBuild &B, PieceWriter &W) {
   W.u64(B.Targets.size());
   for (auto [T, O] : zip(B.Targets, B.Outputs)) {
     W.str(T.Name);
@@ -151,9 +196,9 @@ static std::string serialize(const DeviceBuild &B) {
     W.u64(T.PtxVersion);
     W.str(O.PTX);
     W.str(O.Cubin);
-    writeSpills(W, O.Spills);
+    writeSpills(W.bytes(), O.Spills);
   }
-  packager::writeKernels(W, B.Program.Kernels);
+  packager::writeKernels(W.bytes(), B.Program.Kernels);
   for (const std::vector<std::string> *List :
        {&B.Program.Globals, &B.Program.LibdeviceFunctions,
         &B.Program.Warnings}) {
@@ -171,7 +216,6 @@ static std::string serialize(const DeviceBuild &B) {
   }
   W.str(B.Fatbin);
   W.str(B.Object);
-  return Out;
 }
 
 static std::optional<DeviceBuild> deserialize(StringRef Payload) {
@@ -343,14 +387,25 @@ std::optional<std::string> cacheLookupBlob(Context &Ctx, StringRef Dir,
 
 bool cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
                     StringRef Payload, bool Report) {
-  // The header is built and the payload written after it, not appended to
-  // it: a whole link's payload holds its cubins (103 MB of a 22,400-kernel
-  // program's), and a second copy of it would be the link's peak.
-  BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(Payload));
+  return cacheStoreBlob(Ctx, Dir, Key, ArrayRef<StringRef>(Payload), Report);
+}
+
+bool cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
+                    ArrayRef<StringRef> Payload, bool Report) {
+  // The header is built and the pieces written after it, never joined: a
+  // whole link's payload holds its cubins (103 MB of a 22,400-kernel
+  // program's), and a copy of them would be the link's peak.
+  BLAKE3 Hasher;
+  uint64_t Size = 0;
+  for (StringRef Piece : Payload) {
+    Hasher.update(Piece);
+    Size += Piece.size();
+  }
+  BLAKE3Result<32> H = Hasher.final();
   std::string Header;
   Writer W(Header);
   Header += Magic;
-  W.u64(Payload.size());
+  W.u64(Size);
   Header += toStringRef(ArrayRef<uint8_t>(H));
 
   auto Fail = [&](const Twine &Why) {
@@ -370,7 +425,9 @@ bool cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
   scope_exit Done([&] { sys::DontRemoveFileOnSignal(Temp); });
   {
     raw_fd_ostream OS(FD, /*shouldClose=*/true);
-    OS << Header << Payload;
+    OS << Header;
+    for (StringRef Piece : Payload)
+      OS << Piece;
     OS.close();
     if (OS.has_error()) {
       OS.clear_error();
@@ -403,7 +460,9 @@ std::optional<DeviceBuild> cacheLookup(Context &Ctx, StringRef Dir,
 bool cacheStore(Context &Ctx, StringRef Dir, StringRef Key,
                 const DeviceBuild &B) {
   TimeTraceScope Scope("Cache store");
-  return cacheStoreBlob(Ctx, Dir, Key, serialize(B));
+  PieceWriter W;
+  serialize(B, W);
+  return cacheStoreBlob(Ctx, Dir, Key, W.finish());
 }
 
 Error checkCachePolicy(StringRef Name, StringRef Policy) {

@@ -78,6 +78,11 @@ std::optional<std::string> cacheLookupBlob(Context &Ctx, llvm::StringRef Dir,
 /// stored. Thread-safe.
 bool cacheStoreBlob(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
                     llvm::StringRef Payload, bool Report = true);
+/// The same, for a payload given as pieces, written one after another
+/// (never joined in memory).
+bool cacheStoreBlob(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
+                    llvm::ArrayRef<llvm::StringRef> Payload,
+                    bool Report = true);
 
 /// The default cache directory of the host-link wrappers:
 /// $FATLINK_CACHE_DIR, else $XDG_CACHE_HOME/fatlink/device-links, else

@@ -11,6 +11,8 @@
 #include "unittests/TestSupport.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
 using namespace fatlink;
@@ -78,6 +80,69 @@ TEST(CacheEntry, PartitionCodeRoundTrip) {
   std::string Huge = Payload.substr(0, 8 + Code.Cubin.size());
   Huge += std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8);
   EXPECT_FALSE(decodePartitionCode(Huge));
+}
+
+} // namespace
+
+namespace {
+
+// A whole link's entry is written in pieces (its long strings by
+// reference, never joined); it reads back whole, field by field, and a
+// blob stored in pieces is the same file as one stored joined.
+TEST(CacheEntry, DeviceBuildInPiecesRoundTrip) {
+  TempDir Dir;
+  std::string Out, Err;
+  raw_string_ostream OutS(Out), ErrS(Err);
+  Context Ctx(OutS, ErrS);
+
+  DeviceBuild B;
+  lto::Target T;
+  T.Name = T.Cpu = "sm_75";
+  T.Sm = 75;
+  T.PtxVersion = 78;
+  B.Targets = {T, T};
+  B.Targets[1].Name = B.Targets[1].Cpu = "sm_90";
+  B.Targets[1].Sm = 90;
+  B.Outputs.resize(2);
+  // Long strings (over the 64 KiB written by reference) and short ones,
+  // next to each other and to the records.
+  for (size_t I = 0; I < 2; ++I) {
+    B.Outputs[I].PTX = std::string(100 << 10, char('p' + I));
+    B.Outputs[I].Cubin = std::string(I ? 10 : (300 << 10), char('c' + I));
+    B.Outputs[I].Spills = {{"k" + std::to_string(I), I, 2 * I}};
+  }
+  B.Program.Globals = {"g0", std::string(70 << 10, 'g')};
+  B.Program.Warnings = {"w"};
+  B.Fatbin = std::string(65 << 10, 'f');
+  B.Object = "obj";
+
+  ASSERT_TRUE(cacheStore(Ctx, Dir.path(), "k", B));
+  std::optional<DeviceBuild> Back = cacheLookup(Ctx, Dir.path(), "k");
+  ASSERT_TRUE(Back.has_value()) << Out;
+  ASSERT_EQ(Back->Targets.size(), 2u);
+  EXPECT_EQ(Back->Targets[1].Name, "sm_90");
+  EXPECT_EQ(Back->Targets[1].Sm, 90u);
+  for (size_t I = 0; I < 2; ++I) {
+    EXPECT_EQ(Back->Outputs[I].PTX, B.Outputs[I].PTX);
+    EXPECT_EQ(Back->Outputs[I].Cubin, B.Outputs[I].Cubin);
+    ASSERT_EQ(Back->Outputs[I].Spills.size(), 1u);
+    EXPECT_EQ(Back->Outputs[I].Spills[0].Name, "k" + std::to_string(I));
+    EXPECT_EQ(Back->Outputs[I].Spills[0].Loads, 2 * I);
+  }
+  EXPECT_EQ(Back->Program.Globals, B.Program.Globals);
+  EXPECT_EQ(Back->Program.Warnings, B.Program.Warnings);
+  EXPECT_EQ(Back->Fatbin, B.Fatbin);
+  EXPECT_EQ(Back->Object, B.Object);
+
+  std::optional<std::string> Payload = cacheLookupBlob(Ctx, Dir.path(), "k");
+  ASSERT_TRUE(Payload.has_value());
+  ASSERT_TRUE(cacheStoreBlob(Ctx, Dir.path(), "joined", *Payload));
+  auto Read = [&](StringRef Name) {
+    ErrorOr<std::unique_ptr<MemoryBuffer>> MB =
+        MemoryBuffer::getFile(Dir.file(("llvmcache-" + Name).str()));
+    return MB ? (*MB)->getBuffer().str() : std::string("(unreadable)");
+  };
+  EXPECT_EQ(Read("k"), Read("joined"));
 }
 
 } // namespace
