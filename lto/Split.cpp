@@ -123,59 +123,32 @@ struct PartitionPlan {
   size_t Instructions = 0;
 };
 
-/// Assigns M's definitions to (at most) N partitions: the connected
-/// components of the reference graph, where references through a clonable
-/// global (isClonable) do not join their users; clonable globals go, copied,
-/// to every partition that reaches them, and nowhere if none does.
-static std::vector<PartitionPlan> planPartitions(const Module &M, unsigned N,
-                                                 bool CloneLocals) {
+std::vector<GraphPartition> planGraph(const RefGraph &G, unsigned N) {
   TimeTraceScope Scope("Plan partitions");
-  std::vector<const GlobalValue *> Defined;
-  for (const GlobalValue &GV : M.global_values())
-    if (!GV.isDeclaration())
-      Defined.push_back(&GV);
-
-  // Direct references between definitions.
-  DenseMap<const GlobalValue *, std::vector<const GlobalValue *>> Refs;
-  for (const GlobalValue *GV : Defined) {
-    SmallPtrSet<const Constant *, 16> Seen;
-    std::vector<const GlobalValue *> &Out = Refs[GV];
-    auto Add = [&](const GlobalValue *Ref) {
-      if (!Ref->isDeclaration() && Ref != GV)
-        Out.push_back(Ref);
-    };
-    if (const auto *F = dyn_cast<Function>(GV)) {
-      for (const BasicBlock &BB : *F)
-        for (const Instruction &I : BB)
-          forEachReferencedGlobal(&I, Add, Seen);
-      if (F->hasPersonalityFn())
-        forEachReferencedGlobal(F, Add, Seen);
-    } else {
-      forEachReferencedGlobal(GV, Add, Seen);
-    }
-  }
-
+  size_t Count = G.Nodes.size();
   // Roots: what must exist once. Each root is joined with every root its
-  // code reaches, looking through clonable globals.
-  EquivalenceClasses<const GlobalValue *> Classes;
-  std::vector<const GlobalValue *> Roots;
-  for (const GlobalValue *GV : Defined)
-    if (!isClonable(*GV, CloneLocals)) {
-      Classes.insert(GV);
-      Roots.push_back(GV);
+  // code reaches, looking through clonable definitions.
+  EquivalenceClasses<uint32_t> Classes;
+  std::vector<uint32_t> Roots;
+  for (uint32_t I = 0; I < Count; ++I)
+    if (!G.Nodes[I].Clonable) {
+      Classes.insert(I);
+      Roots.push_back(I);
     }
-  DenseMap<const GlobalValue *, std::vector<const GlobalValue *>> Clones;
-  std::map<const Comdat *, const GlobalValue *> ComdatLeader;
-  for (const GlobalValue *Root : Roots) {
-    SmallPtrSet<const GlobalValue *, 32> Seen{Root};
-    std::vector<const GlobalValue *> Work{Root};
+  std::vector<std::vector<uint32_t>> Clones(Count);
+  std::map<unsigned, uint32_t> ComdatLeader;
+  std::vector<uint32_t> SeenBy(Count, UINT32_MAX);
+  for (uint32_t Root : Roots) {
+    SeenBy[Root] = Root;
+    std::vector<uint32_t> Work{Root};
     while (!Work.empty()) {
-      const GlobalValue *GV = Work.back();
+      uint32_t I = Work.back();
       Work.pop_back();
-      for (const GlobalValue *Ref : Refs[GV]) {
-        if (!Seen.insert(Ref).second)
+      for (uint32_t Ref : G.Nodes[I].Refs) {
+        if (SeenBy[Ref] == Root)
           continue;
-        if (isClonable(*Ref, CloneLocals)) {
+        SeenBy[Ref] = Root;
+        if (G.Nodes[Ref].Clonable) {
           Clones[Root].push_back(Ref);
           Work.push_back(Ref);
         } else {
@@ -183,7 +156,7 @@ static std::vector<PartitionPlan> planPartitions(const Module &M, unsigned N,
         }
       }
     }
-    if (const Comdat *C = Root->getComdat()) {
+    if (unsigned C = G.Nodes[Root].Comdat) {
       auto [It, New] = ComdatLeader.try_emplace(C, Root);
       if (!New)
         Classes.unionSets(Root, It->second);
@@ -194,43 +167,97 @@ static std::vector<PartitionPlan> planPartitions(const Module &M, unsigned N,
   // name): stable across edits of other units. Buckets are not capped by the
   // number of components, so a component's bucket never moves when
   // components come and go elsewhere.
-  std::map<const GlobalValue *, std::string> ComponentName;
-  for (const GlobalValue *GV : Roots) {
-    std::string &Name = ComponentName[Classes.getLeaderValue(GV)];
-    std::string Candidate =
-        (GV->hasLocalLinkage() ? "1" : "0") + GV->getName().str();
+  std::map<uint32_t, std::string> ComponentName;
+  for (uint32_t I : Roots) {
+    const RefGraph::Node &Node = G.Nodes[I];
+    std::string &Name = ComponentName[Classes.getLeaderValue(I)];
+    std::string Candidate = (Node.Local ? "1" : "0") + Node.Name;
     if (Name.empty() || Candidate < Name)
       Name = Candidate;
   }
-  std::vector<PartitionPlan> Plans(std::max(1u, N));
-  std::map<const GlobalValue *, unsigned> Bucket;
+  std::vector<GraphPartition> Plans(std::max(1u, N));
+  std::map<uint32_t, unsigned> Bucket;
   for (const auto &[Leader, Name] : ComponentName)
-    Bucket[Leader] = Plans.size() == 1 ? 0 : unsigned(xxh3_64bits(Name) % Plans.size());
+    Bucket[Leader] =
+        Plans.size() == 1 ? 0 : unsigned(xxh3_64bits(Name) % Plans.size());
   // Where each definition went (a clone, to several partitions).
-  DenseMap<const GlobalValue *, SmallVector<unsigned, 1>> Placed;
-  for (const GlobalValue *Root : Roots) {
+  std::vector<SmallVector<unsigned, 1>> Placed(Count);
+  for (uint32_t Root : Roots) {
     unsigned B = Bucket[Classes.getLeaderValue(Root)];
-    PartitionPlan &P = Plans[B];
-    auto Place = [&](const GlobalValue *GV) {
-      if (P.Members.insert(GV).second)
-        Placed[GV].push_back(B);
+    auto Place = [&](uint32_t I) {
+      if (Placed[I].empty() || Placed[I].back() != B) {
+        if (is_contained(Placed[I], B))
+          return;
+        Placed[I].push_back(B);
+      }
     };
     Place(Root);
-    for (const GlobalValue *C : Clones[Root])
+    for (uint32_t C : Clones[Root])
       Place(C);
   }
-  // Kernels and sizes in module order.
-  for (const GlobalValue *GV : Defined) {
-    auto It = Placed.find(GV);
-    if (It == Placed.end())
-      continue;
-    for (unsigned B : It->second) { // each plan's lists stay in module order
-      PartitionPlan &P = Plans[B];
-      P.Instructions += instructionCount(*GV);
-      if (const auto *F = dyn_cast<Function>(GV))
-        if (F->getCallingConv() == CallingConv::PTX_Kernel)
-          P.Kernels.push_back(F->getName().str());
+  // Members, kernels and sizes in the graph's order.
+  for (uint32_t I = 0; I < Count; ++I)
+    for (unsigned B : Placed[I]) {
+      GraphPartition &P = Plans[B];
+      P.Members.push_back(I);
+      P.Instructions += G.Nodes[I].Instructions;
+      if (G.Nodes[I].Kernel)
+        P.Kernels.push_back(G.Nodes[I].Name);
     }
+  return Plans;
+}
+
+/// Assigns M's definitions to (at most) N partitions: the connected
+/// components of the reference graph, where references through a clonable
+/// global (isClonable) do not join their users; clonable globals go, copied,
+/// to every partition that reaches them, and nowhere if none does.
+static std::vector<PartitionPlan> planPartitions(const Module &M, unsigned N,
+                                                 bool CloneLocals) {
+  std::vector<const GlobalValue *> Defined;
+  DenseMap<const GlobalValue *, uint32_t> Index;
+  for (const GlobalValue &GV : M.global_values())
+    if (!GV.isDeclaration()) {
+      Index[&GV] = uint32_t(Defined.size());
+      Defined.push_back(&GV);
+    }
+
+  RefGraph G;
+  G.Nodes.resize(Defined.size());
+  DenseMap<const Comdat *, unsigned> Comdats;
+  for (auto [I, GV] : enumerate(Defined)) {
+    RefGraph::Node &Node = G.Nodes[I];
+    Node.Name = GV->getName().str();
+    Node.Local = GV->hasLocalLinkage();
+    Node.Clonable = isClonable(*GV, CloneLocals);
+    if (const Comdat *C = GV->getComdat())
+      Node.Comdat = Comdats.try_emplace(C, Comdats.size() + 1).first->second;
+    Node.Instructions = instructionCount(*GV);
+    const auto *F = dyn_cast<Function>(GV);
+    Node.Kernel = F && F->getCallingConv() == CallingConv::PTX_Kernel;
+    // Direct references between definitions.
+    SmallPtrSet<const Constant *, 16> Seen;
+    auto Add = [&](const GlobalValue *Ref) {
+      if (!Ref->isDeclaration() && Ref != GV)
+        Node.Refs.push_back(Index.lookup(Ref));
+    };
+    if (F) {
+      for (const BasicBlock &BB : *F)
+        for (const Instruction &Inst : BB)
+          forEachReferencedGlobal(&Inst, Add, Seen);
+      if (F->hasPersonalityFn())
+        forEachReferencedGlobal(F, Add, Seen);
+    } else {
+      forEachReferencedGlobal(GV, Add, Seen);
+    }
+  }
+
+  std::vector<PartitionPlan> Plans;
+  for (GraphPartition &GP : planGraph(G, N)) {
+    PartitionPlan &P = Plans.emplace_back();
+    for (uint32_t I : GP.Members)
+      P.Members.insert(Defined[I]);
+    P.Kernels = std::move(GP.Kernels);
+    P.Instructions = GP.Instructions;
   }
   return Plans;
 }

@@ -33,6 +33,39 @@ struct ArchName {
 /// Parses "sm_NN[a|f]"; none for anything else.
 std::optional<ArchName> parseArchName(llvm::StringRef Name);
 
+/// The graph the split plans on: definitions, each with what it
+/// references. For a module, its definitions in its order; for a
+/// partitioned link (linkPartitioned), the definitions of all the inputs
+/// that prevail, in link order, as internalization will leave them.
+struct RefGraph {
+  struct Node {
+    std::string Name;
+    bool Local = false;    ///< local linkage (after internalization)
+    bool Clonable = false; ///< copied into every partition that reaches it
+    unsigned Comdat = 0;   ///< its comdat's number (from 1); 0: none
+    bool Kernel = false;
+    size_t Instructions = 0;
+    std::vector<uint32_t> Refs; ///< the other definitions it references
+  };
+  std::vector<Node> Nodes;
+};
+
+/// One partition of a RefGraph: its members in the graph's order (clonable
+/// nodes can be members of several), its kernels' names and its size.
+struct GraphPartition {
+  std::vector<uint32_t> Members;
+  std::vector<std::string> Kernels;
+  size_t Instructions = 0;
+};
+
+/// Assigns G's nodes to (at most) N partitions: the connected components of
+/// the roots (the nodes that are not clonable), joined through clonable
+/// nodes; each component goes to bucket hash(its smallest external name)
+/// mod N, and a clonable node to every partition whose roots reach it
+/// (nowhere if none does). Empty partitions stay, so that bucket numbers
+/// mean the same in every link.
+std::vector<GraphPartition> planGraph(const RefGraph &G, unsigned N);
+
 /// Splits a linked, internalized module that O3 has not run on yet into at
 /// most MaxPartitions partitions (Split.cpp): roots (kernels, globals,
 /// external functions) that reach one another share a partition; local
