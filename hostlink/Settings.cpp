@@ -61,6 +61,8 @@ constexpr KeyInfo Keys[] = {
      "where finished device links are reused; off disables"},
     {"partitions", false, "0 (one per 8 kernels)",
      "code generation partitions; 1: no split"},
+    {"partitioned-link", false, "auto (from 4 MiB of device bitcode)",
+     "link each partition from only its inputs: auto, always, never"},
     {"ptx-per-arch", true, "off", "generate each arch's PTX on its own"},
     {"warn-spills", true, "off",
      "warn about each kernel that spills registers, per target"},
@@ -226,6 +228,13 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
       C.Partitions = *N;
     else
       Fail(N.takeError());
+  }
+  if (std::optional<StringRef> V = S.get("partitioned-link")) {
+    if (Expected<lto::PartitionedLinkMode> M =
+            parsePartitionedLink(Source("partitioned-link"), *V))
+      C.Link.PartitionedLink = *M;
+    else
+      Fail(M.takeError());
   }
   C.SharePTX = !S.flag("ptx-per-arch");
   C.WarnSpills = S.flag("warn-spills");

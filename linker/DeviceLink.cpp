@@ -190,6 +190,13 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
     else
       Fail(N.takeError());
   }
+  if (const opt::Arg *A = Args.getLastArg(OPT_partitioned_link_EQ)) {
+    if (Expected<lto::PartitionedLinkMode> M =
+            parsePartitionedLink("--partitioned-link", A->getValue()))
+      C.Link.PartitionedLink = *M;
+    else
+      Fail(M.takeError());
+  }
   if (const opt::Arg *A = Args.getLastArg(OPT_split_EQ)) {
     Expected<unsigned> N = parseUnsigned("--split", A->getValue(), 256);
     if (N && *N == 0)
@@ -865,6 +872,7 @@ static lto::LinkOptions linkOptions(Context &Ctx, const Config &C,
           : "LLVM " + std::to_string(Facts.LLVMMajor);
   Link.TimeTraceGranularity = C.TimeTraceGranularity;
   Link.Partitions = partitionSetting(C);
+  Link.Verbose = [&Ctx](const std::string &Msg) { Ctx.verbose(Msg); };
   Link.NeedWholeModule =
       C.OutKind == OutputKind::Bitcode ||
       any_of(Targets, [](const lto::Target &T) { return T.IsPTX; });

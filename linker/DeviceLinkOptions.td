@@ -103,6 +103,13 @@ def partitions_EQ : Joined<["--"], "partitions=">, MetaVarName<"<N>">,
            "(and cached) on its own, then linked with nvlink (default 0: one "
            "per 8 kernels, at most 32; 1: no split)">;
 
+def partitioned_link_EQ : Joined<["--"], "partitioned-link=">,
+  MetaVarName<"<when>">, Group<grp_tools>,
+  HelpText<"With partitions: link each from only the inputs that define its "
+           "code, never holding the whole program (memory bounded by the "
+           "partition): auto (from 4 MiB of device bitcode), always, never "
+           "(cut the partitions from the whole program's linked module)">;
+
 def split_EQ : Joined<["--"], "split=">, MetaVarName<"<N>">, Group<grp_tools>,
   HelpText<"Split the optimized module given (from -o prog.bc) into exactly "
            "<N> files, <dir>/part-0.bc .. part-<N-1>.bc (-o <dir>), as "

@@ -157,6 +157,20 @@ std::string nearestName(StringRef Name, ArrayRef<StringRef> Candidates) {
   return Best.str();
 }
 
+Expected<lto::PartitionedLinkMode> parsePartitionedLink(StringRef Name,
+                                                       StringRef Value) {
+  if (Value == "auto")
+    return lto::PartitionedLinkMode::Auto;
+  if (Value == "always")
+    return lto::PartitionedLinkMode::Always;
+  if (Value == "never")
+    return lto::PartitionedLinkMode::Never;
+  return createStringError(inconvertibleErrorCode(),
+                           "invalid value for %s: '%s' (expected auto, always "
+                           "or never)",
+                           Name.str().c_str(), Value.str().c_str());
+}
+
 Expected<unsigned> parseUnsigned(StringRef Name, StringRef Value,
                                  unsigned Max) {
   unsigned N;

@@ -13,6 +13,8 @@
 #ifndef FATLINK_LINKER_OPTIONS_H
 #define FATLINK_LINKER_OPTIONS_H
 
+#include "lto/LTO.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Option/ArgList.h"
@@ -93,6 +95,11 @@ constexpr unsigned MaxSuggestEdits = 2;
 /// OptTable::findNearest.
 std::string nearestName(llvm::StringRef Name,
                         llvm::ArrayRef<llvm::StringRef> Candidates);
+
+/// Reads a --partitioned-link value (auto, always, never); Name is used in
+/// the message.
+llvm::Expected<lto::PartitionedLinkMode>
+parsePartitionedLink(llvm::StringRef Name, llvm::StringRef Value);
 
 /// Reads an unsigned option value; Name is used in the message.
 llvm::Expected<unsigned> parseUnsigned(llvm::StringRef Name,

@@ -251,6 +251,19 @@ objectsForTarget(const InputSet &Inputs, const Target &T,
 // Link and optimize
 //===----------------------------------------------------------------------===//
 
+/// How a link with partitions gets its partitions' IR (docs/lto.md,
+/// "Memory"): cut from the whole program's linked module, or linked
+/// partition by partition from the inputs, each read alone first and
+/// summarized, so that no step holds the whole program's IR.
+enum class PartitionedLinkMode {
+  Auto,   ///< by the inputs' size: from PartitionedLinkFromBytes of bitcode
+  Always, ///< wherever the link has partitions and the inputs allow it
+  Never,
+};
+
+/// Auto links in partitions from this much device bitcode in the inputs.
+inline constexpr uint64_t PartitionedLinkFromBytes = 4ull << 20;
+
 struct LinkOptions {
   unsigned OptLevel = 3; ///< 0..3
   /// The inputs are already linked and optimized (a `-o prog.bc` output of
@@ -304,6 +317,12 @@ struct LinkOptions {
   /// copied where needed); each partition runs O3 on its own, in parallel,
   /// and its result is memoized (MemoLookup) by its IR.
   unsigned Partitions = 1;
+  /// With partitions: how their IR is made. The result's bytes differ
+  /// between the two ways (names and order within a partition), not its
+  /// behaviour; both are deterministic.
+  PartitionedLinkMode PartitionedLink = PartitionedLinkMode::Auto;
+  /// Told why a link that could go in partitions went whole (-v).
+  std::function<void(const std::string &)> Verbose;
   /// With partitions: also link the optimized partitions back into one
   /// module (OptimizedModule::Bitcode), for PTX targets and -o prog.bc.
   bool NeedWholeModule = true;

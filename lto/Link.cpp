@@ -73,6 +73,7 @@
 #include "llvm/Transforms/IPO/GlobalDCE.h"
 #include "llvm/Transforms/IPO/Internalize.h"
 #include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
 
 #include <cmath>
 #include <map>
@@ -323,6 +324,81 @@ applyKernelRecords(ArrayRef<std::pair<KernelRecord, StringRef>> Records,
   return Errors.take();
 }
 
+/// What the checks across inputs need of one module, kept where the module
+/// itself is not (linkPartitioned reads each input alone, then lets it go).
+/// Types point into the link's context, which outlives the facts.
+struct ModuleFacts {
+  struct Symbol {
+    std::string Name;
+    /// refKindOf for a declaration, kindOf for a definition.
+    SymbolKind Kind = SymbolKind::Other;
+    Type *ValueType = nullptr;
+    bool Shared = false; ///< a variable in shared memory
+    bool HasSourceTypes = false;
+    /// While the module lives, the symbol; else its signature, computed
+    /// when the facts were taken.
+    const GlobalValue *GV = nullptr;
+    std::optional<Signature> Sig;
+  };
+  SourceLanguage Language = SourceLanguage::Unknown;
+  unsigned PtxVersion = 0; ///< requiredPtxVersion
+  /// External declarations and definitions (not LLVM's own), in order.
+  std::vector<Symbol> Decls, Defs;
+  /// `extern __shared__` declarations: name and alignment.
+  std::vector<std::pair<std::string, Align>> SharedDecls;
+
+  Signature signature(const Symbol &S) const {
+    return S.Sig ? *S.Sig : signatureOf(*S.GV, Language);
+  }
+};
+
+static unsigned requiredPtxVersion(const Module &M);
+
+/// Whether GV, a function or variable, has source types (debug info) that
+/// say more than its IR type.
+static bool hasSourceTypes(const GlobalValue &GV) {
+  if (isa<GlobalVariable>(GV))
+    return cast<GlobalVariable>(GV).hasMetadata(LLVMContext::MD_dbg);
+  const auto *F = dyn_cast<Function>(&GV);
+  const DISubprogram *SP = F ? F->getSubprogram() : nullptr;
+  return SP && SP->getType() && SP->getType()->getTypeArray().size() > 0;
+}
+
+/// M's facts. With \p Alone, everything is computed now (the module is
+/// about to go); otherwise the facts refer to M's globals.
+static ModuleFacts factsOf(const Module &M, bool Alone) {
+  ModuleFacts F;
+  F.Language = moduleLanguage(M);
+  F.PtxVersion = requiredPtxVersion(M);
+  for (const GlobalValue &GV : M.global_values()) {
+    if (GV.hasLocalLinkage() || !GV.hasName() || isLLVMReserved(GV))
+      continue;
+    bool Decl = GV.isDeclarationForLinker();
+    if (const auto *V = dyn_cast<GlobalVariable>(&GV);
+        V && V->isDeclaration() &&
+        V->getAddressSpace() == NVPTXAS::ADDRESS_SPACE_SHARED)
+      F.SharedDecls.push_back({V->getName().str(), V->getAlign().valueOrOne()});
+    SymbolKind Kind = Decl ? refKindOf(GV) : kindOf(GV);
+    if (!Decl && Kind == SymbolKind::Other)
+      continue;
+    ModuleFacts::Symbol S;
+    S.Name = GV.getName().str();
+    S.Kind = Kind;
+    S.ValueType = GV.getValueType();
+    S.Shared = isa<GlobalVariable>(GV) &&
+               GV.getAddressSpace() == NVPTXAS::ADDRESS_SPACE_SHARED;
+    S.HasSourceTypes = Kind != SymbolKind::Other && hasSourceTypes(GV);
+    if (Alone) {
+      if (Kind != SymbolKind::Other)
+        S.Sig = signatureOf(GV, F.Language);
+    } else {
+      S.GV = &GV;
+    }
+    (Decl ? F.Decls : F.Defs).push_back(std::move(S));
+  }
+  return F;
+}
+
 /// Every declaration of a function or variable must agree with the
 /// definition it resolves to, in the ways that change the code the call or
 /// access compiles to: parameter count, integer or float, width, pointer or
@@ -330,74 +406,55 @@ applyKernelRecords(ArrayRef<std::pair<KernelRecord, StringRef>> Records,
 /// side says (debug info, a C++ mangled name), the sign of an integer and a
 /// pointer's pointee. Otherwise a Rust `fn(f32) -> f32` calling a CUDA
 /// `float f(double)` links without a word and computes garbage. Runs once
-/// per link, on the modules as parsed, before anything is linked; symbols
-/// in \p Allowed are not checked (docs/abi.md).
-static Error checkSignatures(ArrayRef<std::unique_ptr<Module>> Modules,
+/// per link, on the modules' facts as parsed, before anything is linked;
+/// symbols in \p Allowed are not checked (docs/abi.md).
+static Error checkSignatures(ArrayRef<ModuleFacts> Facts,
                              ArrayRef<StringRef> Origins,
                              const SymbolTable &Symtab,
                              ArrayRef<std::string> Allowed,
                              unsigned ErrorLimit) {
   TimeTraceScope Scope("Check signatures");
   struct Def {
-    const GlobalValue *GV;
+    const ModuleFacts::Symbol *S;
     size_t Module;
   };
   StringMap<Def> Defs;
-  for (auto [I, M] : enumerate(Modules))
-    for (const GlobalValue &GV : M->global_values())
-      if (!GV.hasLocalLinkage() && GV.hasName() && !isLLVMReserved(GV) &&
-          !GV.isDeclarationForLinker() && kindOf(GV) != SymbolKind::Other)
-        Defs.try_emplace(GV.getName(), Def{&GV, I});
+  for (auto [I, F] : enumerate(Facts))
+    for (const ModuleFacts::Symbol &S : F.Defs)
+      Defs.try_emplace(S.Name, Def{&S, I});
   StringSet<> Allow;
   for (const std::string &Name : Allowed)
     Allow.insert(Name);
 
-  std::vector<SourceLanguage> Langs;
-  for (const std::unique_ptr<Module> &M : Modules)
-    Langs.push_back(moduleLanguage(*M));
-  auto HasSourceTypes = [](const GlobalValue &GV) {
-    if (isa<GlobalVariable>(GV))
-      return cast<GlobalVariable>(GV).hasMetadata(LLVMContext::MD_dbg);
-    const auto *F = dyn_cast<Function>(&GV);
-    const DISubprogram *SP = F ? F->getSubprogram() : nullptr;
-    return SP && SP->getType() && SP->getType()->getTypeArray().size() > 0;
-  };
-
   ErrorList Errors(ErrorLimit);
-  for (auto [I, M] : enumerate(Modules))
-    for (const GlobalValue &GV : M->global_values()) {
-      if (GV.hasLocalLinkage() || !GV.hasName() || isLLVMReserved(GV) ||
-          !GV.isDeclarationForLinker())
+  for (auto [I, F] : enumerate(Facts))
+    for (const ModuleFacts::Symbol &U : F.Decls) {
+      auto It = Defs.find(U.Name);
+      if (It == Defs.end() || Allow.contains(U.Name))
         continue;
-      auto It = Defs.find(GV.getName());
-      if (It == Defs.end() || Allow.contains(GV.getName()))
-        continue;
-      const GlobalValue &D = *It->second.GV;
+      const ModuleFacts::Symbol &D = *It->second.S;
+      const ModuleFacts &DefFacts = Facts[It->second.Module];
       // A mismatch of kinds is checkKinds'; a kernel's uncalled plain
       // declaration (clang's, for host launches) claims nothing.
-      SymbolKind UseKind = refKindOf(GV);
-      if (UseKind != kindOf(D))
+      if (U.Kind != D.Kind)
         continue;
-      if (UseKind == SymbolKind::Variable &&
-          (GV.getAddressSpace() == NVPTXAS::ADDRESS_SPACE_SHARED ||
-           D.getAddressSpace() == NVPTXAS::ADDRESS_SPACE_SHARED))
+      if (U.Kind == SymbolKind::Variable && (U.Shared || D.Shared))
         continue; // unifySharedDeclarations' business
       // A kernel's record (applyKernelRecords) describes it best.
       const Signature *Recorded = nullptr;
-      if (UseKind == SymbolKind::Kernel) {
-        auto S = Symtab.Symbols.find(D.getName().str());
+      if (U.Kind == SymbolKind::Kernel) {
+        auto S = Symtab.Symbols.find(D.Name);
         if (S != Symtab.Symbols.end() && !S->second.RecordOrigin.empty())
           Recorded = &*S->second.KernelSig;
       }
       // The common case costs one comparison: equal IR types (uniqued in
       // the one LLVMContext) agree unless source types on a side (debug
       // info, a kernel's record) can say more than the IR.
-      if (GV.getValueType() == D.getValueType() && !HasSourceTypes(GV) &&
-          !HasSourceTypes(D) && !Recorded)
+      if (U.ValueType == D.ValueType && !U.HasSourceTypes &&
+          !D.HasSourceTypes && !Recorded)
         continue;
-      Signature Use = signatureOf(GV, Langs[I]);
-      Signature DefSig =
-          Recorded ? *Recorded : signatureOf(D, Langs[It->second.Module]);
+      Signature Use = F.signature(U);
+      Signature DefSig = Recorded ? *Recorded : DefFacts.signature(D);
       std::string Why = findMismatch(Use, DefSig);
       if (Why.empty())
         continue;
@@ -405,7 +462,7 @@ static Error checkSignatures(ArrayRef<std::unique_ptr<Module>> Modules,
         StringRef Name = languageName(L);
         return Name.empty() ? Origin.str() : (Origin + " (" + Name + ")").str();
       };
-      StringRef Link = GV.getName();
+      StringRef Link = U.Name;
       Errors.add(createStringError(
           "ABI mismatch for %s: %s\n>>> declared as %s by %s\n>>> defined as "
           "%s in %s\n>>> to link anyway: --allow-abi-mismatch=%s (fatlink "
@@ -524,12 +581,12 @@ static Error checkUndefined(const Module &M, const SymbolTable &Symtab,
 }
 
 /// What relocatable code references must be defined by other relocatable
-/// code, a device library or the linked bitcode (\p M, internalized
-/// already, so what it still defines is visible; null when the program has
-/// no bitcode), or nvlink would fail
-/// later with less to say. The device runtime's symbols are
+/// code, a device library or the linked bitcode (\p DefinedByBitcode, after
+/// internalization, which keeps what relocatable code references), or
+/// nvlink would fail later with less to say. The device runtime's symbols are
 /// LibraryResolver::resolveObjects' to report.
-static Error checkObjectsUndefined(const Module *M, const InputSet &Inputs,
+static Error checkObjectsUndefined(function_ref<bool(StringRef)> DefinedByBitcode,
+                                   const InputSet &Inputs,
                                    const StringSet<> &ProvidedByObjects,
                                    LibraryResolver &Libs, unsigned ErrorLimit) {
   ErrorList Errors(ErrorLimit);
@@ -539,8 +596,7 @@ static Error checkObjectsUndefined(const Module *M, const InputSet &Inputs,
     if (!Units.insert(O.Source).second)
       continue;
     for (const std::string &Name : O.Undefined) {
-      const GlobalValue *GV = M ? M->getNamedValue(Name) : nullptr;
-      if ((GV && !GV->isDeclarationForLinker()) ||
+      if (DefinedByBitcode(Name) ||
           ProvidedByObjects.contains(Name) || isDeviceRuntimeSymbol(Name) ||
           isProvidedByPTX(Name))
         continue;
@@ -672,23 +728,24 @@ static Error optimize(Module &M, const Target &T, unsigned OptLevel) {
 /// a[];` in another) are one symbol, as in the NVPTX backend and nvcc: one
 /// `.extern .shared` with the largest alignment any input asks for. The IR
 /// linker keeps the first declaration's alignment, so every declaration
-/// gets the largest before the link.
-static void unifySharedDeclarations(ArrayRef<std::unique_ptr<Module>> Modules) {
+/// gets the largest (sharedAlignments, from every input's facts) before
+/// the link.
+static StringMap<Align> sharedAlignments(ArrayRef<ModuleFacts> Facts) {
   StringMap<Align> Largest;
-  auto Shared = [](const GlobalVariable &V) {
-    return V.isDeclaration() && !V.hasLocalLinkage() &&
-           V.getAddressSpace() == NVPTXAS::ADDRESS_SPACE_SHARED;
-  };
-  for (const std::unique_ptr<Module> &M : Modules)
-    for (const GlobalVariable &V : M->globals())
-      if (Shared(V)) {
-        Align &A = Largest.try_emplace(V.getName(), Align(1)).first->second;
-        A = std::max(A, V.getAlign().valueOrOne());
-      }
-  for (const std::unique_ptr<Module> &M : Modules)
-    for (GlobalVariable &V : M->globals())
-      if (Shared(V))
-        V.setAlignment(Largest.lookup(V.getName()));
+  for (const ModuleFacts &F : Facts)
+    for (const auto &[Name, A] : F.SharedDecls) {
+      Align &L = Largest.try_emplace(Name, Align(1)).first->second;
+      L = std::max(L, A);
+    }
+  return Largest;
+}
+
+static void unifySharedDeclarations(Module &M, const StringMap<Align> &Largest) {
+  for (GlobalVariable &V : M.globals())
+    if (V.isDeclaration() && !V.hasLocalLinkage() &&
+        V.getAddressSpace() == NVPTXAS::ADDRESS_SPACE_SHARED)
+      if (auto It = Largest.find(V.getName()); It != Largest.end())
+        V.setAlignment(It->second);
 }
 
 /// The newest PTX ISA (x10) a module was compiled for: the largest `+ptxNN`
@@ -716,6 +773,8 @@ static unsigned requiredPtxVersion(const Module &M) {
 
 namespace {
 
+struct GroupFacts;
+
 /// One link: the images chosen for a set of targets.
 struct LinkGroup {
   std::vector<size_t> Images;  // indices into InputSet::Images
@@ -742,8 +801,8 @@ private:
                                           const DeviceImage &Image);
   Error checkCompiledFor(const Module &M, const DeviceImage &Image,
                          const LinkGroup &G);
-  Error choosePtxVersions(ArrayRef<std::unique_ptr<Module>> Modules,
-                          const LinkGroup &G, LinkedProgram &Out);
+  Error choosePtxVersions(ArrayRef<ModuleFacts> Facts, const LinkGroup &G,
+                          LinkedProgram &Out);
   void noteUse(const Module &M, const DeviceImage &Image, size_t ImageIndex,
                const LinkGroup &G, LinkedProgram &Out);
 
@@ -756,6 +815,27 @@ private:
   Expected<bool> optimizePartitions(std::unique_ptr<Module> &M,
                                     const Target &Rep, unsigned Parts,
                                     OptimizedModule &OM);
+  Error optimizeSplit(std::vector<CodegenPartition> Split, const Target &Rep,
+                      bool ForTarget, OptimizedModule &OM);
+
+  /// Parses G's images into Ctx, checks each and all together (symbols,
+  /// kinds, records, signatures, PTX versions), filling F; the modules go
+  /// to Keep, or with none (a partitioned link) are summarized and freed.
+  Error readGroup(const LinkGroup &G, LLVMContext &Ctx, GroupFacts &F,
+                  LinkedProgram &Out, std::vector<std::unique_ptr<Module>> *Keep);
+  /// Whether the images may be linked in partitions (LinkOptions::PartitionedLink).
+  bool mayLinkInPartitions() const;
+  /// Links G partition by partition from the images' summaries (F), never
+  /// holding the whole program: each partition is linked from the images
+  /// that define its members, checked, and optimized. False, having done
+  /// nothing, where the plan has one partition or an image holds what the
+  /// summaries do not model: then the whole link runs.
+  Expected<bool> linkPartitioned(const LinkGroup &G, GroupFacts &F,
+                                 LinkedProgram &Out, bool First);
+  Error keepOnly(Module &M, const std::vector<bool> &Keep, const ImageGraph &G,
+                 std::vector<std::pair<std::string, GlobalValue::LinkageTypes>>
+                     &LinkOnce);
+  const Target &representative(ArrayRef<size_t> TIs) const;
 
   /// The arches each translation unit (DeviceImage::Source) was compiled
   /// for, by sm; filled once, on noteUse's first call.
@@ -1111,12 +1191,12 @@ Error DeviceLinker::checkCompiledFor(const Module &M, const DeviceImage &Image,
 /// that needs more than ptxas accepts is an error now, naming it, rather
 /// than a ptxas failure after all the optimization work. With
 /// --ptx-version the user's choice stands.
-Error DeviceLinker::choosePtxVersions(ArrayRef<std::unique_ptr<Module>> Modules,
+Error DeviceLinker::choosePtxVersions(ArrayRef<ModuleFacts> Facts,
                                       const LinkGroup &G, LinkedProgram &Out) {
   unsigned Required = 0;
   size_t By = 0;
-  for (size_t I = 0; I < Modules.size(); ++I)
-    if (unsigned V = requiredPtxVersion(*Modules[I]); V > Required) {
+  for (size_t I = 0; I < Facts.size(); ++I)
+    if (unsigned V = Facts[I].PtxVersion; V > Required) {
       Required = V;
       By = I;
     }
@@ -1467,17 +1547,23 @@ static void collectInterface(const Module &M, LinkedProgram &Out,
       Out.Globals.push_back(V.getName().str());
 }
 
-Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
-                              bool First) {
-  auto CtxOwner = std::make_unique<LLVMContext>();
-  LLVMContext &Ctx = *CtxOwner;
-  Diags.install(Ctx);
-
-  // Parse every image, recording who defines and uses what.
-  std::vector<std::unique_ptr<Module>> Modules;
-  std::vector<StringRef> Origins; // of Modules, in order
+namespace {
+/// What linkGroup learns of its images before it links them.
+struct GroupFacts {
   SymbolTable Symtab;
+  std::vector<StringRef> Origins;  ///< of the images, in G's order
+  std::vector<ModuleFacts> Facts;  ///< the same
+  std::vector<ImageGraph> Graphs;  ///< the same, for a partitioned link
   std::vector<std::pair<KernelRecord, StringRef>> Records;
+  StringMap<Align> SharedAlignments;
+  /// What the relocatable code (nvcc's cubins) defines.
+  StringSet<> ProvidedByObjects;
+};
+} // namespace
+
+Error DeviceLinker::readGroup(const LinkGroup &G, LLVMContext &Ctx,
+                              GroupFacts &F, LinkedProgram &Out,
+                              std::vector<std::unique_ptr<Module>> *Keep) {
   ErrorList Errors(Opts.ErrorLimit);
   {
     TimeTraceScope Scope("Parse bitcode");
@@ -1494,22 +1580,23 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
       if (Expected<std::vector<KernelRecord>> RsOrErr =
               takeKernelRecords(**MOrErr)) {
         for (KernelRecord &R : *RsOrErr)
-          Records.emplace_back(std::move(R), Image.Origin);
+          F.Records.emplace_back(std::move(R), Image.Origin);
       } else {
         Errors.add(createStringError("%s: %s", Image.Origin.c_str(),
                                      toString(RsOrErr.takeError()).c_str()));
       }
       noteUse(**MOrErr, Image, I, G, Out);
-      Symtab.add(**MOrErr, Image.Origin);
-      Origins.push_back(Image.Origin);
-      Modules.push_back(std::move(*MOrErr));
+      F.Symtab.add(**MOrErr, Image.Origin);
+      F.Origins.push_back(Image.Origin);
+      F.Facts.push_back(factsOf(**MOrErr, /*Alone=*/!Keep));
+      if (Keep)
+        Keep->push_back(std::move(*MOrErr));
+      else
+        F.Graphs.push_back(imageGraphOf(**MOrErr));
     }
   }
-  if (Error E = Errors.take()) {
-    Modules.clear();
-    keepForever(std::move(CtxOwner));
+  if (Error E = Errors.take())
     return E;
-  }
   // Relocatable code's definitions (one object per unit: every arch's
   // defines the same), so that one in both it and the bitcode is reported
   // here, naming both, rather than by nvlink.
@@ -1517,22 +1604,107 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   for (const DeviceObject &O : Inputs.Objects)
     if (ObjectUnits.insert(O.Source).second)
       for (const std::string &Name : O.Defined) {
-        SymbolTable::Entry &E = Symtab.Symbols[Name];
+        SymbolTable::Entry &E = F.Symtab.Symbols[Name];
         (is_contained(O.Weak, Name) ? E.WeakDefs : E.StrongDefs)
             .push_back(O.Container);
       }
-  if (Error E = checkDuplicates(Symtab, Opts.ErrorLimit))
+  for (const DeviceObject &O : Inputs.Objects)
+    for (const std::string &Name : O.Defined)
+      F.ProvidedByObjects.insert(Name);
+  if (Error E = checkDuplicates(F.Symtab, Opts.ErrorLimit))
     return E;
-  if (Error E = checkKinds(Symtab, Opts.ErrorLimit))
+  if (Error E = checkKinds(F.Symtab, Opts.ErrorLimit))
     return E;
-  if (Error E = applyKernelRecords(Records, Symtab, Opts.ErrorLimit))
+  if (Error E = applyKernelRecords(F.Records, F.Symtab, Opts.ErrorLimit))
     return E;
-  if (Error E = checkSignatures(Modules, Origins, Symtab, Opts.AllowAbiMismatch,
-                                Opts.ErrorLimit))
+  if (Error E = checkSignatures(F.Facts, F.Origins, F.Symtab,
+                                Opts.AllowAbiMismatch, Opts.ErrorLimit))
     return E;
-  if (Error E = choosePtxVersions(Modules, G, Out))
+  if (Error E = choosePtxVersions(F.Facts, G, Out))
     return E;
-  unifySharedDeclarations(Modules);
+  F.SharedAlignments = sharedAlignments(F.Facts);
+  return Error::success();
+}
+
+/// The answers to `__nvvm_reflect` that are the same for every target.
+static std::optional<int> commonReflectAnswer(const LinkOptions &Opts,
+                                              StringRef Key) {
+  if (Key == "__CUDA_FTZ")
+    return Opts.FlushDenormals;
+  if (Key == "__CUDA_PREC_SQRT")
+    return Opts.PreciseSqrt;
+  if (Key == "__CUDA_PREC_DIV")
+    return Opts.PreciseDiv;
+  if (Key == "__CUDA_ARCH")
+    return std::nullopt;
+  return 0; // unknown keys read as 0, as in NVVMReflect
+}
+
+/// G's targets in subgroups of equal signatures (what the program observes
+/// of __CUDA_ARCH), ordered by their first target.
+static std::vector<std::vector<size_t>>
+subgroupsBySignature(ArrayRef<size_t> TargetIndices,
+                     const std::map<size_t, std::vector<int>> &Signatures) {
+  std::map<std::vector<int>, std::vector<size_t>> BySignature;
+  for (size_t TI : TargetIndices)
+    BySignature[Signatures.at(TI)].push_back(TI);
+  std::vector<std::vector<size_t>> Subgroups;
+  for (auto &[Sig, TIs] : BySignature)
+    Subgroups.push_back(TIs);
+  llvm::sort(Subgroups, [](const std::vector<size_t> &A,
+                           const std::vector<size_t> &B) {
+    return A.front() < B.front();
+  });
+  return Subgroups;
+}
+
+bool DeviceLinker::mayLinkInPartitions() const {
+  if (Opts.PartitionedLink == PartitionedLinkMode::Never || Opts.CodegenOnly ||
+      Opts.Partitions == 1 || !Opts.SaveTempsPrefix.empty() ||
+      hasLtoIr(Inputs))
+    return false;
+  if (Opts.PartitionedLink == PartitionedLinkMode::Always)
+    return true;
+  uint64_t Bytes = 0;
+  for (const DeviceImage &Image : Inputs.Images)
+    Bytes += Image.Bitcode.getBufferSize();
+  return Bytes >= PartitionedLinkFromBytes;
+}
+
+Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
+                              bool First) {
+  auto CtxOwner = std::make_unique<LLVMContext>();
+  LLVMContext &Ctx = *CtxOwner;
+  Diags.install(Ctx);
+
+  // Parse every image, recording who defines and uses what. A partitioned
+  // link keeps only each image's facts and summary.
+  bool InPartitions = mayLinkInPartitions();
+  size_t WarningsBefore = Out.Warnings.size();
+  std::vector<std::unique_ptr<Module>> Modules;
+  GroupFacts F;
+  if (Error E = readGroup(G, Ctx, F, Out, InPartitions ? nullptr : &Modules)) {
+    Modules.clear();
+    keepForever(std::move(CtxOwner));
+    return E;
+  }
+  if (InPartitions) {
+    Expected<bool> Done = linkPartitioned(G, F, Out, First);
+    if (!Done || *Done)
+      return Done.takeError();
+    // One partition (or an input the summaries do not model): the whole
+    // link, from the images parsed again.
+    F = GroupFacts();
+    Out.Warnings.resize(WarningsBefore);
+    for (size_t I : G.Images)
+      Uses.erase(I); // noteUse notes them again
+
+    if (Error E = readGroup(G, Ctx, F, Out, &Modules))
+      return E;
+  }
+  SymbolTable &Symtab = F.Symtab;
+  for (std::unique_ptr<Module> &M : Modules)
+    unifySharedDeclarations(*M, F.SharedAlignments);
 
   // From here on the set of device modules is fixed: link them.
   Expected<std::unique_ptr<Module>> Linked = linkInOrder(Modules, G, Out);
@@ -1544,10 +1716,7 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
     return E;
 
   internalize(*Composite);
-  StringSet<> ProvidedByObjects;
-  for (const DeviceObject &O : Inputs.Objects)
-    for (const std::string &Name : O.Defined)
-      ProvidedByObjects.insert(Name);
+  StringSet<> &ProvidedByObjects = F.ProvidedByObjects;
   if (Error E = Libraries.resolve(*Composite, ProvidedByObjects,
                                   isProvidedByPTX, Out))
     return E;
@@ -1556,9 +1725,12 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
                                  Libraries, Opts.ErrorLimit))
       return E;
   if (First && !hasLtoIr(Inputs))
-    if (Error E =
-            checkObjectsUndefined(Composite.get(), Inputs, ProvidedByObjects,
-                                  Libraries, Opts.ErrorLimit))
+    if (Error E = checkObjectsUndefined(
+            [&](StringRef Name) {
+              const GlobalValue *GV = Composite->getNamedValue(Name);
+              return GV && !GV->isDeclarationForLinker();
+            },
+            Inputs, ProvidedByObjects, Libraries, Opts.ErrorLimit))
       return E;
   resolveWeakReferences(*Composite, ProvidedByObjects);
   if (Error E = checkPTXNames(*Composite, Symtab, Opts.ErrorLimit))
@@ -1568,36 +1740,20 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
 
   // Fold what does not depend on the target, then split the group by what
   // the program can observe of __CUDA_ARCH.
-  foldReflect(*Composite, [&](StringRef Key) -> std::optional<int> {
-    if (Key == "__CUDA_FTZ")
-      return Opts.FlushDenormals;
-    if (Key == "__CUDA_PREC_SQRT")
-      return Opts.PreciseSqrt;
-    if (Key == "__CUDA_PREC_DIV")
-      return Opts.PreciseDiv;
-    if (Key == "__CUDA_ARCH")
-      return std::nullopt;
-    return 0; // unknown keys read as 0, as in NVVMReflect
-  });
-  std::map<std::vector<int>, std::vector<size_t>> BySignature;
+  foldReflect(*Composite,
+              [&](StringRef Key) { return commonReflectAnswer(Opts, Key); });
+  std::map<size_t, std::vector<int>> Signatures;
   for (size_t TI : G.Targets)
-    BySignature[archSignature(*Composite, Targets[TI])].push_back(TI);
-  std::vector<std::vector<size_t>> Subgroups;
-  for (auto &[Sig, TIs] : BySignature)
-    Subgroups.push_back(TIs);
-  llvm::sort(Subgroups, [](const std::vector<size_t> &A,
-                           const std::vector<size_t> &B) {
-    return A.front() < B.front();
-  });
+    Signatures[TI] = archSignature(*Composite, Targets[TI]);
+  std::vector<std::vector<size_t>> Subgroups =
+      subgroupsBySignature(G.Targets, Signatures);
 
   for (auto [SI, TIs] : enumerate(Subgroups)) {
     // The last subgroup takes the module itself; the others a copy.
     std::unique_ptr<Module> M = SI + 1 == Subgroups.size()
                                     ? std::move(Composite)
                                     : CloneModule(*Composite);
-    // The representative: the oldest target of the subgroup.
-    const Target &Rep = Targets[*llvm::min_element(
-        TIs, [&](size_t A, size_t B) { return Targets[A].Sm < Targets[B].Sm; })];
+    const Target &Rep = representative(TIs);
     foldReflect(*M, [&](StringRef Key) -> std::optional<int> {
       if (Key == "__CUDA_ARCH")
         return archReflectValue(Rep);
@@ -1642,6 +1798,235 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   return Error::success();
 }
 
+/// The oldest target of TIs, whose __CUDA_ARCH the subgroup's module is
+/// folded for.
+const Target &DeviceLinker::representative(ArrayRef<size_t> TIs) const {
+  return Targets[*llvm::min_element(
+      TIs, [&](size_t A, size_t B) { return Targets[A].Sm < Targets[B].Sm; })];
+}
+
+/// Every message of E, each once, in order, into Seen and Out.
+static void gatherMessages(Error E, StringSet<> &Seen,
+                           std::vector<std::string> &Out) {
+  handleAllErrors(std::move(E), [&](const ErrorInfoBase &EI) {
+    std::string Msg = EI.message();
+    if (Seen.insert(Msg).second)
+      Out.push_back(std::move(Msg));
+  });
+}
+
+Expected<bool> DeviceLinker::linkPartitioned(const LinkGroup &G,
+                                             GroupFacts &F, LinkedProgram &Out,
+                                             bool First) {
+  for (auto [I, Graph] : enumerate(F.Graphs))
+    if (!Graph.Unsupported.empty()) {
+      if (Opts.Verbose)
+        Opts.Verbose((F.Origins[I] + ": " + Graph.Unsupported +
+                      ": linked whole, not in partitions")
+                         .str());
+      return false;
+    }
+  // What internalization keeps besides kernels, host-visible variables and
+  // the used lists (internalize()).
+  StringSet<> Exports;
+  for (const std::string &Name : Opts.ExportSymbols)
+    Exports.insert(Name);
+  for (const DeviceObject &O : Inputs.Objects)
+    for (const std::string &Name : O.Undefined)
+      Exports.insert(Name);
+  ProgramGraph P = programGraph(F.Graphs, Exports);
+  unsigned Parts = Opts.Partitions ? Opts.Partitions
+                                   : defaultPartitions(P.Kernels);
+  std::vector<GraphPartition> Plans = planGraph(P.Graph, Parts);
+  if (count_if(Plans, [](const GraphPartition &GP) {
+        return !GP.Members.empty();
+      }) < 2)
+    return false;
+
+  // Each partition: linked from the images that define its members, each
+  // read lazily with everything else it defines declared, then
+  // internalized and checked as the whole program would be.
+  std::vector<CodegenPartition> Split;
+  std::map<size_t, std::vector<int>> Signatures;
+  StringSet<> Seen;
+  std::vector<std::string> Problems;
+  StringSet<> LibdeviceSeen;
+  std::vector<std::string> Libdevice;
+  for (auto [PI, Plan] : enumerate(Plans)) {
+    if (Plan.Members.empty())
+      continue;
+    TimeTraceScope Scope("Link partition", Twine(PI).str());
+    std::map<uint32_t, std::vector<bool>> Kept; // by image
+    for (uint32_t N : Plan.Members) {
+      auto [I, J] = P.Where[N];
+      std::vector<bool> &K = Kept[I];
+      K.resize(F.Graphs[I].Globals.size());
+      K[J] = true;
+    }
+    LLVMContext Ctx;
+    Diags.install(Ctx);
+    auto Part = std::make_unique<Module>("partition", Ctx);
+    std::vector<std::pair<std::string, GlobalValue::LinkageTypes>> LinkOnce;
+    {
+      Linker L(*Part);
+      for (auto &[I, K] : Kept) {
+        const DeviceImage &Image = Inputs.Images[G.Images[I]];
+        Expected<std::unique_ptr<Module>> MOrErr =
+            getLazyBitcodeModule(Image.Bitcode, Ctx);
+        if (!MOrErr)
+          return createStringError("%s: %s", Image.Origin.c_str(),
+                                   toString(MOrErr.takeError()).c_str());
+        Module &M = **MOrErr;
+        if (Expected<std::vector<KernelRecord>> Rs = takeKernelRecords(M); !Rs)
+          return Rs.takeError(); // read once already
+        unifySharedDeclarations(M, F.SharedAlignments);
+        if (Error E = keepOnly(M, K, F.Graphs[I], LinkOnce))
+          return createStringError("%s: %s", Image.Origin.c_str(),
+                                   toString(std::move(E)).c_str());
+        if (L.linkInModule(std::move(*MOrErr)))
+          return Diags.takeError("cannot link " + Image.Origin);
+      }
+      for (const auto &[Name, Linkage] : LinkOnce)
+        if (GlobalValue *GV = Part->getNamedValue(Name);
+            GV && !GV->isDeclaration())
+          GV->setLinkage(Linkage);
+      if (Error E = linkLibdevice(*Part, L, Out))
+        return std::move(E);
+    }
+    internalize(*Part);
+    if (Error E = Libraries.resolve(*Part, F.ProvidedByObjects,
+                                    isProvidedByPTX, Out))
+      return std::move(E);
+    gatherMessages(checkUndefined(*Part, F.Symtab, F.ProvidedByObjects,
+                                  Libraries, /*ErrorLimit=*/0),
+                   Seen, Problems);
+    resolveWeakReferences(*Part, F.ProvidedByObjects);
+    gatherMessages(checkPTXNames(*Part, F.Symtab, /*ErrorLimit=*/0), Seen,
+                   Problems);
+    if (First)
+      collectInterface(*Part, Out, &F.Symtab);
+    foldReflect(*Part,
+                [&](StringRef Key) { return commonReflectAnswer(Opts, Key); });
+    for (size_t TI : G.Targets)
+      append_range(Signatures[TI], archSignature(*Part, Targets[TI]));
+    CodegenPartition CP;
+    {
+      TimeTraceScope Scope("Write partition");
+      raw_string_ostream OS(CP.Bitcode);
+      WriteBitcodeToFile(*Part, OS);
+    }
+    CP.Kernels = std::move(Plan.Kernels);
+    CP.Instructions = Plan.Instructions;
+    Split.push_back(std::move(CP));
+    // libdevice's functions, once each, in the order first linked.
+    for (std::string &Name : Out.LibdeviceFunctions)
+      if (LibdeviceSeen.insert(Name).second)
+        Libdevice.push_back(std::move(Name));
+    Out.LibdeviceFunctions.clear();
+    Part.reset();
+    releaseFreedMemory();
+  }
+  Out.LibdeviceFunctions = std::move(Libdevice);
+  if (First && !hasLtoIr(Inputs))
+    gatherMessages(checkObjectsUndefined(
+                       [&](StringRef Name) {
+                         auto It = F.Symtab.Symbols.find(Name.str());
+                         return It != F.Symtab.Symbols.end() &&
+                                !It->second.DefOrigin.empty();
+                       },
+                       Inputs, F.ProvidedByObjects, Libraries,
+                       /*ErrorLimit=*/0),
+                   Seen, Problems);
+  if (!Problems.empty()) {
+    ErrorList Errors(Opts.ErrorLimit);
+    for (const std::string &Msg : Problems)
+      Errors.add(createStringError(Msg));
+    return Errors.take();
+  }
+
+  if (Opts.Verbose)
+    Opts.Verbose("link: " + std::to_string(Split.size()) +
+                 " partitions, each linked from its inputs alone");
+
+  // The targets' subgroups, each optimizing every partition for its
+  // representative's __CUDA_ARCH.
+  std::vector<std::vector<size_t>> Subgroups =
+      subgroupsBySignature(G.Targets, Signatures);
+  for (auto [SI, TIs] : enumerate(Subgroups)) {
+    OptimizedModule OM;
+    OM.TargetIndices = TIs;
+    std::vector<CodegenPartition> Mine;
+    if (SI + 1 == Subgroups.size())
+      Mine = std::move(Split);
+    else
+      Mine = Split;
+    if (Error E = optimizeSplit(std::move(Mine), representative(TIs),
+                                /*ForTarget=*/true, OM))
+      return std::move(E);
+    Out.Modules.push_back(std::move(OM));
+  }
+  return true;
+}
+
+/// Turns every definition of M (lazily read; its summary G) not in \p Keep
+/// into a declaration, its body never read, and drops the used lists' and
+/// `nvvm.annotations`' entries for them.
+Error DeviceLinker::keepOnly(
+    Module &M, const std::vector<bool> &Keep, const ImageGraph &G,
+    std::vector<std::pair<std::string, GlobalValue::LinkageTypes>> &LinkOnce) {
+  std::vector<GlobalValue *> Globals;
+  for (GlobalValue &GV : M.global_values())
+    Globals.push_back(&GV);
+  if (Globals.size() != G.Globals.size())
+    return createStringError("the input changed while it was linked");
+  DenseSet<const GlobalValue *> Drop;
+  for (auto [J, GV] : enumerate(Globals))
+    if (G.Globals[J].Definition && !G.Globals[J].Reserved &&
+        !(J < Keep.size() && Keep[J]))
+      Drop.insert(GV);
+  removeFromUsedLists(M, [&](Constant *C) {
+    return Drop.contains(dyn_cast<GlobalValue>(C->stripPointerCasts()));
+  });
+  if (NamedMDNode *Annotations = M.getNamedMetadata("nvvm.annotations")) {
+    std::vector<MDNode *> Stay;
+    for (MDNode *N : Annotations->operands()) {
+      const auto *VM = N->getNumOperands()
+                           ? dyn_cast_or_null<ValueAsMetadata>(N->getOperand(0))
+                           : nullptr;
+      if (!VM || !Drop.contains(dyn_cast<GlobalValue>(VM->getValue())))
+        Stay.push_back(N);
+    }
+    Annotations->clearOperands();
+    for (MDNode *N : Stay)
+      Annotations->addOperand(N);
+  }
+  for (auto [J, GV] : enumerate(Globals)) {
+    // The linker links a linkonce definition only where something already
+    // linked references it, and the references may come from an image
+    // linked after this one: made weak for the link, linkonce again after.
+    if (!Drop.contains(GV) && G.Globals[J].Definition &&
+        GV->hasLinkOnceLinkage()) {
+      LinkOnce.push_back({GV->getName().str(), GV->getLinkage()});
+      GV->setLinkage(GV->hasLinkOnceODRLinkage() ? GlobalValue::WeakODRLinkage
+                                                 : GlobalValue::WeakAnyLinkage);
+    }
+    if (!Drop.contains(GV))
+      continue;
+    if (auto *Fn = dyn_cast<Function>(GV))
+      Fn->deleteBody();
+    else if (auto *V = dyn_cast<GlobalVariable>(GV))
+      V->setInitializer(nullptr);
+    if (auto *GO = dyn_cast<GlobalObject>(GV))
+      GO->setComdat(nullptr); // a declaration is in none
+    GV->setLinkage(GlobalValue::ExternalLinkage);
+    GV->setVisibility(GlobalValue::DefaultVisibility);
+  }
+  // The declarations stay: uses in bodies not read yet are not listed, and
+  // the reader still refers to every global it made. The linker brings over
+  // only those that something it links references.
+  return Error::success();
+}
+
 void releaseFreedMemory() {
 #if defined(__GLIBC__)
   malloc_trim(0);
@@ -1659,11 +2044,8 @@ unsigned defaultPartitions(size_t Kernels) {
 }
 
 /// Splits M (linked, internalized, not optimized) into partitions and runs
-/// O3 on each in its own context, in parallel; a partition whose IR was
-/// optimized before (same IR, target and level: Opts.MemoLookup) is not
-/// optimized again. With Opts.NeedWholeModule the results are also linked
-/// back into one module. Returns false, having done nothing, when the split
-/// yields a single partition; otherwise frees M as soon as it is cut.
+/// O3 on each (optimizeSplit). Returns false, having done nothing, when the
+/// split yields a single partition; otherwise frees M as soon as it is cut.
 Expected<bool> DeviceLinker::optimizePartitions(std::unique_ptr<Module> &M,
                                                 const Target &Rep,
                                                 unsigned Parts,
@@ -1675,13 +2057,28 @@ Expected<bool> DeviceLinker::optimizePartitions(std::unique_ptr<Module> &M,
   std::vector<CodegenPartition> Split = splitForOptimization(M, Parts);
   if (Split.empty())
     return false; // one partition: the caller optimizes M whole
+  if (Error E = optimizeSplit(std::move(Split), Rep, /*ForTarget=*/false, OM))
+    return std::move(E);
+  return true;
+}
+
+/// Runs O3 on each partition in its own context, in parallel; a partition
+/// whose IR was optimized before (same IR, target and level:
+/// Opts.MemoLookup) is not optimized again. With \p ForTarget, each is
+/// first made Rep's (__CUDA_ARCH folded, target attributes), as the whole
+/// link does to its module before the split. With Opts.NeedWholeModule the
+/// results are also linked back into one module.
+Error DeviceLinker::optimizeSplit(std::vector<CodegenPartition> Split,
+                                  const Target &Rep, bool ForTarget,
+                                  OptimizedModule &OM) {
   std::vector<std::string> Errors(Split.size());
   bool Tracing = timeTraceProfilerEnabled();
   auto OptimizeOne = [&](size_t I) {
     CodegenPartition &P = Split[I];
     std::string Key;
     if (Opts.MemoLookup) {
-      Key = memoKey("o3-1-" LLVM_VERSION_STRING "-O" + Twine(Opts.OptLevel) +
+      Key = memoKey(Twine(ForTarget ? "o3-for-target-1-" : "o3-1-")
+                        + LLVM_VERSION_STRING "-O" + Twine(Opts.OptLevel) +
                         "-" + Rep.Cpu + "-ptx" + Twine(Rep.PtxVersion),
                     P.Bitcode);
       if (std::optional<std::string> V = Opts.MemoLookup(Key)) {
@@ -1695,6 +2092,14 @@ Expected<bool> DeviceLinker::optimizePartitions(std::unique_ptr<Module> &M,
     PartDiags.install(Ctx);
     Expected<std::unique_ptr<Module>> PM =
         parseBitcodeFile(MemoryBufferRef(P.Bitcode, "partition"), Ctx);
+    if (PM && ForTarget) {
+      foldReflect(**PM, [&](StringRef Key) -> std::optional<int> {
+        if (Key == "__CUDA_ARCH")
+          return archReflectValue(Rep);
+        return std::nullopt;
+      });
+      setTargetAttributes(**PM, Rep);
+    }
     Error E = PM ? runRecoverably(
                        [&] { return optimize(**PM, Rep, Opts.OptLevel); },
                        "optimizing a partition for " + Rep.Name)
@@ -1755,7 +2160,7 @@ Expected<bool> DeviceLinker::optimizePartitions(std::unique_ptr<Module> &M,
     }
   }
   OM.Parts = std::move(Split);
-  return true;
+  return Error::success();
 }
 
 Expected<std::vector<KernelInfo>> readKernels(MemoryBufferRef Bitcode) {
@@ -1834,7 +2239,7 @@ static Expected<LinkedProgram> linkAndOptimizeImpl(const InputSet &Inputs,
     for (const DeviceObject &O : Inputs.Objects)
       Provided.insert_range(O.Defined);
     if (!hasLtoIr(Inputs))
-      if (Error E = checkObjectsUndefined(nullptr, Inputs, Provided,
+      if (Error E = checkObjectsUndefined([](StringRef) { return false; }, Inputs, Provided,
                                           DL.libraries(), Opts.ErrorLimit))
         return std::move(E);
     SortKernels();

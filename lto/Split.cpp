@@ -70,6 +70,20 @@ static void forEachReferencedGlobal(const User *U,
   }
 }
 
+void forEachGlobalReferencedBy(const GlobalValue &GV,
+                               function_ref<void(const GlobalValue *)> F) {
+  SmallPtrSet<const Constant *, 16> Seen;
+  if (const auto *Fn = dyn_cast<Function>(&GV)) {
+    for (const BasicBlock &BB : *Fn)
+      for (const Instruction &I : BB)
+        forEachReferencedGlobal(&I, F, Seen);
+    if (Fn->hasPersonalityFn())
+      forEachReferencedGlobal(Fn, F, Seen);
+    return;
+  }
+  forEachReferencedGlobal(&GV, F, Seen);
+}
+
 /// The number of instructions, the size measure used for the partitions'
 /// report.
 static size_t instructionCount(const GlobalValue &GV) {
@@ -235,20 +249,10 @@ static std::vector<PartitionPlan> planPartitions(const Module &M, unsigned N,
     const auto *F = dyn_cast<Function>(GV);
     Node.Kernel = F && F->getCallingConv() == CallingConv::PTX_Kernel;
     // Direct references between definitions.
-    SmallPtrSet<const Constant *, 16> Seen;
-    auto Add = [&](const GlobalValue *Ref) {
+    forEachGlobalReferencedBy(*GV, [&](const GlobalValue *Ref) {
       if (!Ref->isDeclaration() && Ref != GV)
         Node.Refs.push_back(Index.lookup(Ref));
-    };
-    if (F) {
-      for (const BasicBlock &BB : *F)
-        for (const Instruction &Inst : BB)
-          forEachReferencedGlobal(&Inst, Add, Seen);
-      if (F->hasPersonalityFn())
-        forEachReferencedGlobal(F, Add, Seen);
-    } else {
-      forEachReferencedGlobal(GV, Add, Seen);
-    }
+    });
   }
 
   std::vector<PartitionPlan> Plans;

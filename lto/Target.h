@@ -10,7 +10,11 @@
 
 #include "lto/LTO.h"
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/IR/GlobalValue.h"
 
 #include <memory>
 #include <optional>
@@ -65,6 +69,58 @@ struct GraphPartition {
 /// (nowhere if none does). Empty partitions stay, so that bucket numbers
 /// mean the same in every link.
 std::vector<GraphPartition> planGraph(const RefGraph &G, unsigned N);
+
+/// Calls F on every global value GV's body or initializer (and a
+/// function's personality) references, looking through constant
+/// expressions and aggregates; GV itself too, if it refers to itself.
+void forEachGlobalReferencedBy(const llvm::GlobalValue &GV,
+                               llvm::function_ref<void(const llvm::GlobalValue *)> F);
+
+/// What a partitioned link knows of one input (Summary.cpp): its globals in
+/// the module's order, each with what it references, and the members of
+/// its used lists (llvm.used, llvm.compiler.used).
+struct ImageGraph {
+  struct Global {
+    std::string Name;
+    llvm::GlobalValue::LinkageTypes Linkage = llvm::GlobalValue::ExternalLinkage;
+    bool Reserved = false;   ///< LLVM's own ("llvm.*")
+    bool Definition = false; ///< for the linker
+    bool Function = false;
+    bool Kernel = false;
+    bool ConstantUnnamed = false; ///< a constant whose address nobody compares
+    bool ExternallyInitialized = false;
+    size_t Instructions = 0;
+    std::string Comdat; ///< its comdat's name (selection "any"); empty: none
+    std::vector<uint32_t> Refs; ///< indices of the globals it references
+  };
+  std::vector<Global> Globals;
+  std::vector<uint32_t> Used;
+  /// What the module holds that only the whole link handles ("a comdat");
+  /// empty if nothing.
+  std::string Unsupported;
+};
+
+ImageGraph imageGraphOf(const llvm::Module &M);
+
+/// The inputs' summaries resolved, internalized and stripped as the whole
+/// link would leave the program: the definitions that prevail and live,
+/// in link order, as a graph to plan on.
+struct ProgramGraph {
+  RefGraph Graph;
+  /// For each node: its image (an index into the summaries) and global.
+  std::vector<std::pair<uint32_t, uint32_t>> Where;
+  size_t Kernels = 0;
+
+  const ImageGraph::Global &global(llvm::ArrayRef<ImageGraph> Images,
+                                   uint32_t Node) const {
+    return Images[Where[Node].first].Globals[Where[Node].second];
+  }
+};
+
+/// Images: the summaries in link order; Exports: the names kept external
+/// besides kernels, host-visible variables and the used lists' members.
+ProgramGraph programGraph(llvm::ArrayRef<ImageGraph> Images,
+                          const llvm::StringSet<> &Exports);
 
 /// Splits a linked, internalized module that O3 has not run on yet into at
 /// most MaxPartitions partitions (Split.cpp): roots (kernels, globals,
