@@ -61,7 +61,7 @@ constexpr KeyInfo Keys[] = {
      "where finished device links are reused; off disables"},
     {"partitions", false, "0 (one per 8 kernels)",
      "code generation partitions; 1: no split"},
-    {"partitioned-link", false, "auto (from 4 MiB of device bitcode)",
+    {"partition-first", false, "auto (from 4 MiB of device bitcode)",
      "link each partition from only its inputs: auto, always, never"},
     {"ptx-per-arch", true, "off", "generate each arch's PTX on its own"},
     {"warn-spills", true, "off",
@@ -229,10 +229,10 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
     else
       Fail(N.takeError());
   }
-  if (std::optional<StringRef> V = S.get("partitioned-link")) {
-    if (Expected<lto::PartitionedLinkMode> M =
-            parsePartitionedLink(Source("partitioned-link"), *V))
-      C.Link.PartitionedLink = *M;
+  if (std::optional<StringRef> V = S.get("partition-first")) {
+    if (Expected<lto::PartitionFirstMode> M =
+            parsePartitionFirst(Source("partition-first"), *V))
+      C.Link.PartitionFirst = *M;
     else
       Fail(M.takeError());
   }

@@ -106,7 +106,7 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   W.u64(unsigned(C.HostArch));
   W.u64(C.RunPtxas);
   W.u64(C.Partitions);
-  W.u64(unsigned(C.Link.PartitionedLink));
+  W.u64(unsigned(C.Link.PartitionFirst));
   W.u64(C.SharePTX);
 
   // Images are hashed one by one, so the key costs one pass over the bytes.

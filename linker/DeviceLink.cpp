@@ -190,10 +190,10 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
     else
       Fail(N.takeError());
   }
-  if (const opt::Arg *A = Args.getLastArg(OPT_partitioned_link_EQ)) {
-    if (Expected<lto::PartitionedLinkMode> M =
-            parsePartitionedLink("--partitioned-link", A->getValue()))
-      C.Link.PartitionedLink = *M;
+  if (const opt::Arg *A = Args.getLastArg(OPT_partition_first_EQ)) {
+    if (Expected<lto::PartitionFirstMode> M =
+            parsePartitionFirst("--partition-first", A->getValue()))
+      C.Link.PartitionFirst = *M;
     else
       Fail(M.takeError());
   }

@@ -103,7 +103,7 @@ def partitions_EQ : Joined<["--"], "partitions=">, MetaVarName<"<N>">,
            "(and cached) on its own, then linked with nvlink (default 0: one "
            "per 8 kernels, at most 32; 1: no split)">;
 
-def partitioned_link_EQ : Joined<["--"], "partitioned-link=">,
+def partition_first_EQ : Joined<["--"], "partition-first=">,
   MetaVarName<"<when>">, Group<grp_tools>,
   HelpText<"With partitions: link each from only the inputs that define its "
            "code, never holding the whole program (memory bounded by the "

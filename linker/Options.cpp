@@ -157,14 +157,14 @@ std::string nearestName(StringRef Name, ArrayRef<StringRef> Candidates) {
   return Best.str();
 }
 
-Expected<lto::PartitionedLinkMode> parsePartitionedLink(StringRef Name,
+Expected<lto::PartitionFirstMode> parsePartitionFirst(StringRef Name,
                                                        StringRef Value) {
   if (Value == "auto")
-    return lto::PartitionedLinkMode::Auto;
+    return lto::PartitionFirstMode::Auto;
   if (Value == "always")
-    return lto::PartitionedLinkMode::Always;
+    return lto::PartitionFirstMode::Always;
   if (Value == "never")
-    return lto::PartitionedLinkMode::Never;
+    return lto::PartitionFirstMode::Never;
   return createStringError(inconvertibleErrorCode(),
                            "invalid value for %s: '%s' (expected auto, always "
                            "or never)",

@@ -96,10 +96,10 @@ constexpr unsigned MaxSuggestEdits = 2;
 std::string nearestName(llvm::StringRef Name,
                         llvm::ArrayRef<llvm::StringRef> Candidates);
 
-/// Reads a --partitioned-link value (auto, always, never); Name is used in
+/// Reads a --partition-first value (auto, always, never); Name is used in
 /// the message.
-llvm::Expected<lto::PartitionedLinkMode>
-parsePartitionedLink(llvm::StringRef Name, llvm::StringRef Value);
+llvm::Expected<lto::PartitionFirstMode>
+parsePartitionFirst(llvm::StringRef Name, llvm::StringRef Value);
 
 /// Reads an unsigned option value; Name is used in the message.
 llvm::Expected<unsigned> parseUnsigned(llvm::StringRef Name,

@@ -255,14 +255,14 @@ objectsForTarget(const InputSet &Inputs, const Target &T,
 /// "Memory"): cut from the whole program's linked module, or linked
 /// partition by partition from the inputs, each read alone first and
 /// summarized, so that no step holds the whole program's IR.
-enum class PartitionedLinkMode {
-  Auto,   ///< by the inputs' size: from PartitionedLinkFromBytes of bitcode
+enum class PartitionFirstMode {
+  Auto,   ///< by the inputs' size: from PartitionFirstFromBytes of bitcode
   Always, ///< wherever the link has partitions and the inputs allow it
   Never,
 };
 
 /// Auto links in partitions from this much device bitcode in the inputs.
-inline constexpr uint64_t PartitionedLinkFromBytes = 4ull << 20;
+inline constexpr uint64_t PartitionFirstFromBytes = 4ull << 20;
 
 struct LinkOptions {
   unsigned OptLevel = 3; ///< 0..3
@@ -320,7 +320,7 @@ struct LinkOptions {
   /// With partitions: how their IR is made. The result's bytes differ
   /// between the two ways (names and order within a partition), not its
   /// behaviour; both are deterministic.
-  PartitionedLinkMode PartitionedLink = PartitionedLinkMode::Auto;
+  PartitionFirstMode PartitionFirst = PartitionFirstMode::Auto;
   /// Told why a link that could go in partitions went whole (-v).
   std::function<void(const std::string &)> Verbose;
   /// With partitions: also link the optimized partitions back into one

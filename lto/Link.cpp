@@ -25,6 +25,14 @@
 //      refuses to inline across differing attributes, and rustc and clang
 //      write different ones), then run the O3 pipeline once per module.
 //
+// A link with partitions and enough device bitcode (LinkOptions::
+// PartitionFirst) never holds the whole program: step 1 frees each module
+// once its facts and summary are taken (ImageGraph, lto/Summary.cpp), the
+// checks of steps 1-2 run on those facts, the summaries are resolved,
+// internalized and planned into partitions, and steps 3-6 run once per
+// partition, on a module linked from only the inputs that define its
+// members (linkPartitionFirst); step 7 folds each partition's __CUDA_ARCH.
+//
 // Before all that, a translation unit compiled for several arches (clang
 // --offload-arch=sm_75,sm_80,...) whose per-arch images differ only in
 // those two attributes is one program for all of them: such images are
@@ -325,7 +333,7 @@ applyKernelRecords(ArrayRef<std::pair<KernelRecord, StringRef>> Records,
 }
 
 /// What the checks across inputs need of one module, kept where the module
-/// itself is not (linkPartitioned reads each input alone, then lets it go).
+/// itself is not (linkPartitionFirst reads each input alone, then lets it go).
 /// Types point into the link's context, which outlives the facts.
 struct ModuleFacts {
   struct Symbol {
@@ -811,6 +819,7 @@ private:
               const LinkGroup &G, LinkedProgram &Out);
   Error linkLibdevice(Module &M, Linker &L, LinkedProgram &Out);
   void internalize(Module &M);
+  StringSet<> exportedNames() const;
   Error saveTemp(const Module &M, StringRef Stage);
   Expected<bool> optimizePartitions(std::unique_ptr<Module> &M,
                                     const Target &Rep, unsigned Parts,
@@ -820,17 +829,17 @@ private:
 
   /// Parses G's images into Ctx, checks each and all together (symbols,
   /// kinds, records, signatures, PTX versions), filling F; the modules go
-  /// to Keep, or with none (a partitioned link) are summarized and freed.
+  /// to Keep, or with none (a partition-first link) are summarized and freed.
   Error readGroup(const LinkGroup &G, LLVMContext &Ctx, GroupFacts &F,
                   LinkedProgram &Out, std::vector<std::unique_ptr<Module>> *Keep);
-  /// Whether the images may be linked in partitions (LinkOptions::PartitionedLink).
+  /// Whether the images may be linked in partitions (LinkOptions::PartitionFirst).
   bool mayLinkInPartitions() const;
   /// Links G partition by partition from the images' summaries (F), never
   /// holding the whole program: each partition is linked from the images
   /// that define its members, checked, and optimized. False, having done
   /// nothing, where the plan has one partition or an image holds what the
   /// summaries do not model: then the whole link runs.
-  Expected<bool> linkPartitioned(const LinkGroup &G, GroupFacts &F,
+  Expected<bool> linkPartitionFirst(const LinkGroup &G, GroupFacts &F,
                                  LinkedProgram &Out, bool First);
   Error keepOnly(Module &M, const std::vector<bool> &Keep, const ImageGraph &G,
                  std::vector<std::pair<std::string, GlobalValue::LinkageTypes>>
@@ -1317,18 +1326,25 @@ Error DeviceLinker::linkLibdevice(Module &M, Linker &L, LinkedProgram &Out) {
   return Error::success();
 }
 
+/// What internalization keeps besides kernels, host-visible variables and
+/// the used lists: --export-symbol names, and what relocatable cubins
+/// (linked later by nvlink) reference.
+StringSet<> DeviceLinker::exportedNames() const {
+  StringSet<> Exports;
+  for (const std::string &Name : Opts.ExportSymbols)
+    Exports.insert(Name);
+  for (const DeviceObject &O : Inputs.Objects)
+    for (const std::string &Name : O.Undefined)
+      Exports.insert(Name);
+  return Exports;
+}
+
 /// Keeps what the outside world reaches: kernels, exported symbols,
 /// host-visible device globals (clang marks `__device__`/`__constant__`
 /// variables externally_initialized) and anything in llvm.used.
 void DeviceLinker::internalize(Module &M) {
   TimeTraceScope Scope("Internalize");
-  StringSet<> Exports;
-  for (const std::string &Name : Opts.ExportSymbols)
-    Exports.insert(Name);
-  // Relocatable cubins linked later by nvlink may call into the LTO part.
-  for (const DeviceObject &O : Inputs.Objects)
-    for (const std::string &Name : O.Undefined)
-      Exports.insert(Name);
+  StringSet<> Exports = exportedNames();
   SmallVector<GlobalValue *, 8> Used;
   collectUsedGlobalVariables(M, Used, /*CompilerUsed=*/false);
   for (GlobalValue *GV : Used)
@@ -1553,7 +1569,7 @@ struct GroupFacts {
   SymbolTable Symtab;
   std::vector<StringRef> Origins;  ///< of the images, in G's order
   std::vector<ModuleFacts> Facts;  ///< the same
-  std::vector<ImageGraph> Graphs;  ///< the same, for a partitioned link
+  std::vector<ImageGraph> Graphs;  ///< the same, for a partition-first link
   std::vector<std::pair<KernelRecord, StringRef>> Records;
   StringMap<Align> SharedAlignments;
   /// What the relocatable code (nvcc's cubins) defines.
@@ -1659,16 +1675,16 @@ subgroupsBySignature(ArrayRef<size_t> TargetIndices,
 }
 
 bool DeviceLinker::mayLinkInPartitions() const {
-  if (Opts.PartitionedLink == PartitionedLinkMode::Never || Opts.CodegenOnly ||
+  if (Opts.PartitionFirst == PartitionFirstMode::Never || Opts.CodegenOnly ||
       Opts.Partitions == 1 || !Opts.SaveTempsPrefix.empty() ||
       hasLtoIr(Inputs))
     return false;
-  if (Opts.PartitionedLink == PartitionedLinkMode::Always)
+  if (Opts.PartitionFirst == PartitionFirstMode::Always)
     return true;
   uint64_t Bytes = 0;
   for (const DeviceImage &Image : Inputs.Images)
     Bytes += Image.Bitcode.getBufferSize();
-  return Bytes >= PartitionedLinkFromBytes;
+  return Bytes >= PartitionFirstFromBytes;
 }
 
 Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
@@ -1689,7 +1705,7 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
     return E;
   }
   if (InPartitions) {
-    Expected<bool> Done = linkPartitioned(G, F, Out, First);
+    Expected<bool> Done = linkPartitionFirst(G, F, Out, First);
     if (!Done || *Done)
       return Done.takeError();
     // One partition (or an input the summaries do not model): the whole
@@ -1815,7 +1831,7 @@ static void gatherMessages(Error E, StringSet<> &Seen,
   });
 }
 
-Expected<bool> DeviceLinker::linkPartitioned(const LinkGroup &G,
+Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
                                              GroupFacts &F, LinkedProgram &Out,
                                              bool First) {
   for (auto [I, Graph] : enumerate(F.Graphs))
@@ -1826,15 +1842,7 @@ Expected<bool> DeviceLinker::linkPartitioned(const LinkGroup &G,
                          .str());
       return false;
     }
-  // What internalization keeps besides kernels, host-visible variables and
-  // the used lists (internalize()).
-  StringSet<> Exports;
-  for (const std::string &Name : Opts.ExportSymbols)
-    Exports.insert(Name);
-  for (const DeviceObject &O : Inputs.Objects)
-    for (const std::string &Name : O.Undefined)
-      Exports.insert(Name);
-  ProgramGraph P = programGraph(F.Graphs, Exports);
+  ProgramGraph P = programGraph(F.Graphs, exportedNames());
   unsigned Parts = Opts.Partitions ? Opts.Partitions
                                    : defaultPartitions(P.Kernels);
   std::vector<GraphPartition> Plans = planGraph(P.Graph, Parts);

@@ -1,6 +1,6 @@
-//===- lto/Summary.cpp - Plan a partitioned link from the inputs ---------===//
+//===- lto/Summary.cpp - Plan a partition-first link from the inputs -----===//
 //
-// A partitioned link (docs/lto.md, "Memory") never holds the whole
+// A partition-first link (docs/lto.md, "Memory") never holds the whole
 // program's IR. Each input is read alone and summarized (ImageGraph: its
 // globals, each with what it references), then let go; the summaries are
 // resolved as the IR linker would resolve the modules (which definition of

@@ -39,7 +39,7 @@ std::optional<ArchName> parseArchName(llvm::StringRef Name);
 
 /// The graph the split plans on: definitions, each with what it
 /// references. For a module, its definitions in its order; for a
-/// partitioned link (linkPartitioned), the definitions of all the inputs
+/// partition-first link (linkPartitionFirst), the definitions of all the inputs
 /// that prevail, in link order, as internalization will leave them.
 struct RefGraph {
   struct Node {
@@ -76,7 +76,7 @@ std::vector<GraphPartition> planGraph(const RefGraph &G, unsigned N);
 void forEachGlobalReferencedBy(const llvm::GlobalValue &GV,
                                llvm::function_ref<void(const llvm::GlobalValue *)> F);
 
-/// What a partitioned link knows of one input (Summary.cpp): its globals in
+/// What a partition-first link knows of one input (Summary.cpp): its globals in
 /// the module's order, each with what it references, and the members of
 /// its used lists (llvm.used, llvm.compiler.used).
 struct ImageGraph {

@@ -140,8 +140,8 @@ protected:
   lto::LinkOptions options() {
     lto::LinkOptions Opts;
     Opts.LibdevicePath = libdevicePath();
-#ifdef FATLINK_TEST_PARTITIONED_LINK
-    Opts.PartitionedLink = lto::PartitionedLinkMode::Always;
+#ifdef FATLINK_TEST_PARTITION_FIRST
+    Opts.PartitionFirst = lto::PartitionFirstMode::Always;
     Opts.Partitions = 4;
 #endif
     return Opts;
@@ -906,7 +906,7 @@ TEST_F(LTOTest, KernelNameThatIsNotAPTXIdentifier) {
                                   "}\n");
   EXPECT_THAT_EXPECTED(
       link({A}, Sm80, options()),
-      // In a partitioned link each partition reports its own, in partition
+      // In a partition-first link each partition reports its own, in partition
       // order.
       FailedWithMessageArray(UnorderedElementsAre(
           AllOf(HasSubstr("kernel 'scale-by-two' is not a valid PTX name"),
@@ -1649,4 +1649,139 @@ TEST_F(LTOTest, RetargetPTXRewritesOnlyTheHeader) {
   EXPECT_EQ(codegen::retargetPTX(".version 6.3\n.target sm_750\n", Sm75, Sm90),
             std::nullopt);
   EXPECT_EQ(codegen::retargetPTX("", Sm75, Sm90), std::nullopt);
+}
+
+//===----------------------------------------------------------------------===//
+// Links in partitions from the inputs' summaries
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A kernel in its own input storing what Callee returns.
+std::string kernelCalling(StringRef Kernel, StringRef Callee) {
+  return ("define ptx_kernel void @" + Kernel + "(ptr %out) {\n"
+          "  %v = call i32 @" + Callee + "()\n"
+          "  store i32 %v, ptr %out\n"
+          "  ret void\n"
+          "}\n")
+      .str();
+}
+
+lto::LinkOptions partitioned(lto::LinkOptions Opts, std::vector<std::string> *Said) {
+  Opts.PartitionFirst = lto::PartitionFirstMode::Always;
+  Opts.Partitions = 4;
+  Opts.Verbose = [Said](const std::string &Msg) { Said->push_back(Msg); };
+  return Opts;
+}
+
+} // namespace
+
+// Weak, linkonce and comdat definitions resolve as the whole link resolves
+// them, each partition gets the definitions its kernels reach (a local or
+// linkonce helper copied where two partitions use it), and every kernel
+// computes what it computes in the whole link.
+TEST_F(LTOTest, PartitionFirstComputesWhatTheWholeLinkDoes) {
+  std::string A = writeIR(
+      "a.bc", "define weak i32 @value() { ret i32 1 }\n"
+              "$grouped = comdat any\n"
+              "define linkonce_odr i32 @grouped() comdat { ret i32 5 }\n"
+              "define linkonce_odr i32 @tmpl() { ret i32 7 }\n"
+              "define internal i32 @local() { ret i32 11 }\n"
+              "define i32 @sum() {\n"
+              "  %a = call i32 @tmpl()\n"
+              "  %b = call i32 @local()\n"
+              "  %c = add i32 %a, %b\n"
+              "  ret i32 %c\n"
+              "}\n" +
+                  kernelCalling("ka", "value") + kernelCalling("kg", "grouped"));
+  std::string B = writeIR(
+      "b.bc", "define i32 @value() { ret i32 2 }\n"
+              "$grouped = comdat any\n"
+              "define linkonce_odr i32 @grouped() comdat { ret i32 5 }\n"
+              "define linkonce_odr i32 @tmpl() { ret i32 7 }\n"
+              "declare i32 @sum()\n"
+              "declare void @missing_in_dead_code()\n"
+              "define void @dead() {\n"
+              "  call void @missing_in_dead_code()\n"
+              "  ret void\n"
+              "}\n" +
+                  kernelCalling("kb", "tmpl") + kernelCalling("ks", "sum"));
+  std::vector<std::string> Said;
+  Expected<lto::LinkedProgram> Whole = link({A, B}, Sm80, options());
+  Expected<lto::LinkedProgram> Parts =
+      link({A, B}, Sm80, partitioned(options(), &Said));
+  ASSERT_THAT_EXPECTED(Whole, Succeeded());
+  ASSERT_THAT_EXPECTED(Parts, Succeeded());
+  EXPECT_THAT(Said, Contains(HasSubstr("each linked from its inputs alone")));
+  ASSERT_EQ(Parts->Modules.size(), 1u);
+  EXPECT_GE(Parts->Modules[0].Parts.size(), 2u);
+  for (StringRef K : {"ka", "kg", "kb", "ks"})
+    EXPECT_EQ(storedConstant(Parts->Modules[0], K),
+              storedConstant(Whole->Modules[0], K))
+        << K.str();
+  EXPECT_EQ(storedConstant(Parts->Modules[0], "ka"), 2); // the strong one
+  EXPECT_EQ(storedConstant(Parts->Modules[0], "ks"), 18);
+  std::vector<std::string> Kernels, WholeKernels;
+  for (const lto::KernelInfo &K : Parts->Kernels)
+    Kernels.push_back(K.Name);
+  for (const lto::KernelInfo &K : Whole->Kernels)
+    WholeKernels.push_back(K.Name);
+  EXPECT_EQ(Kernels, WholeKernels);
+}
+
+// __CUDA_ARCH is folded per target group in each partition: the targets
+// that see different answers get modules of their own, in partitions.
+TEST_F(LTOTest, PartitionFirstFoldsCudaArchPerTarget) {
+  std::string Check = archCheck(800);
+  std::string Check2 = Check;
+  Check2.replace(Check2.find("@k("), 3, "@k2(");
+  Check2.replace(Check2.find("@arch "), 6, "@arch2 ");
+  Check2.replace(Check2.find("@arch to"), 8, "@arch2 to");
+  std::string A = writeIR("a.bc", Check);
+  std::string B = writeIR("b.bc", Check2);
+  std::vector<lto::Target> Targets = {smTarget(75, 63), smTarget(90, 78)};
+  std::vector<std::string> Said;
+  Expected<lto::LinkedProgram> P =
+      link({A, B}, Targets, partitioned(options(), &Said));
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  EXPECT_THAT(Said, Contains(HasSubstr("each linked from its inputs alone")));
+  ASSERT_EQ(P->Modules.size(), 2u);
+  EXPECT_EQ(P->Modules[0].Parts.size(), 2u);
+  EXPECT_THAT(P->Modules[0].TargetIndices, ElementsAre(0u));
+  EXPECT_THAT(P->Modules[1].TargetIndices, ElementsAre(1u));
+  for (StringRef K : {"k", "k2"}) {
+    EXPECT_EQ(storedConstant(P->Modules[0], K), 0) << K.str(); // 750 >= 800
+    EXPECT_EQ(storedConstant(P->Modules[1], K), 1) << K.str(); // 900 >= 800
+  }
+}
+
+// What the summaries do not model (an alias) gets the whole link, and -v
+// says which input and why.
+TEST_F(LTOTest, PartitionFirstFallsBackToTheWholeLink) {
+  std::string A = writeIR("a.bc", "define i32 @impl() { ret i32 3 }\n"
+                                  "@twice = alias i32 (), ptr @impl\n" +
+                                      kernelCalling("ka", "twice"));
+  std::string B = writeIR("b.bc", "define i32 @other() { ret i32 4 }\n" +
+                                      kernelCalling("kb", "other"));
+  std::vector<std::string> Said;
+  Expected<lto::LinkedProgram> P =
+      link({A, B}, Sm80, partitioned(options(), &Said));
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  EXPECT_THAT(Said, ElementsAre(A + ": an alias: linked whole, not in partitions"));
+  EXPECT_EQ(storedConstant(P->Modules[0], "ka"), 3);
+  EXPECT_EQ(storedConstant(P->Modules[0], "kb"), 4);
+}
+
+// Errors found in several partitions are each reported once, with every
+// input that references the symbol.
+TEST_F(LTOTest, PartitionFirstReportsEachUndefinedSymbolOnce) {
+  std::string A = writeIR("a.bc", "declare i32 @missing()\n" +
+                                      kernelCalling("ka", "missing"));
+  std::string B = writeIR("b.bc", "declare i32 @missing()\n" +
+                                      kernelCalling("kb", "missing"));
+  std::vector<std::string> Said;
+  EXPECT_THAT_EXPECTED(
+      link({A, B}, Sm80, partitioned(options(), &Said)),
+      FailedWithMessage("undefined device symbol: missing\n>>> referenced by " +
+                        A + "\n>>> referenced by " + B));
 }
