@@ -1992,9 +1992,6 @@ Error DeviceLinker::keepOnly(
     if (G.Globals[J].Definition && !G.Globals[J].Reserved &&
         !(J < Keep.size() && Keep[J]))
       Drop.insert(GV);
-  removeFromUsedLists(M, [&](Constant *C) {
-    return Drop.contains(dyn_cast<GlobalValue>(C->stripPointerCasts()));
-  });
   if (NamedMDNode *Annotations = M.getNamedMetadata("nvvm.annotations")) {
     std::vector<MDNode *> Stay;
     for (MDNode *N : Annotations->operands()) {
@@ -2029,6 +2026,10 @@ Error DeviceLinker::keepOnly(
     GV->setLinkage(GlobalValue::ExternalLinkage);
     GV->setVisibility(GlobalValue::DefaultVisibility);
   }
+  // Last: it replaces the used lists' variables, which Globals holds.
+  removeFromUsedLists(M, [&](Constant *C) {
+    return Drop.contains(dyn_cast<GlobalValue>(C->stripPointerCasts()));
+  });
   // The declarations stay: uses in bodies not read yet are not listed, and
   // the reader still refers to every global it made. The linker brings over
   // only those that something it links references.

@@ -1704,8 +1704,19 @@ TEST_F(LTOTest, PartitionFirstComputesWhatTheWholeLinkDoes) {
               "define void @dead() {\n"
               "  call void @missing_in_dead_code()\n"
               "  ret void\n"
+              "}\n"
+              // A device variable in clang's used list, as clang writes
+              // one; the partitions without it drop it from their list.
+              "@bvar = addrspace(1) externally_initialized global i32 9\n"
+              "@llvm.compiler.used = appending global [1 x ptr] [ptr "
+              "addrspacecast (ptr addrspace(1) @bvar to ptr)], section "
+              "\"llvm.metadata\"\n"
+              "define i32 @readb() {\n"
+              "  %v = load i32, ptr addrspace(1) @bvar\n"
+              "  ret i32 %v\n"
               "}\n" +
-                  kernelCalling("kb", "tmpl") + kernelCalling("ks", "sum"));
+                  kernelCalling("kb", "tmpl") + kernelCalling("ks", "sum") +
+                  kernelCalling("kv", "readb"));
   std::vector<std::string> Said;
   Expected<lto::LinkedProgram> Whole = link({A, B}, Sm80, options());
   Expected<lto::LinkedProgram> Parts =
@@ -1715,7 +1726,7 @@ TEST_F(LTOTest, PartitionFirstComputesWhatTheWholeLinkDoes) {
   EXPECT_THAT(Said, Contains(HasSubstr("each linked from its inputs alone")));
   ASSERT_EQ(Parts->Modules.size(), 1u);
   EXPECT_GE(Parts->Modules[0].Parts.size(), 2u);
-  for (StringRef K : {"ka", "kg", "kb", "ks"})
+  for (StringRef K : {"ka", "kg", "kb", "ks", "kv"})
     EXPECT_EQ(storedConstant(Parts->Modules[0], K),
               storedConstant(Whole->Modules[0], K))
         << K.str();
