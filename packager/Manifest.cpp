@@ -91,7 +91,8 @@ private:
   /// descriptor pointer may carry.
   std::map<std::pair<unsigned, uint64_t>, uint32_t> OtherRelocs;
   /// Linked files: R_*_RELATIVE addends by address.
-  DenseMap<uint64_t, uint64_t> Relative;
+  /// (A std::map: DenseMap reserves two keys, and an offset is any value.)
+  std::map<uint64_t, uint64_t> Relative;
 };
 
 } // namespace
