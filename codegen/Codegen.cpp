@@ -292,7 +292,7 @@ private:
 
 /// Targets compiled from the same partitions (one optimized module).
 struct PartitionGroup {
-  const std::vector<lto::CodegenPartition> *Parts = nullptr;
+  std::vector<lto::CodegenPartition> *Parts = nullptr;
   std::vector<size_t> Members; ///< target indices, in target order
   /// The plain sm_XX members, oldest first, when they may share PTX (three
   /// or more); else empty.
@@ -306,7 +306,7 @@ struct PartitionGroup {
 /// may come from (part of its cache key): "" for its own code generation.
 static std::vector<PartitionGroup> planPartitionGroups(
     const CodegenOptions &Opts, ArrayRef<lto::Target> Targets,
-    ArrayRef<const std::vector<lto::CodegenPartition> *> PartsOf,
+    ArrayRef<std::vector<lto::CodegenPartition> *> PartsOf,
     std::vector<std::string> &PTXSource) {
   std::vector<PartitionGroup> Groups;
   for (size_t I = 0; I < Targets.size(); ++I) {
@@ -358,9 +358,9 @@ namespace {
 
 /// The partitioned targets' jobs: one per partition of each group, which
 /// takes the targets' cubins from the cache or generates PTX for those that
-/// miss (shared between arches where the two ends agree) and posts one
-/// ptxas job per missing target. Done(target, partition, cubin) receives
-/// every result, cached or compiled.
+/// miss (shared between arches where the two ends agree), posts one ptxas
+/// job per missing target and frees the partition's bitcode. Done(target,
+/// partition, cubin) receives every result, cached or compiled.
 class PartitionJobs {
 public:
   using DoneFn =
@@ -368,7 +368,7 @@ public:
 
   PartitionJobs(Context &Ctx, const CodegenOptions &Opts,
                 ArrayRef<lto::Target> Targets,
-                ArrayRef<const std::vector<lto::CodegenPartition> *> PartsOf,
+                ArrayRef<std::vector<lto::CodegenPartition> *> PartsOf,
                 JobQueue &Queue, DoneFn Done)
       : Ctx(Ctx), Opts(Opts), Targets(Targets), Queue(Queue), Done(Done),
         Groups(planPartitionGroups(Opts, Targets, PartsOf, PTXSource)),
@@ -416,7 +416,7 @@ private:
   /// Partition P of group GI.
   void run(size_t GI, size_t P) {
     const PartitionGroup &G = Groups[GI];
-    const lto::CodegenPartition &Part = (*G.Parts)[P];
+    lto::CodegenPartition &Part = (*G.Parts)[P];
     TimeTraceScope Scope("Codegen partition", "part" + std::to_string(P));
     std::vector<std::string> Keys(Targets.size());
     std::vector<std::pair<size_t, PartitionCode>> Hits;
@@ -501,6 +501,10 @@ private:
         Done(I, P, assemblePartition(Ctx, Opts, Targets[I], Path, P, Key));
       });
     }
+    // Every target has its PTX: the partition's IR is not read again.
+    // Freed now, the partitions' bitcode (tens of MB in a large program)
+    // does not wait for the last ptxas and nvlink, where the peak is.
+    std::string().swap(Part.Bitcode);
     for (auto &[I, Code] : Hits)
       Done(I, P, std::move(Code));
   }
@@ -800,11 +804,11 @@ Expected<packager::FatbinImage> encodeImage(const lto::Target &T,
 // that finishes a target's last partition links them with nvlink and
 // encodes the entry.
 /// The partitions each target is compiled in; null: compiled whole.
-static std::vector<const std::vector<lto::CodegenPartition> *>
+template <typename PartsRef>
+static std::vector<decltype(&std::declval<PartsRef>()[0])>
 partitionsOf(const lto::LinkedProgram &Program, ArrayRef<lto::Target> Targets,
-             ArrayRef<std::vector<lto::CodegenPartition>> Parts) {
-  std::vector<const std::vector<lto::CodegenPartition> *> PartsOf(
-      Targets.size(), nullptr);
+             PartsRef Parts) {
+  std::vector<decltype(&Parts[0])> PartsOf(Targets.size(), nullptr);
   for (auto [MI, M] : enumerate(Program.Modules))
     if (MI < Parts.size() && Parts[MI].size() > 1)
       for (size_t I : M.TargetIndices)
@@ -827,7 +831,7 @@ Expected<std::vector<TargetOutput>>
 compileTargets(Context &Ctx, const CodegenOptions &Opts,
                const lto::LinkedProgram &Program, const lto::InputSet &Inputs,
                ArrayRef<lto::Target> Targets,
-               ArrayRef<std::vector<lto::CodegenPartition>> Parts) {
+               MutableArrayRef<std::vector<lto::CodegenPartition>> Parts) {
   TimeTraceScope Scope("Compile targets");
   size_t NT = Targets.size();
   std::vector<TargetOutput> Outputs(NT);
@@ -852,7 +856,7 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
   };
 
   // Which partitions each target compiles (none: compiled whole).
-  std::vector<const std::vector<lto::CodegenPartition> *> PartsOf =
+  std::vector<std::vector<lto::CodegenPartition> *> PartsOf =
       partitionsOf(Program, Targets, Parts);
   // Each partition's cubin goes to the file nvlink reads as soon as it is
   // ready, and only its path and spills are kept: a large program's 32
@@ -902,6 +906,10 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
       append_range(Spills, F.Spills);
     }
     PartFiles[I].clear();
+    // The code generators' and optimizers' freed memory back to the system
+    // before nvlink's cubin (a large program's largest allocation) is read
+    // and compressed.
+    lto::releaseFreedMemory();
     Expected<std::string> Linked = linkCubins(
         Ctx, Opts, Targets[I], Paths, lto::objectsForTarget(Inputs, Targets[I]),
         Program.Libraries, Spills);

@@ -278,12 +278,13 @@ size_t countUnits(const lto::LinkedProgram &Program,
 /// partition by partition and linked with nvlink; the others whole.
 /// Relocatable cubins of a target's arch in Inputs, and Program's device
 /// libraries, are linked in by nvlink. Every target's error is reported,
-/// in target order.
+/// in target order. Each partition's bitcode is freed (left empty) once
+/// every target has its PTX.
 llvm::Expected<std::vector<TargetOutput>>
 compileTargets(Context &Ctx, const CodegenOptions &Opts,
                const lto::LinkedProgram &Program, const lto::InputSet &Inputs,
                llvm::ArrayRef<lto::Target> Targets,
-               llvm::ArrayRef<std::vector<lto::CodegenPartition>> Parts);
+               llvm::MutableArrayRef<std::vector<lto::CodegenPartition>> Parts);
 
 /// A split link's piece (lto::splitForBuild) for Targets[I], as a
 /// partitioned link compiles it: PTX from Program's one module, then

@@ -59,7 +59,7 @@ constexpr KeyInfo Keys[] = {
     {"host-arch", false, "this machine", "host object arch: x86_64, aarch64"},
     {"cache-dir", false, "$XDG_CACHE_HOME/fatlink/device-links",
      "where finished device links are reused; off disables"},
-    {"partitions", false, "0 (one per 8 kernels)",
+    {"partitions", false, "0 (one per 8 kernels up to 32, then by size)",
      "code generation partitions; 1: no split"},
     {"partition-first", false, "auto (from 4 MiB of device bitcode)",
      "link each partition from only its inputs: auto, always, never"},

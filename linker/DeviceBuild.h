@@ -66,8 +66,8 @@ struct DeviceLinkConfig {
   /// Its size and age limits, in llvm::parseCachePruningPolicy's syntax
   /// (checked when the options are read).
   std::string CachePolicy = DefaultCachePolicy;
-  /// Code generation partitions per optimized module (0: one per 8
-  /// kernels, at most 32; 1: no split).
+  /// Code generation partitions per optimized module (0:
+  /// lto::defaultPartitions, by kernels and size; 1: no split).
   unsigned Partitions = 0;
   /// Partitioned code generation: when the oldest and the newest plain
   /// sm_XX target of a group get the same PTX (apart from the header), the

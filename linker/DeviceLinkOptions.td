@@ -101,7 +101,8 @@ def partitions_EQ : Joined<["--"], "partitions=">, MetaVarName<"<N>">,
   Group<grp_tools>,
   HelpText<"Split code generation into up to <N> partitions, each compiled "
            "(and cached) on its own, then linked with nvlink (default 0: one "
-           "per 8 kernels, at most 32; 1: no split)">;
+           "per 8 kernels up to 32, then one per 131,072 instructions; 1: no "
+           "split)">;
 
 def partition_first_EQ : Joined<["--"], "partition-first=">,
   MetaVarName<"<when>">, Group<grp_tools>,

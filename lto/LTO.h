@@ -264,6 +264,11 @@ enum class PartitionFirstMode {
 /// Auto links in partitions from this much device bitcode in the inputs.
 inline constexpr uint64_t PartitionFirstFromBytes = 4ull << 20;
 
+/// The most instructions (before O3) a default partition holds once the
+/// program has 32 partitions: a larger program gets one partition per this
+/// many (about 1.5 times a partition of the 22,400-kernel benchmark).
+constexpr size_t PartitionInstructions = 1 << 17;
+
 struct LinkOptions {
   unsigned OptLevel = 3; ///< 0..3
   /// The inputs are already linked and optimized (a `-o prog.bc` output of
@@ -317,6 +322,9 @@ struct LinkOptions {
   /// copied where needed); each partition runs O3 on its own, in parallel,
   /// and its result is memoized (MemoLookup) by its IR.
   unsigned Partitions = 1;
+  /// With Partitions 0: the program's instructions (before O3) per
+  /// partition beyond 32 partitions (defaultPartitions).
+  size_t PartitionInstructions = lto::PartitionInstructions;
   /// With partitions: how their IR is made. The result's bytes differ
   /// between the two ways (names and order within a partition), not its
   /// behaviour; both are deterministic.
@@ -425,9 +433,14 @@ llvm::Expected<std::vector<KernelInfo>> readKernels(llvm::MemoryBufferRef Bitcod
 llvm::Expected<std::string> attachKernelTable(llvm::StringRef Bitcode,
                                               llvm::ArrayRef<KernelInfo> Kernels);
 
-/// The partition count for a program of \p Kernels kernels: one per 8, at
-/// most 32 (one, no split, below 16 kernels).
-unsigned defaultPartitions(size_t Kernels);
+/// The partition count for a program of \p Kernels kernels and \p
+/// Instructions instructions before O3: one per 8 kernels, at most 32 (one,
+/// no split, below 16 kernels), and beyond that one per
+/// PartitionInstructions, so that a partition's IR, and the memory its
+/// optimization, code generation and ptxas take, stops growing with the
+/// program.
+unsigned defaultPartitions(size_t Kernels, size_t Instructions = 0,
+                           size_t PerPartition = PartitionInstructions);
 
 /// Splits an optimized module into at most \p MaxPartitions partitions that
 /// share no definition and reference nothing across (so their relocatable

@@ -340,6 +340,7 @@ struct ModuleFacts {
     std::string Name;
     /// refKindOf for a declaration, kindOf for a definition.
     SymbolKind Kind = SymbolKind::Other;
+    /// While the module lives (its context's uniqued type); else null.
     Type *ValueType = nullptr;
     bool Shared = false; ///< a variable in shared memory
     bool HasSourceTypes = false;
@@ -392,7 +393,7 @@ static ModuleFacts factsOf(const Module &M, bool Alone) {
     ModuleFacts::Symbol S;
     S.Name = GV.getName().str();
     S.Kind = Kind;
-    S.ValueType = GV.getValueType();
+    S.ValueType = Alone ? nullptr : GV.getValueType();
     S.Shared = isa<GlobalVariable>(GV) &&
                GV.getAddressSpace() == NVPTXAS::ADDRESS_SPACE_SHARED;
     S.HasSourceTypes = Kind != SymbolKind::Other && hasSourceTypes(GV);
@@ -457,8 +458,9 @@ static Error checkSignatures(ArrayRef<ModuleFacts> Facts,
       }
       // The common case costs one comparison: equal IR types (uniqued in
       // the one LLVMContext) agree unless source types on a side (debug
-      // info, a kernel's record) can say more than the IR.
-      if (U.ValueType == D.ValueType && !U.HasSourceTypes &&
+      // info, a kernel's record) can say more than the IR. Facts of
+      // modules parsed alone, each in its own context, compare signatures.
+      if (U.ValueType && U.ValueType == D.ValueType && !U.HasSourceTypes &&
           !D.HasSourceTypes && !Recorded)
         continue;
       Signature Use = F.signature(U);
@@ -829,7 +831,8 @@ private:
 
   /// Parses G's images into Ctx, checks each and all together (symbols,
   /// kinds, records, signatures, PTX versions), filling F; the modules go
-  /// to Keep, or with none (a partition-first link) are summarized and freed.
+  /// to Keep, or with none (a partition-first link) are each parsed in a
+  /// context of their own, summarized and freed.
   Error readGroup(const LinkGroup &G, LLVMContext &Ctx, GroupFacts &F,
                   LinkedProgram &Out, std::vector<std::unique_ptr<Module>> *Keep);
   /// Whether the images may be linked in partitions (LinkOptions::PartitionFirst).
@@ -1585,9 +1588,20 @@ Error DeviceLinker::readGroup(const LinkGroup &G, LLVMContext &Ctx,
     TimeTraceScope Scope("Parse bitcode");
     for (size_t I : G.Images) {
       const DeviceImage &Image = Inputs.Images[I];
-      Expected<std::unique_ptr<Module>> MOrErr = parse(Ctx, Image);
+      // Summarized and freed, an image is parsed in a context of its own,
+      // freed with it: in one context for all, every image's types,
+      // constants and metadata would stay to the end of the link (tens of
+      // MB in a large program).
+      std::unique_ptr<LLVMContext> Own;
+      if (!Keep) {
+        Own = std::make_unique<LLVMContext>();
+        Diags.install(*Own);
+      }
+      Expected<std::unique_ptr<Module>> MOrErr = parse(Own ? *Own : Ctx, Image);
       if (!MOrErr) {
         Errors.add(MOrErr.takeError());
+        if (Own)
+          keepForever(std::move(Own));
         continue;
       }
       Errors.add(checkCompiledFor(**MOrErr, Image, G));
@@ -1780,11 +1794,19 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
     OM.TargetIndices = TIs;
     unsigned Parts = Opts.Partitions;
     if (Parts == 0) {
-      size_t Kernels = count_if(*M, [](const Function &F) {
-        return !F.isDeclaration() &&
-               F.getCallingConv() == CallingConv::PTX_Kernel;
-      });
-      Parts = defaultPartitions(Kernels);
+      size_t Kernels = 0, Instructions = 0;
+      for (const Function &F : *M) {
+        Kernels += !F.isDeclaration() &&
+                   F.getCallingConv() == CallingConv::PTX_Kernel;
+        Instructions += F.getInstructionCount();
+      }
+      Parts = defaultPartitions(Kernels, Instructions,
+                                Opts.PartitionInstructions);
+      if (Opts.Verbose)
+        Opts.Verbose(("link: " + Twine(Kernels) + " kernels, " +
+                      Twine(Instructions) + " instructions before O3: " +
+                      Twine(Parts) + " partitions at most")
+                         .str());
     }
     if (!Opts.CodegenOnly && Parts > 1) {
       Expected<bool> InParts = optimizePartitions(M, Rep, Parts, OM);
@@ -1843,8 +1865,19 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
       return false;
     }
   ProgramGraph P = programGraph(F.Graphs, exportedNames());
-  unsigned Parts = Opts.Partitions ? Opts.Partitions
-                                   : defaultPartitions(P.Kernels);
+  unsigned Parts = Opts.Partitions;
+  if (Parts == 0) {
+    size_t Instructions = 0;
+    for (const RefGraph::Node &N : P.Graph.Nodes)
+      Instructions += N.Instructions;
+    Parts = defaultPartitions(P.Kernels, Instructions,
+                              Opts.PartitionInstructions);
+    if (Opts.Verbose)
+      Opts.Verbose(("link: " + Twine(P.Kernels) + " kernels, " +
+                    Twine(Instructions) + " instructions before O3: " +
+                    Twine(Parts) + " partitions at most")
+                       .str());
+  }
   std::vector<GraphPartition> Plans = planGraph(P.Graph, Parts);
   if (count_if(Plans, [](const GraphPartition &GP) {
         return !GP.Members.empty();
@@ -2048,8 +2081,11 @@ ThreadPoolStrategy threadStrategy(unsigned Jobs, bool UseJobserver) {
   return hardware_concurrency(Jobs);
 }
 
-unsigned defaultPartitions(size_t Kernels) {
-  return unsigned(std::clamp<size_t>(Kernels / 8, 1, 32));
+unsigned defaultPartitions(size_t Kernels, size_t Instructions,
+                           size_t PerPartition) {
+  size_t BySize = divideCeil(Instructions, std::max<size_t>(PerPartition, 1));
+  return unsigned(std::max(std::clamp<size_t>(Kernels / 8, 1, 32),
+                           std::min<size_t>(BySize, 1 << 16)));
 }
 
 /// Splits M (linked, internalized, not optimized) into partitions and runs

@@ -1796,3 +1796,55 @@ TEST_F(LTOTest, PartitionFirstReportsEachUndefinedSymbolOnce) {
       FailedWithMessage("undefined device symbol: missing\n>>> referenced by " +
                         A + "\n>>> referenced by " + B));
 }
+
+// Past 32 partitions' worth of instructions, the partition count follows
+// the program's size, not its kernels (which would give 24 / 8 = 3): both
+// kinds of link count the same instructions, plan the same number of
+// partitions and compute the same values.
+TEST_F(LTOTest, PartitionCountFollowsTheProgramsSize) {
+  std::vector<std::string> Files;
+  for (int I = 0; I < 24; ++I) {
+    std::string N = std::to_string(I);
+    Files.push_back(writeIR("k" + N + ".bc",
+                            "define i32 @value" + N + "() { ret i32 " + N +
+                                " }\n" +
+                                kernelCalling("k" + N, "value" + N)));
+  }
+  EXPECT_EQ(lto::defaultPartitions(24, 0), 3u);
+  EXPECT_EQ(lto::defaultPartitions(24, 32 * lto::PartitionInstructions), 32u);
+  EXPECT_EQ(lto::defaultPartitions(24, 32 * lto::PartitionInstructions + 1),
+            33u);
+  EXPECT_EQ(lto::defaultPartitions(4096, 100 * lto::PartitionInstructions),
+            100u);
+  std::vector<std::vector<std::string>> Said(2);
+  std::vector<lto::LinkedProgram> Programs;
+  const lto::PartitionFirstMode Modes[] = {lto::PartitionFirstMode::Never,
+                                           lto::PartitionFirstMode::Always};
+  for (size_t I = 0; I < 2; ++I) {
+    lto::LinkOptions Opts = options();
+    Opts.PartitionFirst = Modes[I];
+    Opts.Partitions = 0;
+    Opts.PartitionInstructions = 8;
+    Opts.Verbose = [&Said, I](const std::string &Msg) {
+      Said[I].push_back(Msg);
+    };
+    Expected<lto::LinkedProgram> P = link(Files, Sm80, Opts);
+    ASSERT_THAT_EXPECTED(P, Succeeded());
+    Programs.push_back(std::move(*P));
+  }
+  auto Planned = [](ArrayRef<std::string> Lines) {
+    for (const std::string &L : Lines)
+      if (StringRef(L).contains("instructions before O3"))
+        return L;
+    return std::string();
+  };
+  EXPECT_THAT(Planned(Said[0]), HasSubstr("link: 24 kernels, "));
+  EXPECT_EQ(Planned(Said[0]), Planned(Said[1]));
+  EXPECT_THAT(Said[1], Contains(HasSubstr("each linked from its inputs alone")));
+  for (const lto::LinkedProgram &P : Programs) {
+    ASSERT_EQ(P.Modules.size(), 1u);
+    EXPECT_GT(P.Modules[0].Parts.size(), 3u);
+    for (int I = 0; I < 24; ++I)
+      EXPECT_EQ(storedConstant(P.Modules[0], "k" + std::to_string(I)), I);
+  }
+}
