@@ -31,6 +31,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/ExponentialBackoff.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Jobserver.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -95,12 +96,33 @@ static void sortSpills(std::vector<FunctionSpills> &Spills) {
   });
 }
 
+/// Path's bytes, read straight into the string: a mapped file copied out
+/// would hold the bytes twice (nvlink's cubin of a large program is 100 MB).
 static Expected<std::string> readBack(StringRef Path, StringRef What) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(Path);
-  if (!MB)
-    return createStringError(MB.getError(), "%s wrote no output to %s",
+  auto Fail = [&](std::error_code EC) {
+    return createStringError(EC, "%s wrote no output to %s",
                              What.str().c_str(), Path.str().c_str());
-  return (*MB)->getBuffer().str();
+  };
+  Expected<sys::fs::file_t> FD = sys::fs::openNativeFileForRead(Path);
+  if (!FD)
+    return Fail(errorToErrorCode(FD.takeError()));
+  scope_exit Close([&] { sys::fs::closeFile(*FD); });
+  sys::fs::file_status St;
+  if (std::error_code EC = sys::fs::status(*FD, St))
+    return Fail(EC);
+  std::string Bytes(St.getSize(), '\0');
+  size_t Done = 0;
+  while (Done < Bytes.size()) {
+    Expected<size_t> N = sys::fs::readNativeFile(
+        *FD, MutableArrayRef<char>(Bytes.data() + Done, Bytes.size() - Done));
+    if (!N)
+      return Fail(errorToErrorCode(N.takeError()));
+    if (*N == 0)
+      break; // shorter than it was: what is there
+    Done += *N;
+  }
+  Bytes.resize(Done);
+  return Bytes;
 }
 
 /// Links relocatable cubins of target T (assembled with ptxas -c), the
@@ -503,8 +525,12 @@ private:
     }
     // Every target has its PTX: the partition's IR is not read again.
     // Freed now, the partitions' bitcode (tens of MB in a large program)
-    // does not wait for the last ptxas and nvlink, where the peak is.
+    // does not wait for the last ptxas and nvlink, where the peak is; and
+    // what code generation freed goes back to the system.
+    bool Large = Part.Bitcode.size() >= lto::ReleaseAfterBytes;
     std::string().swap(Part.Bitcode);
+    if (Large)
+      lto::releaseFreedMemory();
     for (auto &[I, Code] : Hits)
       Done(I, P, std::move(Code));
   }

@@ -411,6 +411,13 @@ llvm::ThreadPoolStrategy threadStrategy(unsigned Jobs, bool UseJobserver);
 /// arena, allocate their own. A no-op where the C library is not glibc.
 void releaseFreedMemory();
 
+/// A partition of at least this much bitcode gives back what its O3 or its
+/// code generation freed as soon as it is done (releaseFreedMemory): else
+/// each thread's arena keeps the peak of the largest partition it ran, and
+/// the threads' peaks add up beside the rest of the link. Smaller ones do
+/// not: the call costs more than they would hold.
+constexpr size_t ReleaseAfterBytes = 256 << 10;
+
 /// Links every image, resolves symbols as a linker would (strong, weak,
 /// linkonce and comdat definitions; duplicates and undefined references
 /// reported with the inputs that define or use them; weak references and

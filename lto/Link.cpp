@@ -1653,6 +1653,10 @@ Error DeviceLinker::readGroup(const LinkGroup &G, LLVMContext &Ctx,
   if (Error E = choosePtxVersions(F.Facts, G, Out))
     return E;
   F.SharedAlignments = sharedAlignments(F.Facts);
+  // Every check that reads them has run: the facts of a large program
+  // (every symbol's signature, tens of MB) need not wait for its link.
+  std::vector<ModuleFacts>().swap(F.Facts);
+  std::vector<std::pair<KernelRecord, StringRef>>().swap(F.Records);
   return Error::success();
 }
 
@@ -2168,7 +2172,10 @@ Error DeviceLinker::optimizeSplit(std::vector<CodegenPartition> Split,
       Pool.async([&, I] {
         if (Tracing)
           timeTraceProfilerInitialize(Opts.TimeTraceGranularity, "fatlink");
-        OptimizeOne(I);
+        size_t Bytes = Split[I].Bitcode.size();
+        OptimizeOne(I); // its LLVMContext freed
+        if (Bytes >= ReleaseAfterBytes)
+          releaseFreedMemory();
         if (Tracing)
           timeTraceProfilerFinishThread();
       });
