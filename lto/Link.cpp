@@ -823,6 +823,10 @@ private:
   void internalize(Module &M);
   StringSet<> exportedNames() const;
   Error saveTemp(const Module &M, StringRef Stage);
+  /// The partitions of a program of Kernels kernels and Instructions
+  /// instructions before O3: Opts.Partitions, or with 0 defaultPartitions'
+  /// count, which -v reports.
+  unsigned partitionCount(size_t Kernels, size_t Instructions) const;
   Expected<bool> optimizePartitions(std::unique_ptr<Module> &M,
                                     const Target &Rep, unsigned Parts,
                                     OptimizedModule &OM);
@@ -1796,22 +1800,13 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
     setTargetAttributes(*M, Rep);
     OptimizedModule OM;
     OM.TargetIndices = TIs;
-    unsigned Parts = Opts.Partitions;
-    if (Parts == 0) {
-      size_t Kernels = 0, Instructions = 0;
-      for (const Function &F : *M) {
-        Kernels += !F.isDeclaration() &&
-                   F.getCallingConv() == CallingConv::PTX_Kernel;
-        Instructions += F.getInstructionCount();
-      }
-      Parts = defaultPartitions(Kernels, Instructions,
-                                Opts.PartitionInstructions);
-      if (Opts.Verbose)
-        Opts.Verbose(("link: " + Twine(Kernels) + " kernels, " +
-                      Twine(Instructions) + " instructions before O3: " +
-                      Twine(Parts) + " partitions at most")
-                         .str());
+    size_t Kernels = 0, Instructions = 0;
+    for (const Function &F : *M) {
+      Kernels += !F.isDeclaration() &&
+                 F.getCallingConv() == CallingConv::PTX_Kernel;
+      Instructions += F.getInstructionCount();
     }
+    unsigned Parts = partitionCount(Kernels, Instructions);
     if (!Opts.CodegenOnly && Parts > 1) {
       Expected<bool> InParts = optimizePartitions(M, Rep, Parts, OM);
       if (!InParts)
@@ -1869,19 +1864,10 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
       return false;
     }
   ProgramGraph P = programGraph(F.Graphs, exportedNames());
-  unsigned Parts = Opts.Partitions;
-  if (Parts == 0) {
-    size_t Instructions = 0;
-    for (const RefGraph::Node &N : P.Graph.Nodes)
-      Instructions += N.Instructions;
-    Parts = defaultPartitions(P.Kernels, Instructions,
-                              Opts.PartitionInstructions);
-    if (Opts.Verbose)
-      Opts.Verbose(("link: " + Twine(P.Kernels) + " kernels, " +
-                    Twine(Instructions) + " instructions before O3: " +
-                    Twine(Parts) + " partitions at most")
-                       .str());
-  }
+  size_t Instructions = 0;
+  for (const RefGraph::Node &N : P.Graph.Nodes)
+    Instructions += N.Instructions;
+  unsigned Parts = partitionCount(P.Kernels, Instructions);
   std::vector<GraphPartition> Plans = planGraph(P.Graph, Parts);
   if (count_if(Plans, [](const GraphPartition &GP) {
         return !GP.Members.empty();
@@ -2088,8 +2074,24 @@ ThreadPoolStrategy threadStrategy(unsigned Jobs, bool UseJobserver) {
 unsigned defaultPartitions(size_t Kernels, size_t Instructions,
                            size_t PerPartition) {
   size_t BySize = divideCeil(Instructions, std::max<size_t>(PerPartition, 1));
+  // At most 65,536 (8.6 billion instructions at the default budget):
+  // partition numbers fit the 24 bits codegen/'s job priorities give them.
   return unsigned(std::max(std::clamp<size_t>(Kernels / 8, 1, 32),
                            std::min<size_t>(BySize, 1 << 16)));
+}
+
+unsigned DeviceLinker::partitionCount(size_t Kernels,
+                                      size_t Instructions) const {
+  if (Opts.Partitions)
+    return Opts.Partitions;
+  unsigned N =
+      defaultPartitions(Kernels, Instructions, Opts.PartitionInstructions);
+  if (Opts.Verbose)
+    Opts.Verbose(("link: " + Twine(Kernels) + " kernels, " +
+                  Twine(Instructions) + " instructions before O3: " +
+                  Twine(N) + " partitions at most")
+                     .str());
+  return N;
 }
 
 /// Splits M (linked, internalized, not optimized) into partitions and runs
