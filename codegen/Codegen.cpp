@@ -128,14 +128,15 @@ static Expected<std::string> readBack(StringRef Path, StringRef What) {
 /// Links relocatable cubins of target T (assembled with ptxas -c), the
 /// inputs' relocatable cubins for its arch and the device libraries the
 /// program uses (given to nvlink as archives: it picks the arch's cubin)
-/// into one cubin with nvlink.
-/// The spills ptxas reports for nvcc's PTX are added to Spills.
-static Expected<std::string>
-linkCubins(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
-           std::vector<std::string> Cubins,
-           ArrayRef<const lto::DeviceObject *> Objs,
-           ArrayRef<lto::DeviceLibrary> Libs,
-           std::vector<FunctionSpills> &Spills) {
+/// into one cubin with nvlink, left in nvlink's output file and mapped
+/// (Out.CubinFile), or with nvJitLink where there is nvcc LTO-IR
+/// (Out.Cubin). The spills ptxas reports for nvcc's PTX are added to
+/// Out.Spills.
+static Error linkCubins(Context &Ctx, const CodegenOptions &Opts,
+                        const lto::Target &T, std::vector<std::string> Cubins,
+                        ArrayRef<const lto::DeviceObject *> Objs,
+                        ArrayRef<lto::DeviceLibrary> Libs, TargetOutput &Out) {
+  std::vector<FunctionSpills> &Spills = Out.Spills;
   TimeTraceScope Scope("nvlink", T.Name);
   for (auto [N, O] : enumerate(Objs)) {
     if (O->IsLTOIR)
@@ -177,8 +178,13 @@ linkCubins(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
       In.push_back({NvJitLinkInput::Library, L.Path, {}, L.Path});
     Ctx.verbose("nvJitLink -arch=" + T.Cpu + " -lto: " + Twine(In.size()) +
                 " inputs");
-    return runNvJitLink(Opts.Paths.CudaPath, T.Cpu, /*EmitPtx=*/false, In,
-                        "nvJitLink for " + T.Name);
+    Expected<std::string> Cubin = runNvJitLink(
+        Opts.Paths.CudaPath, T.Cpu, /*EmitPtx=*/false, In,
+        "nvJitLink for " + T.Name);
+    if (!Cubin)
+      return Cubin.takeError();
+    Out.Cubin = std::move(*Cubin);
+    return Error::success();
   }
   Expected<std::string> Linked = Ctx.Temps.create(T.Name + ".linked.cubin");
   if (!Linked)
@@ -194,7 +200,13 @@ linkCubins(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
           runProgram(Ctx, Opts.Paths.Nvlink, Argv, Opts.PtxasTimeout, What);
       !R)
     return R.takeError();
-  return readBack(*Linked, What);
+  Expected<std::shared_ptr<const MappedFile>> File = MappedFile::open(*Linked);
+  if (!File)
+    return createStringError(inconvertibleErrorCode(), "%s wrote no output: %s",
+                             What.c_str(),
+                             toString(File.takeError()).c_str());
+  Out.CubinFile = std::move(*File);
+  return Error::success();
 }
 
 /// The temporary file name of one partition's code for target T.
@@ -798,11 +810,8 @@ compileTarget(Context &Ctx, const CodegenOptions &Opts,
     Cubins.push_back(*CubinPath);
   }
 
-  Expected<std::string> Cubin =
-      linkCubins(Ctx, Opts, T, Cubins, Objs, Program.Libraries, Out.Spills);
-  if (!Cubin)
-    return Cubin.takeError();
-  Out.Cubin = std::move(*Cubin);
+  if (Error E = linkCubins(Ctx, Opts, T, Cubins, Objs, Program.Libraries, Out))
+    return std::move(E);
   sortSpills(Out.Spills);
   return Out;
 }
@@ -811,13 +820,15 @@ Expected<packager::FatbinImage> encodeImage(const lto::Target &T,
                                             const TargetOutput &O,
                                             const packager::FatbinOptions &F) {
   TimeTraceScope Scope("Encode fatbin entry", T.Name);
-  StringRef Bytes = T.IsPTX ? O.PTX : O.Cubin;
+  StringRef Bytes = T.IsPTX ? StringRef(O.PTX) : O.cubin();
   Expected<packager::FatbinImage> Image = packager::identifyImage(Bytes);
   if (!Image)
     return createStringError(inconvertibleErrorCode(),
                              "cannot package the %s image: %s", T.Name.c_str(),
                              toString(Image.takeError()).c_str());
-  Expected<std::string> Entry = packager::encodeFatbinEntry(*Image, Bytes, F);
+  // A mapped cubin's pages go back as zstd is done with them.
+  Expected<std::string> Entry = packager::encodeFatbinEntry(
+      *Image, Bytes, F, [&](StringRef Read) { O.releaseCubin(Read); });
   if (!Entry)
     return Entry.takeError();
   Image->Entry = std::move(*Entry);
@@ -933,15 +944,13 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
     }
     PartFiles[I].clear();
     // The code generators' and optimizers' freed memory back to the system
-    // before nvlink's cubin (a large program's largest allocation) is read
-    // and compressed.
+    // before zstd's tables (81 MB at level 19) are allocated; nvlink's
+    // cubin is compressed from its mapped file, a few MB resident at once.
     lto::releaseFreedMemory();
-    Expected<std::string> Linked = linkCubins(
-        Ctx, Opts, Targets[I], Paths, lto::objectsForTarget(Inputs, Targets[I]),
-        Program.Libraries, Spills);
-    if (!Linked)
-      return Fail(I, Linked.takeError());
-    Outputs[I].Cubin = std::move(*Linked);
+    if (Error E = linkCubins(Ctx, Opts, Targets[I], Paths,
+                             lto::objectsForTarget(Inputs, Targets[I]),
+                             Program.Libraries, Outputs[I]))
+      return Fail(I, std::move(E));
     sortSpills(Spills);
     Encode(I);
   };
@@ -1014,10 +1023,12 @@ Expected<std::string> joinPartitions(Context &Ctx, const CodegenOptions &Opts,
                                      const lto::InputSet &Inputs,
                                      const lto::Target &T,
                                      std::vector<std::string> Cubins) {
-  std::vector<FunctionSpills> Spills; // ptxas ran in the pieces' actions
-  return linkCubins(Ctx, Opts, T, std::move(Cubins),
-                    lto::objectsForTarget(Inputs, T), Program.Libraries,
-                    Spills);
+  TargetOutput Out; // its spills: ptxas ran in the pieces' actions
+  if (Error E = linkCubins(Ctx, Opts, T, std::move(Cubins),
+                           lto::objectsForTarget(Inputs, T), Program.Libraries,
+                           Out))
+    return std::move(E);
+  return Out.CubinFile ? Out.cubin().str() : std::move(Out.Cubin);
 }
 
 Expected<std::vector<std::vector<lto::CodegenPartition>>>

@@ -33,6 +33,7 @@
 #include "llvm/Support/Error.h"
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -212,7 +213,23 @@ struct PartitionCode {
 /// The code of one target.
 struct TargetOutput {
   std::string PTX;
-  std::string Cubin; // empty for compute_XX targets
+  /// Empty for compute_XX targets, and where CubinFile holds the cubin.
+  std::string Cubin;
+  /// A target compiled in partitions: its cubin, left in the file nvlink
+  /// wrote (one of the link's temporaries) and mapped, not read into
+  /// memory: a large program's is its largest allocation (103 MB at 22,400
+  /// kernels). Whatever reads all of it hands its pages back
+  /// (releaseCubin) as it goes.
+  std::shared_ptr<const MappedFile> CubinFile;
+  llvm::StringRef cubin() const {
+    return CubinFile ? CubinFile->bytes() : llvm::StringRef(Cubin);
+  }
+  /// Once Range (a part of cubin()) has been read: its pages back to the
+  /// system, where the cubin is mapped.
+  void releaseCubin(llvm::StringRef Range) const {
+    if (CubinFile)
+      CubinFile->release(Range);
+  }
   /// The spills of the functions fatlink's ptxas compiled for this target,
   /// sorted by name; a kernel not listed (from a cubin nvcc compiled, or
   /// linked by nvJitLink) has unknown spills.

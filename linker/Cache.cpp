@@ -196,7 +196,7 @@ static void serialize(const DeviceBuild &B, PieceWriter &W) {
     W.u64(T.IsPTX);
     W.u64(T.PtxVersion);
     W.str(O.PTX);
-    W.str(O.Cubin);
+    W.str(O.cubin());
     writeSpills(W.bytes(), O.Spills);
   }
   packager::writeKernels(W.bytes(), B.Program.Kernels);
@@ -392,14 +392,27 @@ bool cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
 }
 
 bool cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
-                    ArrayRef<StringRef> Payload, bool Report) {
+                    ArrayRef<StringRef> Payload, bool Report,
+                    function_ref<void(StringRef)> Read) {
   // The header is built and the pieces written after it, never joined: a
   // whole link's payload holds its cubins (103 MB of a 22,400-kernel
-  // program's), and a copy of them would be the link's peak.
+  // program's), and a copy of them would be the link's peak. A mapped
+  // cubin is read a few MB at a time, its pages handed back behind.
+  constexpr size_t Chunk = 4 << 20;
+  auto Release = [&](StringRef Part) {
+    if (Read)
+      Read(Part);
+  };
   BLAKE3 Hasher;
   uint64_t Size = 0;
   for (StringRef Piece : Payload) {
-    Hasher.update(Piece);
+    cantFail(forEachChunk(
+        Piece, Chunk,
+        [&](StringRef Part) {
+          Hasher.update(Part);
+          return Error::success();
+        },
+        Release));
     Size += Piece.size();
   }
   BLAKE3Result<32> H = Hasher.final();
@@ -428,7 +441,14 @@ bool cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
     raw_fd_ostream OS(FD, /*shouldClose=*/true);
     OS << Header;
     for (StringRef Piece : Payload)
-      OS << Piece;
+      cantFail(forEachChunk(
+          Piece, Chunk,
+          [&](StringRef Part) {
+            OS << Part;
+            OS.flush(); // written before its pages go back
+            return Error::success();
+          },
+          Release));
     OS.close();
     if (OS.has_error()) {
       OS.clear_error();
@@ -463,7 +483,11 @@ bool cacheStore(Context &Ctx, StringRef Dir, StringRef Key,
   TimeTraceScope Scope("Cache store");
   PieceWriter W;
   serialize(B, W);
-  return cacheStoreBlob(Ctx, Dir, Key, W.finish());
+  return cacheStoreBlob(Ctx, Dir, Key, W.finish(), /*Report=*/true,
+                        [&](StringRef Part) {
+                          for (const TargetOutput &O : B.Outputs)
+                            O.releaseCubin(Part);
+                        });
 }
 
 Error checkCachePolicy(StringRef Name, StringRef Policy) {

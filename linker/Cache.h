@@ -30,6 +30,7 @@
 
 #include "linker/DeviceBuild.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <optional>
@@ -79,10 +80,13 @@ std::optional<std::string> cacheLookupBlob(Context &Ctx, llvm::StringRef Dir,
 bool cacheStoreBlob(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
                     llvm::StringRef Payload, bool Report = true);
 /// The same, for a payload given as pieces, written one after another
-/// (never joined in memory).
+/// (never joined in memory), each hashed and written a few MB at a time;
+/// Read is told of every such part after it is hashed and after it is
+/// written (a caller whose pieces are mapped files hands their pages back).
 bool cacheStoreBlob(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
                     llvm::ArrayRef<llvm::StringRef> Payload,
-                    bool Report = true);
+                    bool Report = true,
+                    llvm::function_ref<void(llvm::StringRef)> Read = {});
 
 /// The default cache directory of the host-link wrappers:
 /// $FATLINK_CACHE_DIR, else $XDG_CACHE_HOME/fatlink/device-links, else

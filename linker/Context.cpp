@@ -7,7 +7,9 @@
 
 #include "linker/Context.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -24,6 +26,7 @@
 #include <thread>
 
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -409,6 +412,59 @@ Error checkOutputsAreNotInputs(ArrayRef<std::string> Outputs,
                                "name another output",
                                In.c_str(), Out.c_str());
     }
+  }
+  return Error::success();
+}
+
+Expected<std::shared_ptr<const MappedFile>>
+MappedFile::open(StringRef Path) {
+  auto Fail = [&](std::error_code EC) {
+    return createStringError(EC, "cannot read %s: %s", Path.str().c_str(),
+                             EC.message().c_str());
+  };
+  Expected<sys::fs::file_t> FD = sys::fs::openNativeFileForRead(Path);
+  if (!FD)
+    return Fail(errorToErrorCode(FD.takeError()));
+  // The mapping keeps the file's pages; the descriptor is not needed.
+  scope_exit Close([&] { sys::fs::closeFile(*FD); });
+  sys::fs::file_status St;
+  if (std::error_code EC = sys::fs::status(*FD, St))
+    return Fail(EC);
+  auto M = std::make_shared<MappedFile>();
+  if (St.getSize() == 0)
+    return M; // nothing to map: bytes() is empty
+  std::error_code EC;
+  sys::fs::mapped_file_region R(*FD, sys::fs::mapped_file_region::readonly,
+                                St.getSize(), 0, EC);
+  if (EC)
+    return Fail(EC);
+  M->Region = std::move(R);
+  return M;
+}
+
+void MappedFile::release(StringRef Range) const {
+  StringRef All = bytes();
+  uintptr_t Page = sys::Process::getPageSizeEstimate();
+  uintptr_t Begin = std::max(uintptr_t(Range.begin()), uintptr_t(All.begin()));
+  uintptr_t End = std::min(uintptr_t(Range.end()), uintptr_t(All.end()));
+  // Whole pages only: a partial page at either end may still be read. The
+  // file's last page counts as whole once the range reaches the end.
+  Begin = alignTo(Begin, Page);
+  End = End == uintptr_t(All.end()) ? alignTo(End, Page) : alignDown(End, Page);
+  if (Begin < End)
+    ::madvise(reinterpret_cast<void *>(Begin), End - Begin, MADV_DONTNEED);
+}
+
+Error forEachChunk(StringRef Data, size_t Chunk,
+                   function_ref<Error(StringRef)> F,
+                   function_ref<void(StringRef)> Done) {
+  if (Chunk == 0)
+    Chunk = std::max<size_t>(Data.size(), 1);
+  for (size_t Off = 0; Off < Data.size(); Off += Chunk) {
+    StringRef Piece = Data.substr(Off, Chunk);
+    if (Error E = F(Piece))
+      return E;
+    Done(Piece);
   }
   return Error::success();
 }

@@ -23,6 +23,7 @@
 #define FATLINK_LINKER_CONTEXT_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
@@ -65,6 +66,36 @@ private:
   std::string SavePrefix;
   std::vector<std::string> Files;
 };
+
+/// A file's bytes, mapped read-only: a large result (nvlink's cubin of a
+/// 22,400-kernel program is 103 MB) read where it lies instead of copied
+/// into memory. Its pages come from the page cache when touched, and
+/// release() hands back those of a range once it has been read, so that
+/// compressing, hashing or copying the whole file keeps little of it
+/// resident. The file must not change while it is mapped (fatlink's own
+/// temporaries).
+class MappedFile {
+public:
+  static llvm::Expected<std::shared_ptr<const MappedFile>>
+  open(llvm::StringRef Path);
+  llvm::StringRef bytes() const {
+    return Region ? llvm::StringRef(Region.const_data(), Region.size())
+                  : llvm::StringRef();
+  }
+  /// Hands back the whole pages of Range that lie in bytes() (parts
+  /// outside are ignored); read again, they come back from the file.
+  void release(llvm::StringRef Range) const;
+
+private:
+  llvm::sys::fs::mapped_file_region Region;
+};
+
+/// Passes Data to F in consecutive pieces of at most Chunk bytes (one
+/// piece when Chunk is 0 or Data shorter), then calls Done on the piece;
+/// stops at F's first error.
+llvm::Error forEachChunk(llvm::StringRef Data, size_t Chunk,
+                         llvm::function_ref<llvm::Error(llvm::StringRef)> F,
+                         llvm::function_ref<void(llvm::StringRef)> Done);
 
 /// An output file, written but not yet in place: its bytes went with
 /// write(2) to a temporary beside the destination (removed on error, on

@@ -505,6 +505,9 @@ namespace {
 struct OutputFile {
   std::string Path;
   StringRef Data;
+  /// The target output whose mapped cubin Data is, if any: its pages are
+  /// handed back once written.
+  const TargetOutput *Mapped = nullptr;
 };
 
 } // namespace
@@ -584,8 +587,10 @@ planOutputs(const Config &C, ArrayRef<lto::Target> Targets,
                                "target: use sm_%s or write a .ptx file",
                                C.Output.c_str(), Targets[0].Name.c_str(),
                                Targets[0].Cpu.substr(3).c_str());
-    Files.push_back({C.Output, WantCubin ? StringRef(Outputs[0].Cubin)
-                                         : StringRef(Outputs[0].PTX)});
+    if (WantCubin)
+      Files.push_back({C.Output, Outputs[0].cubin(), &Outputs[0]});
+    else
+      Files.push_back({C.Output, Outputs[0].PTX});
     return Files;
   }
   for (auto [T, Out] : zip(Targets, Outputs)) {
@@ -597,7 +602,7 @@ planOutputs(const Config &C, ArrayRef<lto::Target> Targets,
     }
     if (!T.IsPTX) {
       sys::path::append(Path, T.Name + ".cubin");
-      Files.push_back({std::string(Path), Out.Cubin});
+      Files.push_back({std::string(Path), Out.cubin(), &Out});
     }
   }
   return Files;
@@ -627,6 +632,8 @@ static Error writeOutputs(const Config &C, ArrayRef<OutputFile> Files,
 
   for (const OutputFile &F : Files) {
     Expected<StagedFile> S = StagedFile::create(F.Path, F.Data);
+    if (F.Mapped)
+      F.Mapped->releaseCubin(F.Data);
     if (!S)
       return S.takeError();
     Staged.push_back(std::move(*S));
@@ -662,7 +669,9 @@ static std::vector<KernelRow> kernelRows(ArrayRef<lto::Target> Targets,
   for (auto [T, Out] : zip(Targets, Outputs)) {
     if (T.IsPTX)
       continue;
-    Expected<packager::ModuleSymbols> S = packager::readCubinSymbols(Out.Cubin);
+    Expected<packager::ModuleSymbols> S =
+        packager::readCubinSymbols(Out.cubin());
+    Out.releaseCubin(Out.cubin()); // its headers, symbols and .nv.info
     if (!S) {
       consumeError(S.takeError());
       continue;
@@ -708,7 +717,7 @@ static Error writeJSON(Context &Ctx, const Config &C,
           if (!Out.PTX.empty()) // none when compiled in partitions
             J.attribute("ptx_size", int64_t(Out.PTX.size()));
           if (!T.IsPTX)
-            J.attribute("cubin_size", int64_t(Out.Cubin.size()));
+            J.attribute("cubin_size", int64_t(Out.cubin().size()));
         });
     });
     J.attributeArray("files", [&] {

@@ -67,6 +67,8 @@
 #include <memory>
 #include <system_error>
 #include <tuple>
+// ZSTD_c_stableInBuffer and ZSTD_getCParams (exported by libzstd.so).
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 using namespace llvm;
@@ -125,17 +127,67 @@ void appendU64(std::string &Out, uint64_t V) {
 }
 void padTo8(std::string &Out) { Out.resize(alignTo(Out.size(), 8), '\0'); }
 
-Expected<std::string> zstdCompress(StringRef In, int Level) {
+/// zstd at \p Level over \p In. Up to WholeInput bytes are compressed in
+/// one call, into the frame one-shot ZSTD_compress writes. A larger input
+/// (a large program's cubin, mapped) is fed 4 MB at a time from where it
+/// lies (a stable input buffer), and \p Read is given, in order, each
+/// piece no match can reach any more, so that little of it is resident at
+/// once. That frame is valid zstd but not the one-shot one: zstd 1.5.7
+/// splits blocks within each step, and one-shot over the whole input (the
+/// differences are a few hundred bytes in a MB, either way). Read is given
+/// every byte of In once.
+Expected<std::string> zstdCompress(StringRef In, int Level,
+                                   function_ref<void(StringRef)> Read) {
+  constexpr size_t WholeInput = 32 << 20;
+  constexpr size_t Step = 4 << 20; // a multiple of zstd's 128 KB blocks
+  auto Fail = [](size_t R) {
+    return createStringError(Twine("zstd compression failed: ") +
+                             ZSTD_getErrorName(R));
+  };
+  ZSTD_CCtx *C = ZSTD_createCCtx();
+  if (!C)
+    return createStringError("zstd compression failed: out of memory");
+  scope_exit Free([&] { ZSTD_freeCCtx(C); });
+  for (size_t R : {ZSTD_CCtx_setParameter(C, ZSTD_c_compressionLevel, Level),
+                   ZSTD_CCtx_setParameter(C, ZSTD_c_stableInBuffer, 1),
+                   ZSTD_CCtx_setPledgedSrcSize(C, In.size())})
+    if (ZSTD_isError(R))
+      return Fail(R);
   // The bound is more than the input, and zstd writes only the compressed
   // bytes: a buffer left uninitialized keeps the untouched pages (nearly
   // all of a 100 MB cubin's) from ever being resident.
   size_t Bound = ZSTD_compressBound(In.size());
   std::unique_ptr<char[]> Buf(new char[Bound]);
-  size_t N = ZSTD_compress(Buf.get(), Bound, In.data(), In.size(), Level);
-  if (ZSTD_isError(N))
-    return createStringError(Twine("zstd compression failed: ") +
-                             ZSTD_getErrorName(N));
-  return std::string(Buf.get(), N);
+  ZSTD_outBuffer Out{Buf.get(), Bound, 0};
+  ZSTD_inBuffer Src{In.data(), 0, 0};
+  // How far back a match reaches: the window, and the block being built.
+  size_t Reach =
+      (size_t(1) << ZSTD_getCParams(Level, In.size(), 0).windowLog) +
+      ZSTD_BLOCKSIZE_MAX;
+  size_t Given = 0; // bytes of In passed to Read
+  for (bool Last = false; !Last;) {
+    Src.size = In.size() <= WholeInput ? In.size()
+                                       : std::min(In.size(), Src.size + Step);
+    Last = Src.size == In.size();
+    ZSTD_EndDirective Mode = Last ? ZSTD_e_end : ZSTD_e_continue;
+    for (;;) {
+      size_t Before = Src.pos + Out.pos;
+      size_t R = ZSTD_compressStream2(C, &Out, &Src, Mode);
+      if (ZSTD_isError(R))
+        return Fail(R);
+      if (Last ? R == 0 : Src.pos == Src.size)
+        break;
+      if (Src.pos + Out.pos == Before) // cannot happen with Bound bytes out
+        return createStringError("zstd compression made no progress");
+    }
+    if (Read && Src.pos > Given + Reach + Step) {
+      Read(In.slice(Given, Src.pos - Reach));
+      Given = Src.pos - Reach;
+    }
+  }
+  if (Read)
+    Read(In.drop_front(Given));
+  return std::string(Buf.get(), Out.pos);
 }
 
 // One entry, ready to be laid out.
@@ -162,7 +214,8 @@ Expected<ParsedArch> checkImage(const FatbinImage &Img) {
 /// Appends the entry for \p Img, whose bytes are \p Payload (header and
 /// payload), to \p Out.
 Error encodeEntry(std::string &Out, const FatbinImage &Img, StringRef Payload,
-                  const ParsedArch &Arch, const FatbinOptions &Opts) {
+                  const ParsedArch &Arch, const FatbinOptions &Opts,
+                  function_ref<void(StringRef)> Read) {
   bool IsPtx = Img.Kind == ImageKind::PTX;
   // PTX is stored NUL-terminated (and maybe minified): a copy. A cubin is
   // stored as it is, read in place.
@@ -170,6 +223,8 @@ Error encodeEntry(std::string &Out, const FatbinImage &Img, StringRef Payload,
   if (IsPtx) {
     Ptx = Opts.MinifyPtx ? minifyPtx(Payload) : Payload.str();
     Ptx.push_back('\0');
+    if (Read)
+      Read(Payload);
   }
   StringRef Raw = IsPtx ? StringRef(Ptx) : Payload;
 
@@ -178,7 +233,9 @@ Error encodeEntry(std::string &Out, const FatbinImage &Img, StringRef Payload,
   StringRef Stored = Raw;
   uint64_t CompressedSize = 0, UncompressedSize = 0;
   if (Opts.Compress == Compression::Zstd) {
-    Expected<std::string> Z = zstdCompress(Raw, Opts.ZstdLevel);
+    Expected<std::string> Z =
+        zstdCompress(Raw, Opts.ZstdLevel,
+                     IsPtx ? function_ref<void(StringRef)>() : Read);
     if (!Z)
       return Z.takeError();
     // Keep the compressed form only when it saves space once padded.
@@ -231,6 +288,8 @@ Error encodeEntry(std::string &Out, const FatbinImage &Img, StringRef Payload,
   }
   Out += Stored;
   padTo8(Out);
+  if (Read && !IsPtx && Stored.data() == Payload.data())
+    Read(Payload); // read again to be stored as it is
   return Error::success();
 }
 
@@ -564,7 +623,7 @@ fatlink::packager::writeFatbin(ArrayRef<FatbinImage> Images,
     if (!E.Image->Entry.empty())
       Out += E.Image->Entry;
     else if (Error Err = encodeEntry(Out, *E.Image, E.Image->Data, E.Arch,
-                                     Opts))
+                                     Opts, {}))
       return std::move(Err);
   }
   support::endian::write64le(Out.data() + 8, Out.size() - ContainerHeaderSize);
@@ -579,14 +638,15 @@ fatlink::packager::encodeFatbinEntry(const FatbinImage &Img,
 
 Expected<std::string>
 fatlink::packager::encodeFatbinEntry(const FatbinImage &Img, StringRef Payload,
-                                     const FatbinOptions &Opts) {
+                                     const FatbinOptions &Opts,
+                                     function_ref<void(StringRef)> Read) {
   if (Error E = checkOptions(Opts))
     return std::move(E);
   Expected<ParsedArch> A = checkImage(Img);
   if (!A)
     return A.takeError();
   std::string Out;
-  if (Error E = encodeEntry(Out, Img, Payload, *A, Opts))
+  if (Error E = encodeEntry(Out, Img, Payload, *A, Opts, Read))
     return std::move(E);
   return Out;
 }

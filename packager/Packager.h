@@ -20,6 +20,7 @@
 #include "packager/Descriptor.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
@@ -111,9 +112,16 @@ llvm::Expected<std::string> encodeFatbinEntry(const FatbinImage &Img,
 
 /// The entry of \p Payload, an image identifyImage described as \p Img
 /// (whose Data is not read): a 100 MB cubin is compressed where it lies.
-llvm::Expected<std::string> encodeFatbinEntry(const FatbinImage &Img,
-                                              llvm::StringRef Payload,
-                                              const FatbinOptions &Opts = {});
+/// Up to 32 MB the entry is the one one-shot ZSTD_compress gives; a larger
+/// cubin is compressed 4 MB at a time (a valid zstd frame, a little
+/// different), and \p Read is told of each piece of Payload once the entry
+/// no longer needs it, so that a caller whose Payload is a mapped file can
+/// hand its pages back as they are read. A piece may be told again (a
+/// payload that does not compress is copied whole).
+llvm::Expected<std::string>
+encodeFatbinEntry(const FatbinImage &Img, llvm::StringRef Payload,
+                  const FatbinOptions &Opts = {},
+                  llvm::function_ref<void(llvm::StringRef)> Read = {});
 
 /// Writes one fatbin container holding \p Images. Entries are sorted by
 /// (SM, arch, cubin before PTX) whatever the input order; two images of the

@@ -145,4 +145,87 @@ TEST(CacheEntry, DeviceBuildInPiecesRoundTrip) {
   EXPECT_EQ(Read("k"), Read("joined"));
 }
 
+
+// The resident memory of this process, in KB (VmRSS: a mapped file on
+// tmpfs, as the test's temporary directory may be, is shared memory there,
+// not RssFile).
+static uint64_t residentKB() {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> MB =
+      MemoryBuffer::getFileAsStream("/proc/self/status");
+  if (!MB)
+    return 0;
+  for (StringRef Rest = (*MB)->getBuffer(); !Rest.empty();) {
+    StringRef Line;
+    std::tie(Line, Rest) = Rest.split('\n');
+    if (!Line.consume_front("VmRSS:"))
+      continue;
+    StringRef N = Line.trim();
+    N.consume_back("kB");
+    uint64_t KB = 0;
+    return N.trim().getAsInteger(10, KB) ? 0 : KB;
+  }
+  return 0;
+}
+
+// A partitioned link's cubin stays in nvlink's file, mapped: the entry
+// holds its bytes, and storing it (hashing, then writing 24 MB) hands the
+// pages back as it goes instead of leaving them all resident.
+TEST(CacheEntry, MappedCubinIsStoredAndHandedBack) {
+  TempDir Dir;
+  std::string Out, Err;
+  raw_string_ostream OutS(Out), ErrS(Err);
+  Context Ctx(OutS, ErrS);
+  std::string Bytes(24 << 20, '\0');
+  for (size_t I = 0; I < Bytes.size(); ++I)
+    Bytes[I] = char((I * 2654435761u) >> 13);
+  std::string Path = Dir.write("linked.cubin", Bytes);
+  Expected<std::shared_ptr<const MappedFile>> File = MappedFile::open(Path);
+  ASSERT_TRUE(bool(File)) << toString(File.takeError());
+  ASSERT_EQ((*File)->bytes(), Bytes);
+  (*File)->release((*File)->bytes());
+
+  DeviceBuild B;
+  lto::Target T;
+  T.Name = T.Cpu = "sm_75";
+  T.Sm = 75;
+  B.Targets = {T};
+  B.Outputs.resize(1);
+  B.Outputs[0].CubinFile = *File;
+  EXPECT_EQ(B.Outputs[0].cubin().size(), Bytes.size());
+  uint64_t Before = residentKB();
+  ASSERT_GT(Before, 0u) << "no VmRSS in /proc/self/status";
+  ASSERT_TRUE(cacheStore(Ctx, Dir.path(), "m", B));
+  uint64_t After = residentKB();
+  EXPECT_LT(After, Before + (8 << 10)) << "VmRSS " << Before << " -> "
+                                        << After << " kB";
+  std::optional<DeviceBuild> Back = cacheLookup(Ctx, Dir.path(), "m");
+  ASSERT_TRUE(Back.has_value()) << Out;
+  EXPECT_TRUE(Back->Outputs[0].Cubin == Bytes); // read back into memory
+  EXPECT_FALSE(Back->Outputs[0].CubinFile);
+}
+
+TEST(MappedFile, ErrorsAndEmptyFiles) {
+  TempDir Dir;
+  Expected<std::shared_ptr<const MappedFile>> Missing =
+      MappedFile::open(Dir.file("none.cubin"));
+  ASSERT_FALSE(bool(Missing));
+  std::string Msg = toString(Missing.takeError());
+  EXPECT_NE(Msg.find("cannot read " + Dir.file("none.cubin")),
+            std::string::npos)
+      << Msg;
+  Expected<std::shared_ptr<const MappedFile>> Empty =
+      MappedFile::open(Dir.write("empty.cubin", ""));
+  ASSERT_TRUE(bool(Empty)) << toString(Empty.takeError());
+  EXPECT_TRUE((*Empty)->bytes().empty());
+  (*Empty)->release("elsewhere"); // outside the mapping: nothing
+  // Pages handed back are read again from the file.
+  std::string Text(3 << 16, 'x');
+  Text[70000] = 'y';
+  Expected<std::shared_ptr<const MappedFile>> F =
+      MappedFile::open(Dir.write("some.cubin", Text));
+  ASSERT_TRUE(bool(F)) << toString(F.takeError());
+  (*F)->release((*F)->bytes().substr(1000, 100000));
+  EXPECT_EQ((*F)->bytes(), Text);
+}
+
 } // namespace

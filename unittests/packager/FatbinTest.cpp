@@ -11,6 +11,8 @@
 
 #include "llvm/Support/Endian.h"
 
+#include <zstd.h>
+
 using namespace llvm;
 using namespace fatlink::packager;
 using namespace fatlink::packager::test;
@@ -113,6 +115,82 @@ TEST(Fatbin, RoundTripZstd) {
     EXPECT_EQ(P.Payload, Ptx + '\0');
     EXPECT_EQ(P.UncompressedSize, Ptx.size() + 1);
   }
+}
+
+// A payload zstd finds matches in at every distance: words of a small
+// vocabulary, in an order from a fixed generator.
+std::string wordy(size_t N) {
+  std::string S;
+  S.reserve(N + 16);
+  uint64_t X = 12345;
+  while (S.size() < N) {
+    X = X * 6364136223846793005ULL + 1442695040888963407ULL;
+    S += "k" + std::to_string((X >> 33) % 5000) + ' ';
+  }
+  S.resize(N);
+  return S;
+}
+
+// The compressed bytes of an encoded cubin entry (no extension), and the
+// entry's round trip.
+std::string storedOf(StringRef Entry, StringRef Payload) {
+  auto EntriesOrErr = readFatbin(fatbinOfEntry(Entry));
+  EXPECT_TRUE(bool(EntriesOrErr));
+  if (!EntriesOrErr) {
+    consumeError(EntriesOrErr.takeError());
+    return "";
+  }
+  EXPECT_EQ((*EntriesOrErr)[0].Payload, Payload);
+  uint32_t HeaderSize = support::endian::read32le(Entry.data() + 4);
+  uint32_t Compressed = support::endian::read32le(Entry.data() + 16);
+  return Entry.substr(HeaderSize, Compressed).str();
+}
+
+TEST(Fatbin, EntryUpTo32MBIsOneShotZstd) {
+  // 6 MB at level 3 is more than its 2 MB window: still one call, and the
+  // frame one-shot ZSTD_compress writes (the bytes earlier fatlinks wrote).
+  std::string Payload = wordy(6 << 20);
+  FatbinOptions Opts;
+  Opts.ZstdLevel = 3;
+  std::vector<StringRef> Read;
+  auto EntryOrErr = encodeFatbinEntry(cubin("sm_80", ""), Payload, Opts,
+                                      [&](StringRef R) { Read.push_back(R); });
+  ASSERT_OK(EntryOrErr);
+  std::string OneShot(ZSTD_compressBound(Payload.size()), '\0');
+  OneShot.resize(ZSTD_compress(OneShot.data(), OneShot.size(), Payload.data(),
+                               Payload.size(), 3));
+  EXPECT_EQ(storedOf(*EntryOrErr, Payload), OneShot);
+  ASSERT_EQ(Read.size(), 1u); // all of it, at the end
+  EXPECT_EQ(Read[0].data(), Payload.data());
+  EXPECT_EQ(Read[0].size(), Payload.size());
+}
+
+TEST(Fatbin, LargeEntryIsCompressedInSteps) {
+  // 40 MB: fed 4 MB at a time; each piece no match can reach any more is
+  // handed back as it goes, in order, every byte once.
+  std::string Payload = wordy(40 << 20);
+  FatbinOptions Opts;
+  Opts.ZstdLevel = 1;
+  std::vector<StringRef> Read;
+  auto EntryOrErr = encodeFatbinEntry(cubin("sm_80", ""), Payload, Opts,
+                                      [&](StringRef R) { Read.push_back(R); });
+  ASSERT_OK(EntryOrErr);
+  std::string Stored = storedOf(*EntryOrErr, Payload);
+  EXPECT_LT(Stored.size(), Payload.size() / 2);
+  ASSERT_GT(Read.size(), 5u);
+  const char *Next = Payload.data();
+  for (StringRef R : Read) {
+    EXPECT_EQ(R.data(), Next);
+    Next = R.end();
+  }
+  EXPECT_EQ(Next, Payload.data() + Payload.size());
+  // The first piece went back long before the end: the window (level 1:
+  // 512 KB) and a step behind the 8 MB compressed by then.
+  EXPECT_LE(Read[0].size(), size_t(8 << 20));
+  // The same input gives the same bytes.
+  auto AgainOrErr = encodeFatbinEntry(cubin("sm_80", ""), Payload, Opts);
+  ASSERT_OK(AgainOrErr);
+  EXPECT_EQ(*AgainOrErr, *EntryOrErr);
 }
 
 TEST(Fatbin, IncompressibleEntryIsStoredPlain) {
