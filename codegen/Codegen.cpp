@@ -442,9 +442,9 @@ private:
     return JobQueue::priority(2, R, P);
   }
 
-  Expected<std::string> generate(const lto::CodegenPartition &Part, size_t I) {
+  Expected<std::string> generate(StringRef Bitcode, size_t I) {
     ++Generated;
-    return generatePTX(Part.Bitcode, Targets[I], Opts.OptLevel);
+    return generatePTX(Bitcode, Targets[I], Opts.OptLevel);
   }
 
   /// Partition P of group GI.
@@ -452,13 +452,22 @@ private:
     const PartitionGroup &G = Groups[GI];
     lto::CodegenPartition &Part = (*G.Parts)[P];
     TimeTraceScope Scope("Codegen partition", "part" + std::to_string(P));
+    // In memory, or read back from the file it waited in since its O3.
+    Expected<std::unique_ptr<MemoryBuffer>> Loaded = lto::loadBitcode(Part);
+    if (!Loaded) {
+      std::string Msg = toString(Loaded.takeError());
+      for (size_t I : G.Members)
+        Done(I, P, createStringError(inconvertibleErrorCode(), Msg));
+      return;
+    }
+    StringRef Bitcode = (*Loaded)->getBuffer();
     std::vector<std::string> Keys(Targets.size());
     std::vector<std::pair<size_t, PartitionCode>> Hits;
     std::vector<size_t> Missing;
     BLAKE3Result<32> BitcodeHash;
     bool Caching = bool(Opts.Cache.Key);
     if (Caching)
-      BitcodeHash = BLAKE3::hash(arrayRefFromStringRef(Part.Bitcode));
+      BitcodeHash = BLAKE3::hash(arrayRefFromStringRef(Bitcode));
     for (size_t I : G.Members) {
       if (Caching) {
         Keys[I] = Opts.Cache.Key(Targets[I], BitcodeHash, PTXSource[I]);
@@ -483,7 +492,7 @@ private:
     if (NeedShared) {
       for (auto [End, Text] :
            {std::pair(Lo, &LoText), std::pair(Hi, &HiText)}) {
-        Expected<std::string> E = generate(Part, End);
+        Expected<std::string> E = generate(Bitcode, End);
         if (E) {
           *Text = std::move(*E);
         } else if (is_contained(Missing, End)) {
@@ -515,7 +524,7 @@ private:
           ++Reused;
       }
       if (!Text) {
-        Expected<std::string> E = generate(Part, I);
+        Expected<std::string> E = generate(Bitcode, I);
         if (!E) {
           Done(I, P, E.takeError());
           continue;
@@ -539,7 +548,8 @@ private:
     // Freed now, the partitions' bitcode (tens of MB in a large program)
     // does not wait for the last ptxas and nvlink, where the peak is; and
     // what code generation freed goes back to the system.
-    bool Large = Part.Bitcode.size() >= lto::ReleaseAfterBytes;
+    bool Large = Bitcode.size() >= lto::ReleaseAfterBytes;
+    Loaded->reset();
     std::string().swap(Part.Bitcode);
     if (Large)
       lto::releaseFreedMemory();

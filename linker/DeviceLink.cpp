@@ -882,6 +882,12 @@ static lto::LinkOptions linkOptions(Context &Ctx, const Config &C,
   Link.TimeTraceGranularity = C.TimeTraceGranularity;
   Link.Partitions = partitionSetting(C);
   Link.Verbose = [&Ctx](const std::string &Msg) { Ctx.verbose(Msg); };
+  // Partitions' bitcode waits for O3 and for code generation in the run's
+  // temporary files, not in memory (docs/lto.md, "What a partition-first
+  // link holds").
+  Link.Spill = [&Ctx](StringRef Name, StringRef Bytes) {
+    return Ctx.Temps.write(Name, Bytes);
+  };
   Link.NeedWholeModule =
       C.OutKind == OutputKind::Bitcode ||
       any_of(Targets, [](const lto::Target &T) { return T.IsPTX; });

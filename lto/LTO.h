@@ -341,6 +341,14 @@ struct LinkOptions {
   /// several threads.
   std::function<std::optional<std::string>(llvm::StringRef Key)> MemoLookup;
   std::function<void(llvm::StringRef Key, llvm::StringRef Value)> MemoStore;
+  /// Optional: writes Bytes to a new temporary file (named after Name) and
+  /// returns its path. With it, a partition-first link keeps each
+  /// partition's bitcode in such a file, not in memory, while it waits:
+  /// from its link to its O3, and from its O3 to its code generation
+  /// (CodegenPartition::File). Called from several threads.
+  std::function<llvm::Expected<std::string>(llvm::StringRef Name,
+                                            llvm::StringRef Bytes)>
+      Spill;
 };
 
 /// One optimized module shared by a group of targets. Held as bitcode so that
@@ -349,10 +357,19 @@ struct LinkOptions {
 /// A piece of an optimized module that compiles on its own: a set of
 /// connected components of its reference graph (see Split.cpp).
 struct CodegenPartition {
+  /// Empty while the bitcode waits in File.
   std::string Bitcode;
+  /// Where the bitcode waits between stages (LinkOptions::Spill); empty:
+  /// in Bitcode.
+  std::string File;
   std::vector<std::string> Kernels; ///< in module order
   size_t Instructions = 0;
 };
+
+/// P's bitcode: Bitcode itself, or File read back (mapped where large, so
+/// its pages go when the buffer does).
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+loadBitcode(const CodegenPartition &P);
 
 struct OptimizedModule {
   std::vector<size_t> TargetIndices; ///< Indices into the target list.

@@ -823,6 +823,9 @@ private:
   void internalize(Module &M);
   StringSet<> exportedNames() const;
   Error saveTemp(const Module &M, StringRef Stage);
+  /// Moves P's bitcode to a file named after Name (LinkOptions::Spill),
+  /// where the driver gives one.
+  Error spill(CodegenPartition &P, const Twine &Name) const;
   /// The partitions of a program of Kernels kernels and Instructions
   /// instructions before O3: Opts.Partitions, or with 0 defaultPartitions'
   /// count, which -v reports.
@@ -1946,6 +1949,10 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
       raw_string_ostream OS(CP.Bitcode);
       WriteBitcodeToFile(*Part, OS);
     }
+    // To a file until its O3: the partitions linked so far would otherwise
+    // wait in memory (tens of MB in a large program).
+    if (Error E = spill(CP, "part" + Twine(PI) + ".bc"))
+      return std::move(E);
     CP.Kernels = std::move(Plan.Kernels);
     CP.Instructions = Plan.Instructions;
     Split.push_back(std::move(CP));
@@ -2065,6 +2072,32 @@ void releaseFreedMemory() {
 #endif
 }
 
+Expected<std::unique_ptr<MemoryBuffer>>
+loadBitcode(const CodegenPartition &P) {
+  if (P.File.empty())
+    return MemoryBuffer::getMemBuffer(P.Bitcode, "partition",
+                                      /*RequiresNullTerminator=*/false);
+  ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(
+      P.File, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!MB)
+    return createStringError(MB.getError(),
+                             "cannot read back the partition's bitcode "
+                             "from %s: %s",
+                             P.File.c_str(), MB.getError().message().c_str());
+  return std::move(*MB);
+}
+
+Error DeviceLinker::spill(CodegenPartition &P, const Twine &Name) const {
+  if (!Opts.Spill)
+    return Error::success();
+  Expected<std::string> Path = Opts.Spill(Name.str(), P.Bitcode);
+  if (!Path)
+    return Path.takeError();
+  P.File = std::move(*Path);
+  std::string().swap(P.Bitcode);
+  return Error::success();
+}
+
 ThreadPoolStrategy threadStrategy(unsigned Jobs, bool UseJobserver) {
   if (Jobs == 0 && UseJobserver)
     return jobserver_concurrency();
@@ -2124,17 +2157,32 @@ Error DeviceLinker::optimizeSplit(std::vector<CodegenPartition> Split,
                                   OptimizedModule &OM) {
   std::vector<std::string> Errors(Split.size());
   bool Tracing = timeTraceProfilerEnabled();
-  auto OptimizeOne = [&](size_t I) {
+  // The optimized partition waits for code generation in a file, where
+  // the driver gives one (LinkOptions::Spill).
+  auto Optimized = [&](CodegenPartition &P, size_t I) {
+    std::string Name = ("part" + Twine(I) + "." + Rep.Name + ".opt.bc").str();
+    if (Error E = spill(P, Name))
+      Errors[I] = toString(std::move(E));
+  };
+  // Returns the bytes of the partition's input bitcode.
+  auto OptimizeOne = [&](size_t I) -> size_t {
     CodegenPartition &P = Split[I];
+    Expected<std::unique_ptr<MemoryBuffer>> In = loadBitcode(P);
+    if (!In) {
+      Errors[I] = toString(In.takeError());
+      return 0;
+    }
+    size_t Bytes = (*In)->getBufferSize();
     std::string Key;
     if (Opts.MemoLookup) {
       Key = memoKey(Twine(ForTarget ? "o3-for-target-1-" : "o3-1-")
                         + LLVM_VERSION_STRING "-O" + Twine(Opts.OptLevel) +
                         "-" + Rep.Cpu + "-ptx" + Twine(Rep.PtxVersion),
-                    P.Bitcode);
+                    (*In)->getBuffer());
       if (std::optional<std::string> V = Opts.MemoLookup(Key)) {
         P.Bitcode = std::move(*V);
-        return;
+        Optimized(P, I);
+        return Bytes;
       }
     }
     TimeTraceScope Scope("Optimize partition", Rep.Name + ".part" + Twine(I).str());
@@ -2142,7 +2190,8 @@ Error DeviceLinker::optimizeSplit(std::vector<CodegenPartition> Split,
     DiagnosticCollector PartDiags;
     PartDiags.install(Ctx);
     Expected<std::unique_ptr<Module>> PM =
-        parseBitcodeFile(MemoryBufferRef(P.Bitcode, "partition"), Ctx);
+        parseBitcodeFile((*In)->getMemBufferRef(), Ctx);
+    In->reset(); // parsed: the input is not read again
     if (PM && ForTarget) {
       foldReflect(**PM, [&](StringRef Key) -> std::optional<int> {
         if (Key == "__CUDA_ARCH")
@@ -2159,7 +2208,7 @@ Error DeviceLinker::optimizeSplit(std::vector<CodegenPartition> Split,
       E = PartDiags.takeError("optimization for " + Rep.Name);
     if (E) {
       Errors[I] = toString(std::move(E));
-      return;
+      return Bytes;
     }
     P.Bitcode.clear();
     raw_string_ostream OS(P.Bitcode);
@@ -2167,6 +2216,8 @@ Error DeviceLinker::optimizeSplit(std::vector<CodegenPartition> Split,
     OS.flush();
     if (Opts.MemoStore)
       Opts.MemoStore(Key, P.Bitcode);
+    Optimized(P, I);
+    return Bytes;
   };
   {
     DefaultThreadPool Pool(threadStrategy(Opts.Jobs, Opts.UseJobserver));
@@ -2174,8 +2225,7 @@ Error DeviceLinker::optimizeSplit(std::vector<CodegenPartition> Split,
       Pool.async([&, I] {
         if (Tracing)
           timeTraceProfilerInitialize(Opts.TimeTraceGranularity, "fatlink");
-        size_t Bytes = Split[I].Bitcode.size();
-        OptimizeOne(I); // its LLVMContext freed
+        size_t Bytes = OptimizeOne(I); // its LLVMContext freed
         if (Bytes >= ReleaseAfterBytes)
           releaseFreedMemory();
         if (Tracing)
@@ -2194,8 +2244,11 @@ Error DeviceLinker::optimizeSplit(std::vector<CodegenPartition> Split,
     JoinDiags.install(Ctx);
     std::unique_ptr<Module> Whole;
     for (const CodegenPartition &P : Split) {
+      Expected<std::unique_ptr<MemoryBuffer>> In = loadBitcode(P);
+      if (!In)
+        return In.takeError();
       Expected<std::unique_ptr<Module>> PM =
-          parseBitcodeFile(MemoryBufferRef(P.Bitcode, "partition"), Ctx);
+          parseBitcodeFile((*In)->getMemBufferRef(), Ctx);
       if (!PM)
         return PM.takeError();
       if (!Whole) {

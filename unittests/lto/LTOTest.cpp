@@ -1783,6 +1783,68 @@ TEST_F(LTOTest, PartitionFirstFallsBackToTheWholeLink) {
   EXPECT_EQ(storedConstant(P->Modules[0], "kb"), 4);
 }
 
+// With LinkOptions::Spill each partition's bitcode waits in a file of the
+// driver's, before its O3 and after it: the optimized partitions are
+// those of a link that keeps them in memory, byte for byte, and a file
+// that cannot be written or read back is an error naming it.
+TEST_F(LTOTest, PartitionsWaitInSpillFiles) {
+  std::string A = writeIR("a.bc", "define i32 @one() { ret i32 1 }\n" +
+                                      kernelCalling("ka", "one"));
+  std::string B = writeIR("b.bc", "define i32 @two() { ret i32 2 }\n" +
+                                      kernelCalling("kb", "two"));
+  std::string C = writeIR("c.bc", "define i32 @six() { ret i32 6 }\n" +
+                                      kernelCalling("kc", "six"));
+  std::vector<std::string> Said, Names;
+  lto::LinkOptions Opts = partitioned(options(), &Said);
+  Opts.NeedWholeModule = false;
+  Expected<lto::LinkedProgram> InMemory = link({A, B, C}, Sm80, Opts);
+  ASSERT_THAT_EXPECTED(InMemory, Succeeded());
+  std::mutex Mu;
+  Opts.Spill = [&](StringRef Name, StringRef Bytes) -> Expected<std::string> {
+    std::lock_guard<std::mutex> Lock(Mu);
+    Names.push_back(Name.str());
+    return Dir.write(("spill-" + Name).str(), Bytes);
+  };
+  Expected<lto::LinkedProgram> Spilled = link({A, B, C}, Sm80, Opts);
+  ASSERT_THAT_EXPECTED(Spilled, Succeeded());
+  ASSERT_EQ(Spilled->Modules.size(), 1u);
+  const std::vector<lto::CodegenPartition> &Parts = Spilled->Modules[0].Parts;
+  const std::vector<lto::CodegenPartition> &Kept = InMemory->Modules[0].Parts;
+  ASSERT_GE(Parts.size(), 2u);
+  ASSERT_EQ(Parts.size(), Kept.size());
+  for (auto [P, K] : zip(Parts, Kept)) {
+    EXPECT_TRUE(P.Bitcode.empty());
+    EXPECT_THAT(P.File, HasSubstr(".sm_80.opt.bc"));
+    Expected<std::unique_ptr<MemoryBuffer>> Bytes = lto::loadBitcode(P);
+    ASSERT_THAT_EXPECTED(Bytes, Succeeded());
+    EXPECT_TRUE((*Bytes)->getBuffer() == K.Bitcode);
+    EXPECT_EQ(P.Kernels, K.Kernels);
+  }
+  // Each partition twice: linked, then optimized.
+  EXPECT_EQ(Names.size(), 2 * Parts.size());
+  EXPECT_EQ(count_if(Names,
+                     [](const std::string &N) {
+                       return StringRef(N).starts_with("part") &&
+                              StringRef(N).ends_with(".sm_80.opt.bc");
+                     }),
+            std::ptrdiff_t(Parts.size()));
+  EXPECT_THAT(Names, Contains("part0.sm_80.opt.bc"));
+
+  lto::CodegenPartition Gone;
+  Gone.File = Dir.file("gone.bc");
+  Expected<std::unique_ptr<MemoryBuffer>> Missing = lto::loadBitcode(Gone);
+  EXPECT_THAT_EXPECTED(
+      Missing, FailedWithMessage(HasSubstr(
+                   "cannot read back the partition's bitcode from " +
+                   Dir.file("gone.bc"))));
+
+  Opts.Spill = [](StringRef Name, StringRef) -> Expected<std::string> {
+    return createStringError("cannot write " + Name + ": disk full");
+  };
+  EXPECT_THAT_EXPECTED(link({A, B, C}, Sm80, Opts),
+                       FailedWithMessage(HasSubstr("disk full")));
+}
+
 // Errors found in several partitions are each reported once, with every
 // input that references the symbol.
 TEST_F(LTOTest, PartitionFirstReportsEachUndefinedSymbolOnce) {
