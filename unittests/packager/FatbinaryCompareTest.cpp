@@ -13,6 +13,8 @@
 #include "unittests/packager/TestUtil.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace llvm;
 using namespace fatlink::packager;
@@ -249,6 +251,56 @@ TEST_F(FatbinaryCompare, CuobjdumpReadsOurFatbins) {
     // cuobjdump writes the stored text, without the NUL.
     EXPECT_EQ(GotPtx, minifyPtx(Images[1].Data));
   }
+}
+
+// A cubin over 32 MB is compressed in 4 MB steps, a frame of its own
+// (docs/packager.md, "Cubins over 32 MB"): NVIDIA's cuobjdump must read it
+// back to the same bytes. The real cubin made 40 MB larger, at level 1:
+// compressible bytes between its sections and its header tables (ptxas
+// puts both tables after the sections; cuobjdump extracts an ELF up to
+// the end of its tables), the tables' offsets moved past them.
+TEST_F(FatbinaryCompare, CuobjdumpReadsACubinCompressedInSteps) {
+  std::string Cuobjdump = envOr("CUOBJDUMP", "");
+  ASSERT_FALSE(Cuobjdump.empty())
+      << "CUOBJDUMP is not set: run through cuobjdump_test.sh";
+  std::string Small = readFile(Cubin);
+  ASSERT_GE(Small.size(), 64u);
+  uint64_t PhOff = support::endian::read64le(Small.data() + 0x20);
+  uint64_t ShOff = support::endian::read64le(Small.data() + 0x28);
+  uint64_t At = std::min(PhOff, ShOff);
+  ASSERT_LE(At, Small.size());
+  std::string Gap;
+  for (uint64_t X = 7; Gap.size() < (40u << 20);) {
+    X = X * 6364136223846793005ULL + 1442695040888963407ULL;
+    Gap += "k" + std::to_string((X >> 33) % 5000) + ' ';
+  }
+  Gap.resize(alignTo(Gap.size(), 8), ' ');
+  std::string Large = Small.substr(0, At) + Gap + Small.substr(At);
+  support::endian::write64le(Large.data() + 0x20, PhOff + Gap.size());
+  support::endian::write64le(Large.data() + 0x28, ShOff + Gap.size());
+  auto ImgOrErr = describeImage(Large);
+  ASSERT_OK(ImgOrErr);
+  FatbinOptions Opts;
+  Opts.ZstdLevel = 1;
+  auto FatbinOrErr = writeFatbin({*ImgOrErr}, Opts);
+  ASSERT_OK(FatbinOrErr);
+  std::vector<FatbinEntry> Entries = read(*FatbinOrErr);
+  ASSERT_EQ(Entries.size(), 1u);
+  EXPECT_EQ(Entries[0].Flags & 0x8000, 0x8000u); // zstd
+  EXPECT_LT(Entries[0].StoredSize, Large.size() / 2);
+  std::string Sub = Dir + "/large";
+  tempDir(Sub.substr(Dir.size() - std::string("fatbinary-compare").size()));
+  writeFile(Sub + "/large.fatbin", *FatbinOrErr);
+  runOk({"/bin/sh", "-c",
+         "cd '" + Sub + "' && '" + Cuobjdump + "' -xelf all large.fatbin"});
+  std::string Got;
+  std::error_code EC;
+  for (sys::fs::directory_iterator It(Sub, EC), End; It != End && !EC;
+       It.increment(EC))
+    if (StringRef(It->path()).ends_with(".cubin"))
+      Got = readFile(It->path());
+  EXPECT_TRUE(Got == Large) << "cuobjdump extracted " << Got.size()
+                            << " bytes of " << Large.size();
 }
 
 } // namespace
