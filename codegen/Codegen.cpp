@@ -122,6 +122,11 @@ static Expected<std::string> readBack(StringRef Path, StringRef What) {
     Done += *N;
   }
   Bytes.resize(Done);
+  // The file was created for it: a tool that fails quietly leaves it empty.
+  if (Bytes.empty())
+    return createStringError(inconvertibleErrorCode(),
+                             "%s wrote no output: %s is empty",
+                             What.str().c_str(), Path.str().c_str());
   return Bytes;
 }
 
@@ -205,6 +210,11 @@ static Error linkCubins(Context &Ctx, const CodegenOptions &Opts,
     return createStringError(inconvertibleErrorCode(), "%s wrote no output: %s",
                              What.c_str(),
                              toString(File.takeError()).c_str());
+  // The file was created for it: a tool that fails quietly leaves it empty.
+  if ((*File)->bytes().empty())
+    return createStringError(inconvertibleErrorCode(),
+                             "%s wrote no output: %s is empty", What.c_str(),
+                             Linked->c_str());
   Out.CubinFile = std::move(*File);
   return Error::success();
 }

@@ -202,6 +202,8 @@ Expected<FatbinImage> describePtx(StringRef Data) {
 } // namespace
 
 Expected<FatbinImage> fatlink::packager::identifyImage(StringRef Data) {
+  if (Data.empty())
+    return createStringError("image is empty: neither a cubin nor PTX");
   if (Data.starts_with("\x7f" "ELF"))
     return describeCubin(Data);
   // PTX is text; anything with a NUL before its end is not.

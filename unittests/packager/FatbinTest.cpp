@@ -651,6 +651,8 @@ TEST(Ptx, Describe) {
             "PTX has no .version directive before .target");
   EXPECT_EQ(errorOf(describeImage(StringRef("ab\0cd", 5))),
             "image is neither a cubin (ELF) nor PTX text");
+  EXPECT_EQ(errorOf(describeImage("")),
+            "image is empty: neither a cubin nor PTX");
 }
 
 TEST(Ptx, Minify) {
