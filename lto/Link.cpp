@@ -848,7 +848,8 @@ private:
   /// holding the whole program: each partition is linked from the images
   /// that define its members, checked, and optimized. False, having done
   /// nothing, where the plan has one partition or an image holds what the
-  /// summaries do not model: then the whole link runs.
+  /// summaries do not model: then the whole link runs. Once the partitions
+  /// are linked and checked, F is emptied, before they are optimized.
   Expected<bool> linkPartitionFirst(const LinkGroup &G, GroupFacts &F,
                                  LinkedProgram &Out, bool First);
   Error keepOnly(Module &M, const std::vector<bool> &Keep, const ImageGraph &G,
@@ -1985,6 +1986,15 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
   if (Opts.Verbose)
     Opts.Verbose("link: " + std::to_string(Split.size()) +
                  " partitions, each linked from its inputs alone");
+  // Linked and checked: the inputs' facts and summaries and the plan (3 KB
+  // per kernel of a large program) are not read again, and go before the
+  // partitions are optimized.
+  F = GroupFacts();
+  P = ProgramGraph();
+  Plans = std::vector<GraphPartition>();
+  Seen = StringSet<>();
+  LibdeviceSeen = StringSet<>();
+  releaseFreedMemory();
 
   // The targets' subgroups, each optimizing every partition for its
   // representative's __CUDA_ARCH.
