@@ -96,38 +96,21 @@ static void sortSpills(std::vector<FunctionSpills> &Spills) {
   });
 }
 
-/// Path's bytes, read straight into the string: a mapped file copied out
-/// would hold the bytes twice (nvlink's cubin of a large program is 100 MB).
-static Expected<std::string> readBack(StringRef Path, StringRef What) {
-  auto Fail = [&](std::error_code EC) {
-    return createStringError(EC, "%s wrote no output to %s",
-                             What.str().c_str(), Path.str().c_str());
-  };
-  Expected<sys::fs::file_t> FD = sys::fs::openNativeFileForRead(Path);
-  if (!FD)
-    return Fail(errorToErrorCode(FD.takeError()));
-  scope_exit Close([&] { sys::fs::closeFile(*FD); });
-  sys::fs::file_status St;
-  if (std::error_code EC = sys::fs::status(*FD, St))
-    return Fail(EC);
-  std::string Bytes(St.getSize(), '\0');
-  size_t Done = 0;
-  while (Done < Bytes.size()) {
-    Expected<size_t> N = sys::fs::readNativeFile(
-        *FD, MutableArrayRef<char>(Bytes.data() + Done, Bytes.size() - Done));
-    if (!N)
-      return Fail(errorToErrorCode(N.takeError()));
-    if (*N == 0)
-      break; // shorter than it was: what is there
-    Done += *N;
-  }
-  Bytes.resize(Done);
-  // The file was created for it: a tool that fails quietly leaves it empty.
-  if (Bytes.empty())
+/// The file a tool wrote at Path, mapped; an error naming the tool (What)
+/// where it wrote none. fatlink creates each output file before the tool
+/// runs, so a tool that fails quietly leaves it empty.
+static Expected<std::shared_ptr<const MappedFile>> toolOutput(StringRef Path,
+                                                              StringRef What) {
+  Expected<std::shared_ptr<const MappedFile>> File = MappedFile::open(Path);
+  if (!File)
+    return createStringError(inconvertibleErrorCode(), "%s wrote no output: %s",
+                             What.str().c_str(),
+                             toString(File.takeError()).c_str());
+  if ((*File)->bytes().empty())
     return createStringError(inconvertibleErrorCode(),
                              "%s wrote no output: %s is empty",
                              What.str().c_str(), Path.str().c_str());
-  return Bytes;
+  return File;
 }
 
 /// Links relocatable cubins of target T (assembled with ptxas -c), the
@@ -205,16 +188,9 @@ static Error linkCubins(Context &Ctx, const CodegenOptions &Opts,
           runProgram(Ctx, Opts.Paths.Nvlink, Argv, Opts.PtxasTimeout, What);
       !R)
     return R.takeError();
-  Expected<std::shared_ptr<const MappedFile>> File = MappedFile::open(*Linked);
+  Expected<std::shared_ptr<const MappedFile>> File = toolOutput(*Linked, What);
   if (!File)
-    return createStringError(inconvertibleErrorCode(), "%s wrote no output: %s",
-                             What.c_str(),
-                             toString(File.takeError()).c_str());
-  // The file was created for it: a tool that fails quietly leaves it empty.
-  if ((*File)->bytes().empty())
-    return createStringError(inconvertibleErrorCode(),
-                             "%s wrote no output: %s is empty", What.c_str(),
-                             Linked->c_str());
+    return File.takeError();
   Out.CubinFile = std::move(*File);
   return Error::success();
 }
@@ -247,10 +223,13 @@ assemblePartition(Context &Ctx, const CodegenOptions &Opts,
       Opts.PtxasTimeout, What);
   if (!R)
     return R.takeError();
-  Expected<std::string> Cubin = readBack(*CubinPath, What);
-  if (!Cubin)
-    return Cubin.takeError();
-  PartitionCode Code{std::move(*Cubin), parsePtxasSpills(*R)};
+  // A partition's cubin is small (a share of the program) and goes into
+  // the cache entry and to nvlink's file: copied out of the mapping.
+  Expected<std::shared_ptr<const MappedFile>> File =
+      toolOutput(*CubinPath, What);
+  if (!File)
+    return File.takeError();
+  PartitionCode Code{(*File)->bytes().str(), parsePtxasSpills(*R)};
   if (!Key.empty())
     Opts.Cache.Store(Key, Code);
   return Code;
@@ -820,10 +799,12 @@ compileTarget(Context &Ctx, const CodegenOptions &Opts,
       return R.takeError();
     Out.Spills = parsePtxasSpills(*R);
     if (!Relocatable) {
-      Expected<std::string> Cubin = readBack(*CubinPath, What);
-      if (!Cubin)
-        return Cubin.takeError();
-      Out.Cubin = std::move(*Cubin);
+      // Left in ptxas's file, as a partitioned target's is in nvlink's.
+      Expected<std::shared_ptr<const MappedFile>> File =
+          toolOutput(*CubinPath, What);
+      if (!File)
+        return File.takeError();
+      Out.CubinFile = std::move(*File);
       sortSpills(Out.Spills);
       return Out;
     }

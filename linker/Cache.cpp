@@ -399,22 +399,20 @@ bool cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
   // program's), and a copy of them would be the link's peak. A mapped
   // cubin is read a few MB at a time, its pages handed back behind.
   constexpr size_t Chunk = 4 << 20;
-  auto Release = [&](StringRef Part) {
-    if (Read)
-      Read(Part);
+  auto EachPart = [&](function_ref<void(StringRef)> F) {
+    for (StringRef Piece : Payload)
+      for (size_t Off = 0; Off < Piece.size(); Off += Chunk) {
+        StringRef Part = Piece.substr(Off, Chunk);
+        F(Part);
+        if (Read)
+          Read(Part);
+      }
   };
   BLAKE3 Hasher;
   uint64_t Size = 0;
-  for (StringRef Piece : Payload) {
-    cantFail(forEachChunk(
-        Piece, Chunk,
-        [&](StringRef Part) {
-          Hasher.update(Part);
-          return Error::success();
-        },
-        Release));
+  for (StringRef Piece : Payload)
     Size += Piece.size();
-  }
+  EachPart([&](StringRef Part) { Hasher.update(Part); });
   BLAKE3Result<32> H = Hasher.final();
   std::string Header;
   Writer W(Header);
@@ -440,15 +438,10 @@ bool cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
   {
     raw_fd_ostream OS(FD, /*shouldClose=*/true);
     OS << Header;
-    for (StringRef Piece : Payload)
-      cantFail(forEachChunk(
-          Piece, Chunk,
-          [&](StringRef Part) {
-            OS << Part;
-            OS.flush(); // written before its pages go back
-            return Error::success();
-          },
-          Release));
+    EachPart([&](StringRef Part) {
+      OS << Part;
+      OS.flush(); // written before its pages go back
+    });
     OS.close();
     if (OS.has_error()) {
       OS.clear_error();

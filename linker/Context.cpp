@@ -455,20 +455,6 @@ void MappedFile::release(StringRef Range) const {
     ::madvise(reinterpret_cast<void *>(Begin), End - Begin, MADV_DONTNEED);
 }
 
-Error forEachChunk(StringRef Data, size_t Chunk,
-                   function_ref<Error(StringRef)> F,
-                   function_ref<void(StringRef)> Done) {
-  if (Chunk == 0)
-    Chunk = std::max<size_t>(Data.size(), 1);
-  for (size_t Off = 0; Off < Data.size(); Off += Chunk) {
-    StringRef Piece = Data.substr(Off, Chunk);
-    if (Error E = F(Piece))
-      return E;
-    Done(Piece);
-  }
-  return Error::success();
-}
-
 Expected<StagedFile> StagedFile::create(StringRef Path, StringRef Data) {
   auto Fail = [&](const Twine &Why) {
     return createStringError(inconvertibleErrorCode(), "cannot write %s: %s",

@@ -23,7 +23,6 @@
 #define FATLINK_LINKER_CONTEXT_H
 
 #include "llvm/ADT/ArrayRef.h"
-#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
@@ -90,12 +89,6 @@ private:
   llvm::sys::fs::mapped_file_region Region;
 };
 
-/// Passes Data to F in consecutive pieces of at most Chunk bytes (one
-/// piece when Chunk is 0 or Data shorter), then calls Done on the piece;
-/// stops at F's first error.
-llvm::Error forEachChunk(llvm::StringRef Data, size_t Chunk,
-                         llvm::function_ref<llvm::Error(llvm::StringRef)> F,
-                         llvm::function_ref<void(llvm::StringRef)> Done);
 
 /// An output file, written but not yet in place: its bytes went with
 /// write(2) to a temporary beside the destination (removed on error, on

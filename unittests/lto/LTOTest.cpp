@@ -1842,7 +1842,17 @@ TEST_F(LTOTest, PartitionsWaitInSpillFiles) {
     return createStringError("cannot write " + Name + ": disk full");
   };
   EXPECT_THAT_EXPECTED(link({A, B, C}, Sm80, Opts),
-                       FailedWithMessage(HasSubstr("disk full")));
+                       FailedWithMessage(HasSubstr("part0.bc: disk full")));
+  // The optimized partitions' spill fails, the linked ones' does not.
+  Opts.Spill = [&](StringRef Name, StringRef Bytes) -> Expected<std::string> {
+    if (Name.ends_with(".opt.bc"))
+      return createStringError("cannot write " + Name + ": disk full");
+    std::lock_guard<std::mutex> Lock(Mu);
+    return Dir.write(("spill-" + Name).str(), Bytes);
+  };
+  EXPECT_THAT_EXPECTED(
+      link({A, B, C}, Sm80, Opts),
+      FailedWithMessage(HasSubstr(".sm_80.opt.bc: disk full")));
 }
 
 // Errors found in several partitions are each reported once, with every
