@@ -14,8 +14,11 @@
 //   packaged outputs   the job that finishes a target encodes its fatbin
 //                      entry
 //
-// Every ptxas that makes a cubin runs with -v: its spill figures are kept
-// with the cubins (TargetOutput::Spills, PartitionCode): no cubin has them.
+// Every ptxas that makes a cubin runs with --warn-on-spills: the spill
+// figures it prints are kept with the cubins (TargetOutput::Spills,
+// PartitionCode): no cubin has them. (ptxas -v prints the same figures for
+// every function, but costs 10-30% more CPU on a module of a few hundred
+// kernels, and more the larger the module.)
 //
 // All jobs run on one thread pool, the most urgent first (JobQueue), each
 // holding a slot of the build's jobserver when fatlink joined one. Output
@@ -29,6 +32,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/ExponentialBackoff.h"
 #include "llvm/Support/FileSystem.h"
@@ -49,27 +53,25 @@ using namespace llvm;
 namespace fatlink::codegen {
 
 std::vector<FunctionSpills> parsePtxasSpills(StringRef Log) {
-  // ptxas info    : Function properties for NAME
-  //     N bytes stack frame, N bytes spill stores, N bytes spill loads
+  // ptxas warning : Registers are spilled to local memory in function
+  //     'NAME', N bytes spill stores, N bytes spill loads   (one line)
+  static constexpr StringLiteral Lead =
+      "Registers are spilled to local memory in function '";
   std::vector<FunctionSpills> Out;
-  StringRef Pending;
   while (!Log.empty()) {
     StringRef Line;
     std::tie(Line, Log) = Log.split('\n');
-    Line = Line.trim();
-    size_t At = Line.find("Function properties for ");
-    if (Line.starts_with("ptxas info") && At != StringRef::npos) {
-      Pending = Line.drop_front(At + strlen("Function properties for "));
+    size_t At = Line.find(Lead);
+    if (!Line.starts_with("ptxas warning") || At == StringRef::npos)
       continue;
-    }
-    if (Pending.empty())
+    auto [Name, Rest] = Line.drop_front(At + Lead.size()).split("',");
+    if (Name.empty() || Rest.empty())
       continue;
     FunctionSpills F;
-    F.Name = Pending.str();
-    Pending = {};
+    F.Name = Name.str();
     bool HasStores = false, HasLoads = false;
     SmallVector<StringRef, 4> Parts;
-    Line.split(Parts, ',');
+    Rest.split(Parts, ',');
     for (StringRef P : Parts) {
       P = P.trim();
       uint64_t N;
@@ -83,6 +85,24 @@ std::vector<FunctionSpills> parsePtxasSpills(StringRef Log) {
     }
     if (HasStores && HasLoads)
       Out.push_back(std::move(F));
+  }
+  return Out;
+}
+
+/// The spills of a ptxas run (its output Log) that compiled Kernels and
+/// what they call: the functions it said spill, and every kernel it did
+/// not name with none. NameOf gives a kernel's name.
+template <typename KernelRange, typename NameFn>
+static std::vector<FunctionSpills>
+spillsOf(StringRef Log, const KernelRange &Kernels, NameFn NameOf) {
+  std::vector<FunctionSpills> Out = parsePtxasSpills(Log);
+  StringSet<> Named;
+  for (const FunctionSpills &F : Out)
+    Named.insert(F.Name);
+  for (const auto &K : Kernels) {
+    StringRef Name = NameOf(K);
+    if (!Named.contains(Name))
+      Out.push_back({Name.str(), 0, 0});
   }
   return Out;
 }
@@ -141,13 +161,18 @@ static Error linkCubins(Context &Ctx, const CodegenOptions &Opts,
         return CubinPath.takeError();
       std::string Arch = "-arch=" + T.Cpu;
       std::string What = "ptxas for " + T.Name + " (" + O->Origin + ")";
-      Expected<std::string> R =
-          runProgram(Ctx, Opts.Paths.Ptxas,
-                     {"ptxas", Arch, "-c", *Path, "-o", *CubinPath, "-v"},
-                     Opts.PtxasTimeout, What);
+      Expected<std::string> R = runProgram(
+          Ctx, Opts.Paths.Ptxas,
+          {"ptxas", Arch, "-c", *Path, "-o", *CubinPath, PtxasSpillFlag},
+          Opts.PtxasTimeout, What);
       if (!R)
         return R.takeError();
-      append_range(Spills, parsePtxasSpills(*R));
+      packager::ModuleSymbols Syms =
+          packager::readPtxSymbols(O->Data.getBuffer());
+      append_range(
+          Spills, spillsOf(*R, Syms.Kernels, [](const packager::KernelInfo &K) {
+            return StringRef(K.Name);
+          }));
       Path = std::move(CubinPath);
     }
     Cubins.push_back(*Path);
@@ -201,13 +226,13 @@ static std::string partitionFileName(const lto::Target &T, size_t PartIndex,
   return T.Name + ".part" + std::to_string(PartIndex) + Ext.str();
 }
 
-/// Assembles one partition's PTX file for target T with ptxas -c into a
-/// relocatable cubin, and stores it and its spills in the cache under Key
-/// (if not empty).
+/// Assembles one partition's PTX file for target T, which defines Kernels,
+/// with ptxas -c into a relocatable cubin, and stores it and its spills in
+/// the cache under Key (if not empty).
 static Expected<PartitionCode>
 assemblePartition(Context &Ctx, const CodegenOptions &Opts,
                   const lto::Target &T, StringRef PTXPath, size_t PartIndex,
-                  StringRef Key) {
+                  ArrayRef<std::string> Kernels, StringRef Key) {
   TimeTraceScope Scope("ptxas", partitionFileName(T, PartIndex, ""));
   Expected<std::string> CubinPath =
       Ctx.Temps.create(partitionFileName(T, PartIndex, ".cubin"));
@@ -219,7 +244,7 @@ assemblePartition(Context &Ctx, const CodegenOptions &Opts,
       "ptxas for " + T.Name + " (partition " + std::to_string(PartIndex) + ")";
   Expected<std::string> R = runProgram(
       Ctx, Opts.Paths.Ptxas,
-      {"ptxas", Arch, OptFlag, "-c", PTXPath, "-o", *CubinPath, "-v"},
+      {"ptxas", Arch, OptFlag, "-c", PTXPath, "-o", *CubinPath, PtxasSpillFlag},
       Opts.PtxasTimeout, What);
   if (!R)
     return R.takeError();
@@ -229,7 +254,9 @@ assemblePartition(Context &Ctx, const CodegenOptions &Opts,
       toolOutput(*CubinPath, What);
   if (!File)
     return File.takeError();
-  PartitionCode Code{(*File)->bytes().str(), parsePtxasSpills(*R)};
+  PartitionCode Code{
+      (*File)->bytes().str(),
+      spillsOf(*R, Kernels, [](const std::string &K) { return StringRef(K); })};
   if (!Key.empty())
     Opts.Cache.Store(Key, Code);
   return Code;
@@ -529,8 +556,10 @@ private:
         continue;
       }
       Queue.post(ptxasPriority(I, P), [this, I, P, Key = Keys[I],
-                                       Path = std::move(*Path)] {
-        Done(I, P, assemblePartition(Ctx, Opts, Targets[I], Path, P, Key));
+                                       Path = std::move(*Path),
+                                       Kernels = &Part.Kernels] {
+        Done(I, P,
+             assemblePartition(Ctx, Opts, Targets[I], Path, P, *Kernels, Key));
       });
     }
     // Every target has its PTX: the partition's IR is not read again.
@@ -792,12 +821,15 @@ compileTarget(Context &Ctx, const CodegenOptions &Opts,
     std::vector<StringRef> Argv = {"ptxas", Arch, OptFlag};
     if (Relocatable)
       Argv.push_back("-c"); // relocatable, for nvlink
-    append_range(Argv, ArrayRef<StringRef>{*PTXPath, "-o", *CubinPath, "-v"});
+    append_range(
+        Argv, ArrayRef<StringRef>{*PTXPath, "-o", *CubinPath, PtxasSpillFlag});
     Expected<std::string> R =
         runProgram(Ctx, Opts.Paths.Ptxas, Argv, Opts.PtxasTimeout, What);
     if (!R)
       return R.takeError();
-    Out.Spills = parsePtxasSpills(*R);
+    Out.Spills = spillsOf(*R, Program.Kernels, [](const lto::KernelInfo &K) {
+      return StringRef(K.Name);
+    });
     if (!Relocatable) {
       // Left in ptxas's file, as a partitioned target's is in nvlink's.
       Expected<std::shared_ptr<const MappedFile>> File =
@@ -1012,8 +1044,11 @@ Expected<PartitionCode> compilePartition(Context &Ctx,
       Ctx.Temps.write(partitionFileName(T, PartIndex, ".ptx"), *PTX);
   if (!Path)
     return Path.takeError();
+  std::vector<std::string> Kernels;
+  for (packager::KernelInfo &K : packager::readPtxSymbols(*PTX).Kernels)
+    Kernels.push_back(std::move(K.Name));
   Expected<PartitionCode> Code =
-      assemblePartition(Ctx, Opts, T, *Path, PartIndex, /*Key=*/"");
+      assemblePartition(Ctx, Opts, T, *Path, PartIndex, Kernels, /*Key=*/"");
   if (Code)
     sortSpills(Code->Spills);
   return Code;

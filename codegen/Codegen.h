@@ -189,18 +189,24 @@ llvm::Expected<PtxLinkResult> linkPTX(llvm::ArrayRef<PtxModule> Modules,
 // Code generation
 //===----------------------------------------------------------------------===//
 
-/// What ptxas -v says of one function it compiled: the bytes of
-/// registers it spilled to local memory and loaded back (the cubin does not
-/// record them).
+/// What ptxas says of one function it compiled: the bytes of registers it
+/// spilled to local memory and loaded back (the cubin does not record
+/// them).
 struct FunctionSpills {
   std::string Name;
   uint64_t Stores = 0;
   uint64_t Loads = 0;
 };
 
-/// The spill figures of every function in ptxas -v output \p Log, from its
-/// "Function properties for NAME" blocks ("N bytes stack frame, N bytes
-/// spill stores, N bytes spill loads"), in the order ptxas printed them.
+/// The option every ptxas fatlink runs for a cubin gets: a warning for
+/// each function that spills, with its bytes (parsePtxasSpills). Part of
+/// the cache keys: the cubin's notes record ptxas's options.
+inline constexpr llvm::StringLiteral PtxasSpillFlag = "--warn-on-spills";
+
+/// The functions ptxas --warn-on-spills output \p Log says spill, from its
+/// "Registers are spilled to local memory in function 'NAME', N bytes
+/// spill stores, N bytes spill loads" warnings, in the order ptxas printed
+/// them. A function not named spilled nothing.
 std::vector<FunctionSpills> parsePtxasSpills(llvm::StringRef Log);
 
 /// One partition's code for one target: its relocatable cubin and what

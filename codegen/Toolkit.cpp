@@ -148,15 +148,15 @@ Expected<PtxasInfo> probePtxas(Context &Ctx, StringRef Ptxas) {
   return parsePtxasInfo(Ptxas, *Version, *Help);
 }
 
-/// Output without what ptxas -v adds (its "ptxas info" lines and their
-/// function properties), for error messages: what went wrong stands out.
+/// Output without its spill warnings (PtxasSpillFlag) and any "ptxas
+/// info" lines, for error messages: what went wrong stands out.
 static std::string withoutPtxasInfo(StringRef Output) {
   std::string Out;
   SmallVector<StringRef, 16> Lines;
   Output.rtrim().split(Lines, '\n');
   for (StringRef L : Lines) {
     if (L.starts_with("ptxas info") || L.trim().ends_with("bytes spill loads"))
-      continue;
+      continue; // a spill warning ends so, as -v's function properties do
     Out += L;
     Out += '\n';
   }

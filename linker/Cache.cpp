@@ -80,6 +80,7 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   W.str(versionString());
   W.str(LLVM_VERSION_STRING);
   W.str(toolIdentity(C.Paths.Ptxas));
+  W.str(codegen::PtxasSpillFlag); // the cubins' notes record ptxas's options
   W.str(toolIdentity(C.Paths.Nvlink));
   W.str(toolIdentity(C.Link.LibdevicePath));
   W.str(toolIdentity(C.Link.DeviceRuntimePath));
@@ -267,8 +268,9 @@ std::string codegenKey(const DeviceLinkConfig &C, const lto::Target &T,
                        ArrayRef<uint8_t> BitcodeHash, StringRef PTXSource) {
   std::string Data;
   Writer W(Data);
-  // 3: the entry holds the cubin and its spills (encodePartitionCode).
-  W.str("fatlink-codegen-3");
+  // 3: the entry holds the cubin and its spills (encodePartitionCode);
+  // 4: ptxas runs with PtxasSpillFlag, not -v (the cubin's notes differ).
+  W.str("fatlink-codegen-4");
   W.str(PTXSource);
   W.str(versionString());
   W.str(LLVM_VERSION_STRING);

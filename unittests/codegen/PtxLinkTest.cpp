@@ -338,38 +338,40 @@ TEST(PtxLinkTest, MalformedInputNamesTheInputAndLine) {
 
 namespace {
 
-// ptxas -v's per-function properties, as CUDA 13.0's ptxas prints them:
-// entry and device functions, with other info lines in between.
+// ptxas --warn-on-spills's warnings, as CUDA 13.0's ptxas prints them: a
+// kernel and a device function that spill, among other warnings and info
+// lines; a function not named spilled nothing.
 TEST(PtxasSpills, Parse) {
   const char *Log =
+      "ptxas warning : For profile sm_75 adjusting per thread register count "
+      "of 16 to lower bound of 24\n"
+      "ptxas warning : Registers are spilled to local memory in function "
+      "'spill_more', 1000 bytes spill stores, 1104 bytes spill loads\n"
       "ptxas info    : 0 bytes gmem\n"
-      "ptxas info    : Compiling entry function 'plain' for 'sm_80'\n"
-      "ptxas info    : Function properties for plain\n"
-      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
-      "ptxas info    : Used 8 registers, used 0 barriers, 360 bytes cmem[0]\n"
-      "ptxas info    : Function properties for helper\n"
-      "    8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n"
-      "ptxas info    : Compiling entry function 'spill' for 'sm_80'\n"
-      "ptxas info    : Function properties for spill\n"
-      "    528 bytes stack frame, 1000 bytes spill stores, 756 bytes spill "
-      "loads\n"
-      "ptxas info    : Used 32 registers, used 0 barriers, 372 bytes "
-      "cmem[0]\n";
+      "ptxas warning : Registers are spilled to local memory in function "
+      "'_Z6helperPf', 4 bytes spill stores, 12 bytes spill loads\n"
+      "ptxas warning : Registers are spilled to local memory in function "
+      "'spill', 484 bytes spill stores, 488 bytes spill loads";
   std::vector<fatlink::codegen::FunctionSpills> S =
       fatlink::codegen::parsePtxasSpills(Log);
   ASSERT_EQ(S.size(), 3u);
-  EXPECT_EQ(S[0].Name, "plain");
-  EXPECT_EQ(S[0].Stores, 0u);
-  EXPECT_EQ(S[1].Name, "helper");
+  EXPECT_EQ(S[0].Name, "spill_more");
+  EXPECT_EQ(S[0].Stores, 1000u);
+  EXPECT_EQ(S[0].Loads, 1104u);
+  EXPECT_EQ(S[1].Name, "_Z6helperPf");
   EXPECT_EQ(S[1].Stores, 4u);
   EXPECT_EQ(S[1].Loads, 12u);
   EXPECT_EQ(S[2].Name, "spill");
-  EXPECT_EQ(S[2].Stores, 1000u);
-  EXPECT_EQ(S[2].Loads, 756u);
-  // Properties without the spill figures, or none at all: nothing.
+  EXPECT_EQ(S[2].Stores, 484u);
+  EXPECT_EQ(S[2].Loads, 488u);
+  // A warning without both figures, -v's properties (not what fatlink
+  // runs), or nothing at all: none.
   EXPECT_TRUE(fatlink::codegen::parsePtxasSpills(
-                  "ptxas info    : Function properties for f\n"
-                  "ptxas info    : Used 8 registers\n")
+                  "ptxas warning : Registers are spilled to local memory in "
+                  "function 'f', 8 bytes spill stores\n"
+                  "ptxas info    : Function properties for g\n"
+                  "    0 bytes stack frame, 4 bytes spill stores, 4 bytes "
+                  "spill loads\n")
                   .empty());
   EXPECT_TRUE(fatlink::codegen::parsePtxasSpills("").empty());
 }
