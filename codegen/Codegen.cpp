@@ -90,18 +90,21 @@ std::vector<FunctionSpills> parsePtxasSpills(StringRef Log) {
   return Out;
 }
 
+static StringRef nameOf(const std::string &Kernel) { return Kernel; }
+static StringRef nameOf(const lto::KernelInfo &K) { return K.Name; }
+
 /// The spills of a ptxas run (its output Log) that compiled Kernels and
 /// what they call: the functions it said spill, and every kernel it did
-/// not name with none. NameOf gives a kernel's name.
-template <typename KernelRange, typename NameFn>
-static std::vector<FunctionSpills>
-spillsOf(StringRef Log, const KernelRange &Kernels, NameFn NameOf) {
+/// not name with none.
+template <typename KernelRange>
+static std::vector<FunctionSpills> spillsOf(StringRef Log,
+                                            const KernelRange &Kernels) {
   std::vector<FunctionSpills> Out = parsePtxasSpills(Log);
   StringSet<> Named;
   for (const FunctionSpills &F : Out)
     Named.insert(F.Name);
   for (const auto &K : Kernels) {
-    StringRef Name = NameOf(K);
+    StringRef Name = nameOf(K);
     if (!Named.contains(Name))
       Out.push_back({Name.str(), 0, 0});
   }
@@ -168,12 +171,9 @@ static Error linkCubins(Context &Ctx, const CodegenOptions &Opts,
           Opts.PtxasTimeout, What);
       if (!R)
         return R.takeError();
-      packager::ModuleSymbols Syms =
-          packager::readPtxSymbols(O->Data.getBuffer());
       append_range(
-          Spills, spillsOf(*R, Syms.Kernels, [](const packager::KernelInfo &K) {
-            return StringRef(K.Name);
-          }));
+          Spills,
+          spillsOf(*R, packager::readPtxSymbols(O->Data.getBuffer()).Kernels));
       Path = std::move(CubinPath);
     }
     Cubins.push_back(*Path);
@@ -255,9 +255,7 @@ assemblePartition(Context &Ctx, const CodegenOptions &Opts,
       toolOutput(*CubinPath, What);
   if (!File)
     return File.takeError();
-  PartitionCode Code{
-      (*File)->bytes().str(),
-      spillsOf(*R, Kernels, [](const std::string &K) { return StringRef(K); })};
+  PartitionCode Code{(*File)->bytes().str(), spillsOf(*R, Kernels)};
   if (!Key.empty())
     Opts.Cache.Store(Key, Code);
   return Code;
@@ -828,9 +826,7 @@ compileTarget(Context &Ctx, const CodegenOptions &Opts,
         runProgram(Ctx, Opts.Paths.Ptxas, Argv, Opts.PtxasTimeout, What);
     if (!R)
       return R.takeError();
-    Out.Spills = spillsOf(*R, Program.Kernels, [](const lto::KernelInfo &K) {
-      return StringRef(K.Name);
-    });
+    Out.Spills = spillsOf(*R, Program.Kernels);
     if (!Relocatable) {
       // Left in ptxas's file, as a partitioned target's is in nvlink's.
       Expected<std::shared_ptr<const MappedFile>> File =

@@ -148,15 +148,16 @@ Expected<PtxasInfo> probePtxas(Context &Ctx, StringRef Ptxas) {
   return parsePtxasInfo(Ptxas, *Version, *Help);
 }
 
-/// Output without its spill warnings (PtxasSpillFlag) and any "ptxas
-/// info" lines, for error messages: what went wrong stands out.
-static std::string withoutPtxasInfo(StringRef Output) {
+/// Output without the spill warnings PtxasSpillFlag asks for, for error
+/// messages: what went wrong stands out.
+static std::string withoutSpillWarnings(StringRef Output) {
   std::string Out;
   SmallVector<StringRef, 16> Lines;
   Output.rtrim().split(Lines, '\n');
   for (StringRef L : Lines) {
-    if (L.starts_with("ptxas info") || L.trim().ends_with("bytes spill loads"))
-      continue; // a spill warning ends so, as -v's function properties do
+    if (L.starts_with("ptxas warning") &&
+        L.contains("Registers are spilled to local memory"))
+      continue;
     Out += L;
     Out += '\n';
   }
@@ -254,12 +255,11 @@ Expected<std::string> runProgram(Context &Ctx, StringRef Program,
     return createStringError(inconvertibleErrorCode(), "%s crashed: %s%s%s",
                              What.str().c_str(), ErrMsg.c_str(),
                              Output.empty() ? "" : "\n",
-                             withoutPtxasInfo(Output).c_str());
+                             withoutSpillWarnings(Output).c_str());
   if (RC != 0)
-    return createStringError(inconvertibleErrorCode(),
-                             "%s failed with exit code %d:\n%s",
-                             What.str().c_str(), RC,
-                             withoutPtxasInfo(Output).c_str());
+    return createStringError(
+        inconvertibleErrorCode(), "%s failed with exit code %d:\n%s",
+        What.str().c_str(), RC, withoutSpillWarnings(Output).c_str());
   return Output;
 }
 
