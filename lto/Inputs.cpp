@@ -47,12 +47,18 @@
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Object/OffloadBinary.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/TargetParser/Triple.h"
 
 #include <map>
 #include <set>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 using namespace llvm;
 
@@ -577,12 +583,21 @@ void InputReader::readOffloadObject(MemoryBufferRef MB, StringRef Origin,
           object::getImageKindName(Kind).str().c_str()));
       return Error::success();
     }
-    // The binary's bytes live only during the walk; keep a copy that lives
-    // as long as the set does.
-    std::unique_ptr<MemoryBuffer> Copy =
-        MemoryBuffer::getMemBufferCopy(OB.getImage(), ImageOrigin);
-    MemoryBufferRef Ref = Copy->getMemBufferRef();
-    Set.addBuffer(std::move(Copy));
+    // The image is referred to where it lies, in the object's bytes, which
+    // the set owns (a file's pages, mapped, not a copy on the heap: tens of
+    // MB in a large program), unless forEachOffloadBinary had to copy a
+    // misaligned section: that copy lives only during the walk. Either way
+    // the set holds a buffer named for the image, the name its bitcode
+    // reader gives the module.
+    StringRef Image = OB.getImage();
+    bool InObject = Image.begin() >= MB.getBufferStart() &&
+                    Image.end() <= MB.getBufferEnd();
+    std::unique_ptr<MemoryBuffer> Buffer =
+        InObject ? MemoryBuffer::getMemBuffer(Image, ImageOrigin,
+                                              /*RequiresNullTerminator=*/false)
+                 : MemoryBuffer::getMemBufferCopy(Image, ImageOrigin);
+    MemoryBufferRef Ref = Buffer->getMemBufferRef();
+    Set.addBuffer(std::move(Buffer));
     if (Kind == object::IMG_Bitcode)
       addBitcode(Ref, ImageOrigin, OB.getArch().str(), Found);
     else {
@@ -829,6 +844,23 @@ Expected<InputSet> readInputs(ArrayRef<std::string> Paths, InputMode Mode,
   if (Error E = R.Errors.take())
     return std::move(E);
   return std::move(R.Set);
+}
+
+void InputSet::releaseMappedPages() const {
+#if defined(__linux__)
+  uint64_t Page = sys::Process::getPageSizeEstimate();
+  for (const std::unique_ptr<MemoryBuffer> &MB : Buffers) {
+    if (MB->getBufferKind() != MemoryBuffer::MemoryBuffer_MMap)
+      continue;
+    // The pages wholly inside the buffer, which maps its file read-only:
+    // nothing was written to them, so nothing is lost.
+    uintptr_t Begin = alignTo(uintptr_t(MB->getBufferStart()), Page);
+    uintptr_t End = alignDown(uintptr_t(MB->getBufferEnd()), Page);
+    if (Begin < End)
+      (void)madvise(reinterpret_cast<void *>(Begin), End - Begin,
+                    MADV_DONTNEED); // advice: nothing to report if refused
+  }
+#endif
 }
 
 } // namespace fatlink::lto

@@ -204,6 +204,14 @@ public:
     Buffers.push_back(std::move(MB));
   }
 
+  /// Hands the pages of the input files it maps back to the system: they
+  /// are clean, and a later read faults them in from the file again. A
+  /// large link calls it once its partitions are linked, so that the files'
+  /// bytes (as large as the program's device code, and more with host code)
+  /// are not held through optimization. The set's contents are unchanged;
+  /// a no-op where the system cannot do this.
+  void releaseMappedPages() const;
+
 private:
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> Buffers;
 };

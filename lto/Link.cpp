@@ -1754,6 +1754,7 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
     return Linked.takeError();
   std::unique_ptr<Module> Composite = std::move(*Linked);
   Modules.clear();
+  Inputs.releaseMappedPages(); // parsed: the bytes are not read again here
   if (Error E = saveTemp(*Composite, "linked"))
     return E;
 
@@ -1995,6 +1996,8 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
   Seen = StringSet<>();
   LibdeviceSeen = StringSet<>();
   releaseFreedMemory();
+  Inputs.releaseMappedPages(); // the inputs' bytes, read again only by a
+                               // later group's link
 
   // The targets' subgroups, each optimizing every partition for its
   // representative's __CUDA_ARCH.

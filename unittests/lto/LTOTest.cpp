@@ -232,6 +232,47 @@ TEST_F(LTOTest, ReadsArchiveMembers) {
   EXPECT_THAT(In->Skipped, ElementsAre(Lib + "(lib.rmeta): not device code"));
 }
 
+TEST_F(LTOTest, InputsReadBackAfterTheirPagesAreReleased) {
+  // A file large enough to be mapped rather than read (a table of 65,536
+  // varied words, about 300 KB of bitcode): once its pages are handed back,
+  // its bytes are read from the file again, unchanged, and link as before.
+  constexpr unsigned Words = 65536, Probe = 40503;
+  std::string Table;
+  raw_string_ostream OS(Table);
+  uint32_t X = 1, AtProbe = 0;
+  for (unsigned I = 0; I < Words; ++I) {
+    X = X * 1664525u + 1013904223u;
+    OS << (I ? ", " : "") << "i32 " << int32_t(X >> 1);
+    if (I == Probe)
+      AtProbe = X >> 1;
+  }
+  std::string A =
+      writeIR("table.bc", (Twine("@table = internal constant [") +
+                           Twine(Words) + " x i32] [" + Table +
+                           "]\n"
+                           "define ptx_kernel void @k(ptr %out) {\n"
+                           "  %p = getelementptr [" +
+                           Twine(Words) + " x i32], ptr @table, i64 0, i64 " +
+                           Twine(Probe) +
+                           "\n"
+                           "  %v = load i32, ptr %p\n"
+                           "  store i32 %v, ptr %out\n"
+                           "  ret void\n"
+                           "}\n")
+                              .str());
+  Expected<lto::InputSet> In = lto::readInputs({A});
+  ASSERT_THAT_EXPECTED(In, Succeeded());
+  ASSERT_EQ(In->Images.size(), 1u);
+  std::string Bytes = In->Images[0].Bitcode.getBuffer().str();
+  ASSERT_GT(Bytes.size(), 64u * 1024);
+  In->releaseMappedPages();
+  EXPECT_TRUE(In->Images[0].Bitcode.getBuffer() == Bytes);
+  In->releaseMappedPages(); // twice: still nothing lost
+  Expected<lto::LinkedProgram> P = lto::linkAndOptimize(*In, Sm80, options());
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  EXPECT_EQ(storedConstant(P->Modules[0], "k"), int64_t(AtProbe));
+}
+
 TEST_F(LTOTest, BitcodeFromNewerLLVM) {
   // Bitcode that says it comes from LLVM 99. The identification block names
   // the producer "LLVM99.0.0" (epoch 0, so that part is readable), and the
