@@ -131,10 +131,11 @@ Expected<ElfReader> ElfReader::create(StringRef Data, StringRef Name) {
 
 Error ElfReader::readRelocations() {
   uint16_t Machine = File.getHeader().e_machine;
+  bool AArch64 = Machine == ELF::EM_AARCH64;
   uint32_t Abs64 =
-      Machine == ELF::EM_AARCH64 ? ELF::R_AARCH64_ABS64 : ELF::R_X86_64_64;
-  uint32_t RelativeType = Machine == ELF::EM_AARCH64 ? ELF::R_AARCH64_RELATIVE
-                                                     : ELF::R_X86_64_RELATIVE;
+      AArch64 ? uint32_t(ELF::R_AARCH64_ABS64) : uint32_t(ELF::R_X86_64_64);
+  uint32_t RelativeType = AArch64 ? uint32_t(ELF::R_AARCH64_RELATIVE)
+                                  : uint32_t(ELF::R_X86_64_RELATIVE);
   for (const Shdr &S : Sections) {
     if (S.sh_type != ELF::SHT_RELA)
       continue;

@@ -577,8 +577,8 @@ static const char *argMismatch(const fatlink_rt_param *P,
       A->kind == FATLINK_RT_PARAM_POINTER &&
       P->elem_kind != FATLINK_RT_PARAM_UNKNOWN &&
       A->elem_kind != FATLINK_RT_PARAM_UNKNOWN &&
-      (!(isInt(P->elem_kind) && isInt(A->elem_kind)) &&
-           P->elem_kind != A->elem_kind ||
+      ((!(isInt(P->elem_kind) && isInt(A->elem_kind)) &&
+        P->elem_kind != A->elem_kind) ||
        P->elem_size != A->elem_size)) {
     snprintf(Buf, Size, "the launch passes a pointer to %u-byte %s (%s) "
              "where the kernel takes a pointer to %u-byte %s",
@@ -612,7 +612,7 @@ fatlink_rt_status fatlink_rt_kernel_check_args(fatlink_rt_kernel Kernel,
   for (uint32_t I = 0; I < NumArgs; ++I) {
     char Buf[256];
     const char *Why = NULL;
-    fatlink_rt_param P;
+    fatlink_rt_param P = {0}; /* set where the manifest has parameters */
     if (Man && Man->params) {
       const struct fatlink_param *D =
           (const void *)((const char *)M->desc->kernels + Man->params +

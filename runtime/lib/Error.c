@@ -5,6 +5,8 @@
  * output, on stderr, one line per event, prefixed "fatlink-rt: ".
 \*===----------------------------------------------------------------------===*/
 
+#define _POSIX_C_SOURCE 200809L /* readlink, under -std=c11 */
+
 #include "Internal.h"
 
 #include <dirent.h>
