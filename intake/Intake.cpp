@@ -28,6 +28,9 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+
+#include <sys/mman.h>
 
 using namespace llvm;
 using namespace llvm::object;
@@ -277,6 +280,24 @@ Error forEachOffloadBinary(
     Off += *Size;
   }
   return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Mapped files
+//===----------------------------------------------------------------------===//
+
+void releasePages(StringRef Range, StringRef Mapping) {
+  uintptr_t Page = sys::Process::getPageSizeEstimate();
+  uintptr_t Begin =
+      std::max(uintptr_t(Range.begin()), uintptr_t(Mapping.begin()));
+  uintptr_t End = std::min(uintptr_t(Range.end()), uintptr_t(Mapping.end()));
+  // Whole pages only: a partial page at either end may still be read.
+  Begin = alignTo(Begin, Page);
+  End = End == uintptr_t(Mapping.end()) ? alignTo(End, Page)
+                                        : alignDown(End, Page);
+  if (Begin < End) // advice: nothing to report if it is refused
+    (void)::madvise(reinterpret_cast<void *>(Begin), End - Begin,
+                    MADV_DONTNEED);
 }
 
 } // namespace fatlink::intake

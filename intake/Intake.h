@@ -11,7 +11,8 @@
 //   - forEachDeviceSection: an object's sections that carry device code
 //     (.llvm.offloading / SHT_LLVM_OFFLOADING, .nv_fatbin, __nv_relfatbin),
 //   - forEachOffloadBinary: the LLVM OffloadBinaries in a .llvm.offloading
-//     section, each checked by checkOffloadBinary before LLVM reads it.
+//     section, each checked by checkOffloadBinary before LLVM reads it,
+//   - releasePages: a mapped file's pages handed back once they are read.
 //
 // It knows no fatbin and no bitcode: what a member or a section holds is
 // the caller's business. Errors are llvm::Error values whose messages name
@@ -124,6 +125,19 @@ llvm::Error forEachOffloadBinary(
                                    const llvm::object::OffloadBinary &)>
         Fn,
     llvm::function_ref<llvm::Error(uint64_t Offset, llvm::Error)> AtOffset);
+
+//===----------------------------------------------------------------------===//
+// Mapped files
+//===----------------------------------------------------------------------===//
+
+/// Hands the whole pages of \p Range, a part of \p Mapping (a file mapped
+/// read-only), back to the system: they are clean, and read again they come
+/// back from the file. Parts of Range outside Mapping are ignored; a
+/// partial page at either end is kept, except Mapping's last page once
+/// Range reaches Mapping's end (nothing else lies in it). Not
+/// MemoryBuffer::dontNeedIfMmap: LLVM 22 gives that advice with
+/// posix_madvise, which glibc ignores for POSIX_MADV_DONTNEED.
+void releasePages(llvm::StringRef Range, llvm::StringRef Mapping);
 
 } // namespace fatlink::intake
 

@@ -7,9 +7,10 @@
 
 #include "linker/Context.h"
 
+#include "intake/Intake.h"
+
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -26,7 +27,6 @@
 #include <thread>
 
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -443,16 +443,7 @@ MappedFile::open(StringRef Path) {
 }
 
 void MappedFile::release(StringRef Range) const {
-  StringRef All = bytes();
-  uintptr_t Page = sys::Process::getPageSizeEstimate();
-  uintptr_t Begin = std::max(uintptr_t(Range.begin()), uintptr_t(All.begin()));
-  uintptr_t End = std::min(uintptr_t(Range.end()), uintptr_t(All.end()));
-  // Whole pages only: a partial page at either end may still be read. The
-  // file's last page counts as whole once the range reaches the end.
-  Begin = alignTo(Begin, Page);
-  End = End == uintptr_t(All.end()) ? alignTo(End, Page) : alignDown(End, Page);
-  if (Begin < End)
-    ::madvise(reinterpret_cast<void *>(Begin), End - Begin, MADV_DONTNEED);
+  intake::releasePages(Range, bytes());
 }
 
 Expected<StagedFile> StagedFile::create(StringRef Path, StringRef Data) {

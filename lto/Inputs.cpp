@@ -47,18 +47,12 @@
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Object/OffloadBinary.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Process.h"
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/TargetParser/Triple.h"
 
 #include <map>
 #include <set>
-
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 using namespace llvm;
 
@@ -847,20 +841,11 @@ Expected<InputSet> readInputs(ArrayRef<std::string> Paths, InputMode Mode,
 }
 
 void InputSet::releaseMappedPages() const {
-#if defined(__linux__)
-  uint64_t Page = sys::Process::getPageSizeEstimate();
-  for (const std::unique_ptr<MemoryBuffer> &MB : Buffers) {
-    if (MB->getBufferKind() != MemoryBuffer::MemoryBuffer_MMap)
-      continue;
-    // The pages wholly inside the buffer, which maps its file read-only:
-    // nothing was written to them, so nothing is lost.
-    uintptr_t Begin = alignTo(uintptr_t(MB->getBufferStart()), Page);
-    uintptr_t End = alignDown(uintptr_t(MB->getBufferEnd()), Page);
-    if (Begin < End)
-      (void)madvise(reinterpret_cast<void *>(Begin), End - Begin,
-                    MADV_DONTNEED); // advice: nothing to report if refused
-  }
-#endif
+  // A mapped buffer is a whole file, mapped read-only (readInputs maps
+  // files, never slices): the mapping ends where it does.
+  for (const std::unique_ptr<MemoryBuffer> &MB : Buffers)
+    if (MB->getBufferKind() == MemoryBuffer::MemoryBuffer_MMap)
+      intake::releasePages(MB->getBuffer(), MB->getBuffer());
 }
 
 } // namespace fatlink::lto

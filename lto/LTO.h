@@ -208,8 +208,8 @@ public:
   /// are clean, and a later read faults them in from the file again. A
   /// large link calls it once its partitions are linked, so that the files'
   /// bytes (as large as the program's device code, and more with host code)
-  /// are not held through optimization. The set's contents are unchanged;
-  /// a no-op where the system cannot do this.
+  /// are not held through optimization (intake::releasePages). The set's
+  /// contents are unchanged.
   void releaseMappedPages() const;
 
 private:

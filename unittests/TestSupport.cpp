@@ -8,6 +8,7 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -62,6 +63,24 @@ std::string TempDir::write(StringRef Name, StringRef Data) const {
   }
   OS << Data;
   return P;
+}
+
+uint64_t residentKB() {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> MB =
+      MemoryBuffer::getFileAsStream("/proc/self/status");
+  if (!MB)
+    return 0;
+  for (StringRef Rest = (*MB)->getBuffer(); !Rest.empty();) {
+    StringRef Line;
+    std::tie(Line, Rest) = Rest.split('\n');
+    if (!Line.consume_front("VmRSS:"))
+      continue;
+    StringRef N = Line.trim();
+    N.consume_back("kB");
+    uint64_t KB = 0;
+    return N.trim().getAsInteger(10, KB) ? 0 : KB;
+  }
+  return 0;
 }
 
 } // namespace fatlink::test

@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include <cstdint>
 #include <string>
 
 namespace fatlink::test {
@@ -39,6 +40,11 @@ public:
 private:
   std::string Path;
 };
+
+/// The resident memory of this process, in KB (VmRSS: a mapped file on
+/// tmpfs, as the test's temporary directory may be, is shared memory there,
+/// not RssFile); 0 where /proc/self/status cannot be read.
+uint64_t residentKB();
 
 } // namespace fatlink::test
 

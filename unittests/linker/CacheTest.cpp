@@ -145,28 +145,6 @@ TEST(CacheEntry, DeviceBuildInPiecesRoundTrip) {
   EXPECT_EQ(Read("k"), Read("joined"));
 }
 
-
-// The resident memory of this process, in KB (VmRSS: a mapped file on
-// tmpfs, as the test's temporary directory may be, is shared memory there,
-// not RssFile).
-static uint64_t residentKB() {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> MB =
-      MemoryBuffer::getFileAsStream("/proc/self/status");
-  if (!MB)
-    return 0;
-  for (StringRef Rest = (*MB)->getBuffer(); !Rest.empty();) {
-    StringRef Line;
-    std::tie(Line, Rest) = Rest.split('\n');
-    if (!Line.consume_front("VmRSS:"))
-      continue;
-    StringRef N = Line.trim();
-    N.consume_back("kB");
-    uint64_t KB = 0;
-    return N.trim().getAsInteger(10, KB) ? 0 : KB;
-  }
-  return 0;
-}
-
 // A partitioned link's cubin stays in nvlink's file, mapped: the entry
 // holds its bytes, and storing it (hashing, then writing 24 MB) hands the
 // pages back as it goes instead of leaving them all resident.
@@ -192,10 +170,10 @@ TEST(CacheEntry, MappedCubinIsStoredAndHandedBack) {
   B.Outputs.resize(1);
   B.Outputs[0].CubinFile = *File;
   EXPECT_EQ(B.Outputs[0].cubin().size(), Bytes.size());
-  uint64_t Before = residentKB();
+  uint64_t Before = test::residentKB();
   ASSERT_GT(Before, 0u) << "no VmRSS in /proc/self/status";
   ASSERT_TRUE(cacheStore(Ctx, Dir.path(), "m", B));
-  uint64_t After = residentKB();
+  uint64_t After = test::residentKB();
   EXPECT_LT(After, Before + (8 << 10)) << "VmRSS " << Before << " -> "
                                         << After << " kB";
   std::optional<DeviceBuild> Back = cacheLookup(Ctx, Dir.path(), "m");
