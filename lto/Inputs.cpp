@@ -837,15 +837,34 @@ Expected<InputSet> readInputs(ArrayRef<std::string> Paths, InputMode Mode,
     R.readFile(Path);
   if (Error E = R.Errors.take())
     return std::move(E);
+  // Reading the files touched their headers, symbol tables and whatever
+  // the kernel mapped around them (a large program's objects, hundreds of
+  // MB, nearly all resident): the link faults in again what it parses.
+  R.Set.releaseMappedPages();
   return std::move(R.Set);
 }
 
-void InputSet::releaseMappedPages() const {
+void InputSet::addBuffer(std::unique_ptr<MemoryBuffer> MB) {
   // A mapped buffer is a whole file, mapped read-only (readInputs maps
   // files, never slices): the mapping ends where it does.
-  for (const std::unique_ptr<MemoryBuffer> &MB : Buffers)
-    if (MB->getBufferKind() == MemoryBuffer::MemoryBuffer_MMap)
-      intake::releasePages(MB->getBuffer(), MB->getBuffer());
+  if (MB->getBufferKind() == MemoryBuffer::MemoryBuffer_MMap &&
+      MB->getBufferSize() > 0)
+    Mapped[MB->getBufferStart()] = MB->getBuffer();
+  Buffers.push_back(std::move(MB));
+}
+
+void InputSet::releaseMappedPages() const {
+  for (const auto &[Start, Mapping] : Mapped)
+    intake::releasePages(Mapping, Mapping);
+}
+
+void InputSet::releaseMappedPages(StringRef Within) const {
+  auto It = Mapped.upper_bound(Within.begin());
+  if (It == Mapped.begin())
+    return;
+  StringRef Mapping = std::prev(It)->second;
+  if (Within.begin() >= Mapping.begin() && Within.end() <= Mapping.end())
+    intake::releasePages(Mapping, Mapping);
 }
 
 } // namespace fatlink::lto

@@ -36,6 +36,7 @@
 #include "llvm/Support/Threading.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -200,9 +201,7 @@ public:
   /// objects without device code), one line each, for `-v`.
   std::vector<std::string> Skipped;
 
-  void addBuffer(std::unique_ptr<llvm::MemoryBuffer> MB) {
-    Buffers.push_back(std::move(MB));
-  }
+  void addBuffer(std::unique_ptr<llvm::MemoryBuffer> MB);
 
   /// Hands the pages of the input files it maps back to the system: they
   /// are clean, and a later read faults them in from the file again. A
@@ -211,9 +210,20 @@ public:
   /// are not held through optimization (intake::releasePages). The set's
   /// contents are unchanged.
   void releaseMappedPages() const;
+  /// The same for the one file \p Within (an image's bytes) lies in, if
+  /// the set maps it; nothing otherwise (a heap copy's pages hold the only
+  /// copy). The whole file: reading an image faults in pages around it
+  /// too (the file's other sections, its neighbours' ends). A
+  /// partition-first link hands each image's file back as soon as the
+  /// image is summarized, and again once a partition has linked what it
+  /// takes from it, so that the files' bytes are never all resident.
+  void releaseMappedPages(llvm::StringRef Within) const;
 
 private:
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> Buffers;
+  /// The mapped buffers by address (begin -> whole buffer), to find the
+  /// file a range lies in.
+  std::map<const char *, llvm::StringRef> Mapped;
 };
 
 /// The number of errors one phase reports before it stops listing them

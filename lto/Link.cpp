@@ -1627,10 +1627,15 @@ Error DeviceLinker::readGroup(const LinkGroup &G, LLVMContext &Ctx,
       F.Symtab.add(**MOrErr, Image.Origin);
       F.Origins.push_back(Image.Origin);
       F.Facts.push_back(factsOf(**MOrErr, /*Alone=*/!Keep));
-      if (Keep)
+      if (Keep) {
         Keep->push_back(std::move(*MOrErr));
-      else
+      } else {
         F.Graphs.push_back(imageGraphOf(**MOrErr));
+        // Summarized: its bytes are read again only by the partitions that
+        // take code from it, each faulting in what it reads (docs/lto.md,
+        // "What a partition-first link holds").
+        Inputs.releaseMappedPages(Image.Bitcode.getBuffer());
+      }
     }
   }
   if (Error E = Errors.take())
@@ -1921,6 +1926,10 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
                                    toString(std::move(E)).c_str());
         if (L.linkInModule(std::move(*MOrErr)))
           return Diags.takeError("cannot link " + Image.Origin);
+        // Linked: what the partition takes from the image is in its module
+        // now. The next partition reads most of the same images for other
+        // code, and faults in what it reads.
+        Inputs.releaseMappedPages(Image.Bitcode.getBuffer());
       }
       for (const auto &[Name, Linkage] : LinkOnce)
         if (GlobalValue *GV = Part->getNamedValue(Name);

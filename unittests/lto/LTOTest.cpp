@@ -278,6 +278,25 @@ TEST_F(LTOTest, InputsReadBackAfterTheirPagesAreReleased) {
   Expected<lto::LinkedProgram> P = lto::linkAndOptimize(*In, Sm80, options());
   ASSERT_THAT_EXPECTED(P, Succeeded());
   EXPECT_EQ(storedConstant(P->Modules[0], "k"), int64_t(AtProbe));
+
+  // The file one image lies in, as a partition-first link hands it back
+  // once the image is summarized (here the image is the file): the same
+  // pages go, the same bytes read back.
+  ASSERT_TRUE(In->Images[0].Bitcode.getBuffer() == Bytes); // resident again
+  Before = test::residentKB();
+  In->releaseMappedPages(In->Images[0].Bitcode.getBuffer());
+  After = test::residentKB();
+  EXPECT_LT(After + Bytes.size() / 2048, Before)
+      << "VmRSS " << Before << " -> " << After << " kB";
+  EXPECT_TRUE(In->Images[0].Bitcode.getBuffer() == Bytes);
+  // A range the set does not map (here a heap string: its pages hold the
+  // only copy) is left alone.
+  std::string Heap = Bytes;
+  In->releaseMappedPages(Heap);
+  EXPECT_TRUE(Heap == Bytes);
+  P = lto::linkAndOptimize(*In, Sm80, options());
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  EXPECT_EQ(storedConstant(P->Modules[0], "k"), int64_t(AtProbe));
 }
 
 TEST_F(LTOTest, BitcodeFromNewerLLVM) {
