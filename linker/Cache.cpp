@@ -284,6 +284,67 @@ std::string codegenKey(const DeviceLinkConfig &C, const lto::Target &T,
   return toHex(ArrayRef<uint8_t>(Key), /*LowerCase=*/true);
 }
 
+std::string toolFactsKey(const DeviceLinkConfig &C) {
+  std::string Data;
+  Writer W(Data);
+  W.str("fatlink-tools-1");
+  W.str(versionString());
+  W.str(LLVM_VERSION_STRING);
+  W.u64(C.RunPtxas);
+  if (C.RunPtxas)
+    W.str(toolIdentity(C.Paths.Ptxas));
+  BLAKE3Result<32> Key = BLAKE3::hash(arrayRefFromStringRef(Data));
+  return toHex(ArrayRef<uint8_t>(Key), /*LowerCase=*/true);
+}
+
+std::string encodeToolFacts(const ToolFacts &F) {
+  std::string Out;
+  Writer W(Out);
+  W.u64(F.LLVMMajor);
+  W.u64(F.LLVMArches.size());
+  for (const lto::ArchInfo &A : F.LLVMArches) {
+    W.str(A.Cpu);
+    W.u64(A.Sm);
+    W.u64(A.MinPtxVersion);
+  }
+  W.u64(F.LLVMMaxPtx);
+  W.str(F.PtxasRelease);
+  W.u64(F.PtxasArches.size());
+  for (const std::string &A : F.PtxasArches)
+    W.str(A);
+  W.u64(F.PtxasMaxPtx);
+  return Out;
+}
+
+std::optional<ToolFacts> decodeToolFacts(StringRef Payload) {
+  Reader R(Payload);
+  ToolFacts F;
+  uint64_t Major, N, MaxPtx, PtxasMaxPtx;
+  if (!R.u64(Major) || !R.u64(N) || N > Payload.size())
+    return std::nullopt;
+  F.LLVMMajor = Major;
+  F.LLVMArches.resize(N);
+  for (lto::ArchInfo &A : F.LLVMArches) {
+    uint64_t Sm, MinPtx;
+    if (!R.str(A.Cpu) || !R.u64(Sm) || !R.u64(MinPtx))
+      return std::nullopt;
+    A.Sm = Sm;
+    A.MinPtxVersion = MinPtx;
+  }
+  if (!R.u64(MaxPtx) || !R.str(F.PtxasRelease) || !R.u64(N) ||
+      N > Payload.size())
+    return std::nullopt;
+  F.LLVMMaxPtx = MaxPtx;
+  F.PtxasArches.resize(N);
+  for (std::string &A : F.PtxasArches)
+    if (!R.str(A))
+      return std::nullopt;
+  if (!R.u64(PtxasMaxPtx) || !R.atEnd())
+    return std::nullopt;
+  F.PtxasMaxPtx = PtxasMaxPtx;
+  return F;
+}
+
 std::string encodePartitionCode(const codegen::PartitionCode &Code) {
   std::string Out;
   Writer W(Out);
@@ -422,7 +483,16 @@ bool cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
   W.u64(Size);
   Header += toStringRef(ArrayRef<uint8_t>(H));
 
+  // The directories this store creates (Dir and any missing parent,
+  // deepest first) are removed again if it fails: a cache on a full disk
+  // is left as it was, with no empty tools/ or codegen/ in it.
+  SmallVector<std::string, 2> Created;
+  for (StringRef D = Dir; !D.empty() && !sys::fs::exists(D);
+       D = sys::path::parent_path(D))
+    Created.push_back(D.str());
   auto Fail = [&](const Twine &Why) {
+    for (const std::string &D : Created)
+      sys::fs::remove(D); // only if empty: another link may be storing
     if (Report)
       Ctx.verbose("cache: cannot store " + Key + " in " + Dir + ": " + Why);
     return false;
@@ -504,7 +574,7 @@ void cachePrune(Context &Ctx, StringRef Dir, StringRef Policy) {
     consumeError(P.takeError());
     return;
   }
-  for (StringRef Sub : {"", "memo", "codegen"}) {
+  for (StringRef Sub : {"", "memo", "codegen", "tools"}) {
     SmallString<256> Path(Dir);
     if (!Sub.empty())
       sys::path::append(Path, Sub);

@@ -61,6 +61,17 @@ std::string codegenKey(const DeviceLinkConfig &C, const lto::Target &T,
                        llvm::ArrayRef<uint8_t> BitcodeHash,
                        llvm::StringRef PTXSource);
 
+/// The cache key of what fatlink learns about the installed tools by
+/// probing them (ToolFacts: LLVM's arches and their PTX ISA versions,
+/// ptxas's release, arches and newest PTX ISA): fatlink's and LLVM's
+/// versions and ptxas's identity (path, size, modification time), like
+/// the link's own key. A link that misses its entry (any edit) then runs
+/// no `ptxas --version`/`--help` and no backend probe (about 35 ms).
+std::string toolFactsKey(const DeviceLinkConfig &C);
+std::string encodeToolFacts(const ToolFacts &F);
+/// The facts in Payload; none if it is malformed.
+std::optional<ToolFacts> decodeToolFacts(llvm::StringRef Payload);
+
 /// The payload of a partition's codegen entry: its cubin and its spills.
 std::string encodePartitionCode(const codegen::PartitionCode &Code);
 /// The partition code in Payload; none if it is malformed.
@@ -98,8 +109,8 @@ std::string defaultCacheDir();
 /// Name (the option or setting, for the message).
 llvm::Error checkCachePolicy(llvm::StringRef Name, llvm::StringRef Policy);
 
-/// Prunes Dir and its memo/ and codegen/ directories by Policy, with LLVM's
-/// pruneCache (as lld's --thinlto-cache-policy): entries unused for too
+/// Prunes Dir and its memo/, codegen/ and tools/ directories by Policy, with
+/// LLVM's pruneCache (as lld's --thinlto-cache-policy): entries unused for too
 /// long, then the least recently used beyond the size limits. Only entries
 /// are ever removed: pruneCache looks at files named "llvmcache-*" alone,
 /// the names fatlink gives its entries, and at no subdirectory.

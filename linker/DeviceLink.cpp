@@ -337,8 +337,7 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
 // Passes
 //===----------------------------------------------------------------------===//
 
-Expected<ToolFacts> probeTools(Context &Ctx, const Config &C) {
-  TimeTraceScope Scope("Probe tools");
+static Expected<ToolFacts> probeToolsUncached(Context &Ctx, const Config &C) {
   ToolFacts F;
   F.LLVMMajor = LLVM_VERSION_MAJOR;
   Expected<std::vector<lto::ArchInfo>> Arches = lto::getLLVMArches();
@@ -371,6 +370,25 @@ Expected<ToolFacts> probeTools(Context &Ctx, const Config &C) {
   F.PtxasRelease = Ptxas->Release;
   F.PtxasArches = std::move(Ptxas->Arches);
   F.PtxasMaxPtx = Ptxas->MaxPtxVersion;
+  return F;
+}
+
+/// The tools' facts, from <cache>/tools when an earlier link with the same
+/// tools stored them there (Cache.h, toolFactsKey).
+Expected<ToolFacts> probeTools(Context &Ctx, const Config &C) {
+  TimeTraceScope Scope("Probe tools");
+  std::string Key, Dir = C.CacheDir + "/tools";
+  if (!C.CacheDir.empty()) {
+    Key = toolFactsKey(C);
+    if (std::optional<std::string> P =
+            cacheLookupBlob(Ctx, Dir, Key, /*Report=*/false))
+      if (std::optional<ToolFacts> F = decodeToolFacts(*P))
+        return std::move(*F);
+  }
+  Expected<ToolFacts> F = probeToolsUncached(Ctx, C);
+  if (F && !Key.empty())
+    cacheStoreBlob(Ctx, Dir, Key, encodeToolFacts(*F),
+                   /*Report=*/false);
   return F;
 }
 

@@ -86,6 +86,57 @@ TEST(CacheEntry, PartitionCodeRoundTrip) {
 
 namespace {
 
+// The tools' facts read back field by field; a payload cut short, with
+// bytes after it, or with a count past its end is not an entry. Their key
+// follows ptxas's identity, and a PTX-only link (no ptxas) has its own.
+TEST(CacheEntry, ToolFactsRoundTripAndKey) {
+  ToolFacts F;
+  F.LLVMMajor = 22;
+  F.LLVMArches = {{"sm_75", 75, 63}, {"sm_90a", 90, 80}};
+  F.LLVMMaxPtx = 88;
+  F.PtxasRelease = "13.0";
+  F.PtxasArches = {"sm_75", "compute_75", "sm_90a"};
+  F.PtxasMaxPtx = 90;
+  std::string Payload = encodeToolFacts(F);
+  std::optional<ToolFacts> Back = decodeToolFacts(Payload);
+  ASSERT_TRUE(Back.has_value());
+  EXPECT_EQ(Back->LLVMMajor, 22u);
+  ASSERT_EQ(Back->LLVMArches.size(), 2u);
+  EXPECT_EQ(Back->LLVMArches[1].Cpu, "sm_90a");
+  EXPECT_EQ(Back->LLVMArches[1].Sm, 90u);
+  EXPECT_EQ(Back->LLVMArches[1].MinPtxVersion, 80u);
+  EXPECT_EQ(Back->LLVMMaxPtx, 88u);
+  EXPECT_EQ(Back->PtxasRelease, "13.0");
+  EXPECT_EQ(Back->PtxasArches, F.PtxasArches);
+  EXPECT_EQ(Back->PtxasMaxPtx, 90u);
+  EXPECT_FALSE(decodeToolFacts(StringRef(Payload).drop_back(1)));
+  EXPECT_FALSE(decodeToolFacts(Payload + "x"));
+  std::string Huge = Payload.substr(0, 8);
+  Huge += std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8);
+  EXPECT_FALSE(decodeToolFacts(Huge));
+
+  TempDir Dir;
+  Dir.write("ptxas", "ptxas 13.0");
+  DeviceLinkConfig C;
+  C.Paths.Ptxas = Dir.file("ptxas");
+  std::string Key = toolFactsKey(C);
+  EXPECT_EQ(Key.size(), 64u);
+  EXPECT_EQ(toolFactsKey(C), Key);
+  Dir.write("ptxas", "ptxas 13.1 build");
+  std::string Newer = toolFactsKey(C);
+  EXPECT_NE(Newer, Key);
+  C.RunPtxas = false;
+  std::string PtxOnly = toolFactsKey(C);
+  EXPECT_NE(PtxOnly, Newer);
+  // Without ptxas, its identity does not matter.
+  Dir.write("ptxas", "ptxas 13.2 release build");
+  EXPECT_EQ(toolFactsKey(C), PtxOnly);
+}
+
+} // namespace
+
+namespace {
+
 // A whole link's entry is written in pieces (its long strings by
 // reference, never joined); it reads back whole, field by field, and a
 // blob stored in pieces is the same file as one stored joined.
