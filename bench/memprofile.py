@@ -31,6 +31,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import descendants  # noqa: E402
+
 
 def status_kb(pid):
     """VmRSS, RssAnon and RssFile of pid, in KiB (0 when gone)."""
@@ -44,28 +47,6 @@ def status_kb(pid):
                     out[keys[k]] = int(line.split()[1])
     except OSError:
         pass
-    return out
-
-
-def descendants(root):
-    """[(pid, comm)] of every process below root."""
-    children = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                st = f.read()
-        except OSError:
-            continue
-        comm = st[st.index("(") + 1:st.rindex(")")]
-        ppid = int(st[st.rindex(")") + 2:].split()[1])
-        children.setdefault(ppid, []).append((int(d), comm))
-    out, todo = [], [root]
-    while todo:
-        for pid, comm in children.get(todo.pop(), []):
-            out.append((pid, comm))
-            todo.append(pid)
     return out
 
 

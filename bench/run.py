@@ -51,29 +51,38 @@ ALL_TOOLS = ["fatlink"] + PEERS
 
 # -- measuring ---------------------------------------------------------------
 
-def _tree_rss_kb(root):
-    """Sum of VmRSS of root and its descendants (from /proc), in KiB."""
+def descendants(root):
+    """[(pid, comm)] of every process below root (from /proc/*/stat)."""
     children = {}
-    rss = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
             with open(f"/proc/{d}/stat") as f:
                 st = f.read()
+            comm = st[st.index("(") + 1:st.rindex(")")]
             ppid = int(st[st.rindex(")") + 2:].split()[1])
-            with open(f"/proc/{d}/statm") as f:
-                pages = int(f.read().split()[1])
         except (OSError, ValueError, IndexError):
             continue
-        children.setdefault(ppid, []).append(int(d))
-        rss[int(d)] = pages * (os.sysconf("SC_PAGE_SIZE") // 1024)
-    total, stack = 0, [root]
-    while stack:
-        p = stack.pop()
-        total += rss.get(p, 0)
-        stack.extend(children.get(p, []))
-    return total
+        children.setdefault(ppid, []).append((int(d), comm))
+    out, todo = [], [root]
+    while todo:
+        for pid, comm in children.get(todo.pop(), []):
+            out.append((pid, comm))
+            todo.append(pid)
+    return out
+
+
+def _tree_rss_kb(root):
+    """Sum of VmRSS of root and its descendants (from /proc), in KiB."""
+    total = 0
+    for pid in [root] + [pid for pid, _ in descendants(root)]:
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                total += int(f.read().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total * (os.sysconf("SC_PAGE_SIZE") // 1024)
 
 
 def measure(cmd, cwd=None, env=None, sample=True):
