@@ -42,6 +42,31 @@ static constexpr StringLiteral EntryPrefix = "llvmcache-";
 using Writer = packager::ByteWriter;
 using Reader = packager::ByteReader;
 
+/// A list of strings: its count, then each, length-prefixed.
+static void writeStrings(Writer &W, ArrayRef<std::string> List) {
+  W.u64(List.size());
+  for (const std::string &S : List)
+    W.str(S);
+}
+
+/// A counted list, each element read by ReadOne; a count past Limit (the
+/// payload's size) is refused before anything is allocated.
+template <typename T, typename ReadFn>
+static bool readList(Reader &R, size_t Limit, std::vector<T> &List,
+                     ReadFn ReadOne) {
+  uint64_t N;
+  if (!R.u64(N) || N > Limit)
+    return false;
+  List.resize(N);
+  return all_of(List, ReadOne);
+}
+
+/// The list writeStrings wrote.
+static bool readStrings(Reader &R, size_t Limit,
+                        std::vector<std::string> &List) {
+  return readList(R, Limit, List, [&](std::string &S) { return R.str(S); });
+}
+
 static void writeSpills(Writer &W, ArrayRef<codegen::FunctionSpills> Spills) {
   W.u64(Spills.size());
   for (const codegen::FunctionSpills &F : Spills) {
@@ -53,11 +78,7 @@ static void writeSpills(Writer &W, ArrayRef<codegen::FunctionSpills> Spills) {
 
 static bool readSpills(Reader &R, size_t Limit,
                        std::vector<codegen::FunctionSpills> &Spills) {
-  uint64_t N;
-  if (!R.u64(N) || N > Limit)
-    return false;
-  Spills.resize(N);
-  return all_of(Spills, [&](codegen::FunctionSpills &F) {
+  return readList(R, Limit, Spills, [&](codegen::FunctionSpills &F) {
     return R.str(F.Name) && R.u64(F.Stores) && R.u64(F.Loads);
   });
 }
@@ -84,22 +105,16 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   W.str(toolIdentity(C.Paths.Nvlink));
   W.str(toolIdentity(C.Link.LibdevicePath));
   W.str(toolIdentity(C.Link.DeviceRuntimePath));
-  W.u64(C.ArchLists.size());
-  for (const std::string &A : C.ArchLists)
-    W.str(A);
+  writeStrings(W, C.ArchLists);
   W.u64(C.PtxVersion.value_or(0));
   W.u64(C.Link.OptLevel);
   W.u64(C.Link.CodegenOnly);
   W.u64(C.Link.FlushDenormals);
   W.u64(C.Link.PreciseSqrt);
   W.u64(C.Link.PreciseDiv);
-  W.u64(C.Link.ExportSymbols.size());
-  for (const std::string &S : C.Link.ExportSymbols)
-    W.str(S);
+  writeStrings(W, C.Link.ExportSymbols);
   // A link that passed only by an allowance must not answer one without.
-  W.u64(C.Link.AllowAbiMismatch.size());
-  for (const std::string &S : C.Link.AllowAbiMismatch)
-    W.str(S);
+  writeStrings(W, C.Link.AllowAbiMismatch);
   W.u64(unsigned(C.OutKind));
   W.u64(unsigned(C.Fatbin.Compress));
   W.u64(C.Fatbin.ZstdLevel);
@@ -202,19 +217,13 @@ static void serialize(const DeviceBuild &B, PieceWriter &W) {
   }
   packager::writeKernels(W.bytes(), B.Program.Kernels);
   for (const std::vector<std::string> *List :
-       {&B.Program.Globals, &B.Program.LibdeviceFunctions,
-        &B.Program.Warnings}) {
-    W.u64(List->size());
-    for (const std::string &S : *List)
-      W.str(S);
-  }
+       {&B.Program.Globals, &B.Program.LibdeviceFunctions, &B.Program.Warnings})
+    writeStrings(W.bytes(), *List);
   W.u64(B.Program.Inputs.size());
   for (const lto::InputUse &U : B.Program.Inputs) {
     W.str(U.Origin);
     W.str(U.CompiledFor);
-    W.u64(U.Targets.size());
-    for (const std::string &T : U.Targets)
-      W.str(T);
+    writeStrings(W.bytes(), U.Targets);
   }
   W.str(B.Fatbin);
   W.str(B.Object);
@@ -242,22 +251,17 @@ static std::optional<DeviceBuild> deserialize(StringRef Payload) {
   }
   if (!packager::readKernels(R, Payload.size(), B.Program.Kernels))
     return std::nullopt;
-  auto ReadList = [&](std::vector<std::string> &List) {
-    if (!R.u64(N) || N > Payload.size())
-      return false;
-    List.resize(N);
-    return all_of(List, [&](std::string &S) { return R.str(S); });
-  };
   for (std::vector<std::string> *List :
        {&B.Program.Globals, &B.Program.LibdeviceFunctions,
         &B.Program.Warnings})
-    if (!ReadList(*List))
+    if (!readStrings(R, Payload.size(), *List))
       return std::nullopt;
   if (!R.u64(N) || N > Payload.size())
     return std::nullopt;
   B.Program.Inputs.resize(N);
   for (lto::InputUse &U : B.Program.Inputs)
-    if (!R.str(U.Origin) || !R.str(U.CompiledFor) || !ReadList(U.Targets))
+    if (!R.str(U.Origin) || !R.str(U.CompiledFor) ||
+        !readStrings(R, Payload.size(), U.Targets))
       return std::nullopt;
   if (!R.str(B.Fatbin) || !R.str(B.Object) || !R.atEnd())
     return std::nullopt;
@@ -309,9 +313,7 @@ std::string encodeToolFacts(const ToolFacts &F) {
   }
   W.u64(F.LLVMMaxPtx);
   W.str(F.PtxasRelease);
-  W.u64(F.PtxasArches.size());
-  for (const std::string &A : F.PtxasArches)
-    W.str(A);
+  writeStrings(W, F.PtxasArches);
   W.u64(F.PtxasMaxPtx);
   return Out;
 }
@@ -331,16 +333,11 @@ std::optional<ToolFacts> decodeToolFacts(StringRef Payload) {
     A.Sm = Sm;
     A.MinPtxVersion = MinPtx;
   }
-  if (!R.u64(MaxPtx) || !R.str(F.PtxasRelease) || !R.u64(N) ||
-      N > Payload.size())
+  if (!R.u64(MaxPtx) || !R.str(F.PtxasRelease) ||
+      !readStrings(R, Payload.size(), F.PtxasArches) || !R.u64(PtxasMaxPtx) ||
+      !R.atEnd())
     return std::nullopt;
   F.LLVMMaxPtx = MaxPtx;
-  F.PtxasArches.resize(N);
-  for (std::string &A : F.PtxasArches)
-    if (!R.str(A))
-      return std::nullopt;
-  if (!R.u64(PtxasMaxPtx) || !R.atEnd())
-    return std::nullopt;
   F.PtxasMaxPtx = PtxasMaxPtx;
   return F;
 }
