@@ -34,7 +34,8 @@ from scale import floor  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=256, help="units (one kernel each)")
+    ap.add_argument("--n", type=int, default=256, help="units")
+    ap.add_argument("--kernels", type=int, default=1, help="kernels per unit")
     ap.add_argument("--arches", default="sm_75", help="comma-separated")
     ap.add_argument("--partitions", default="1,8,16,32", help="--fatlink-partitions values")
     ap.add_argument("--unit", type=int, default=-1, help="the unit edited (default: N/2 + 3)")
@@ -50,7 +51,7 @@ def main():
 
     os.makedirs(args.work, exist_ok=True)
     tools = Tools(args.work)
-    w = wl.Workload(args.work, args.n, "cuda", arches, tools=("clang",))
+    w = wl.Workload(args.work, args.n, "cuda", arches, tools=("clang",), kernels=args.kernels)
     w.build()
     if len(arches) == 1:
         w.device_bitcode(arches[0])
@@ -87,7 +88,7 @@ def main():
 
     med = statistics.median
     fcpu = med([f["cpu"] for f in floors]) if floors else None
-    print(f"\n{args.n} units, {','.join(arches)}, unit {unit} edited; medians of {args.runs} runs"
+    print(f"\n{args.n} units of {args.kernels} kernels, {','.join(arches)}, unit {unit} edited; medians of {args.runs} runs"
           + (f"; floor CPU {fcpu:.2f} s" if fcpu else ""))
     head = "| partitions | cold wall s | cold CPU s |" + (" cold CPU / floor |" if fcpu else "")
     head += " one unit edited: wall s | CPU s | wall / cold |"
@@ -101,7 +102,7 @@ def main():
         print(row)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"n": args.n, "arches": arches, "unit": unit, "runs": res, "floors": floors}, f, indent=1)
+            json.dump({"n": args.n, "kernels": args.kernels, "arches": arches, "unit": unit, "runs": res, "floors": floors}, f, indent=1)
     return 0
 
 
