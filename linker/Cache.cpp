@@ -321,22 +321,21 @@ std::string encodeToolFacts(const ToolFacts &F) {
 std::optional<ToolFacts> decodeToolFacts(StringRef Payload) {
   Reader R(Payload);
   ToolFacts F;
-  uint64_t Major, N, MaxPtx, PtxasMaxPtx;
-  if (!R.u64(Major) || !R.u64(N) || N > Payload.size())
-    return std::nullopt;
-  F.LLVMMajor = Major;
-  F.LLVMArches.resize(N);
-  for (lto::ArchInfo &A : F.LLVMArches) {
+  uint64_t Major, MaxPtx, PtxasMaxPtx;
+  auto ReadArch = [&](lto::ArchInfo &A) {
     uint64_t Sm, MinPtx;
     if (!R.str(A.Cpu) || !R.u64(Sm) || !R.u64(MinPtx))
-      return std::nullopt;
+      return false;
     A.Sm = Sm;
     A.MinPtxVersion = MinPtx;
-  }
-  if (!R.u64(MaxPtx) || !R.str(F.PtxasRelease) ||
+    return true;
+  };
+  if (!R.u64(Major) || !readList(R, Payload.size(), F.LLVMArches, ReadArch) ||
+      !R.u64(MaxPtx) || !R.str(F.PtxasRelease) ||
       !readStrings(R, Payload.size(), F.PtxasArches) || !R.u64(PtxasMaxPtx) ||
       !R.atEnd())
     return std::nullopt;
+  F.LLVMMajor = Major;
   F.LLVMMaxPtx = MaxPtx;
   F.PtxasMaxPtx = PtxasMaxPtx;
   return F;

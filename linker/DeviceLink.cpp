@@ -377,18 +377,18 @@ static Expected<ToolFacts> probeToolsUncached(Context &Ctx, const Config &C) {
 /// tools stored them there (Cache.h, toolFactsKey).
 Expected<ToolFacts> probeTools(Context &Ctx, const Config &C) {
   TimeTraceScope Scope("Probe tools");
-  std::string Key, Dir = C.CacheDir + "/tools";
-  if (!C.CacheDir.empty()) {
-    Key = toolFactsKey(C);
-    if (std::optional<std::string> P =
-            cacheLookupBlob(Ctx, Dir, Key, /*Report=*/false))
-      if (std::optional<ToolFacts> F = decodeToolFacts(*P))
-        return std::move(*F);
-  }
+  if (C.CacheDir.empty())
+    return probeToolsUncached(Ctx, C);
+  SmallString<256> Dir(C.CacheDir);
+  sys::path::append(Dir, "tools");
+  std::string Key = toolFactsKey(C);
+  if (std::optional<std::string> P =
+          cacheLookupBlob(Ctx, Dir, Key, /*Report=*/false))
+    if (std::optional<ToolFacts> F = decodeToolFacts(*P))
+      return std::move(*F);
   Expected<ToolFacts> F = probeToolsUncached(Ctx, C);
-  if (F && !Key.empty())
-    cacheStoreBlob(Ctx, Dir, Key, encodeToolFacts(*F),
-                   /*Report=*/false);
+  if (F)
+    cacheStoreBlob(Ctx, Dir, Key, encodeToolFacts(*F), /*Report=*/false);
   return F;
 }
 
