@@ -843,8 +843,7 @@ static Expected<std::string> printPlan(Context &Ctx, const DeviceLinkConfig &C,
   Expected<ToolFacts> Facts = probeTools(Ctx, C);
   if (!Facts)
     return Facts.takeError();
-  Expected<std::vector<lto::Target>> Targets =
-      planTargets(C.ArchLists, *Facts, C.PtxVersion);
+  Expected<std::vector<lto::Target>> Targets = planLinkTargets(C, *Facts);
   if (!Targets)
     return Targets.takeError();
 

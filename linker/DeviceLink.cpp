@@ -343,10 +343,7 @@ static Expected<ToolFacts> probeToolsUncached(Context &Ctx, const Config &C) {
   Expected<std::vector<lto::ArchInfo>> Arches = lto::getLLVMArches();
   if (!Arches)
     return Arches.takeError();
-  F.LLVMArches = std::move(*Arches);
-  for (lto::ArchInfo &A : F.LLVMArches)
-    if (Error E = lto::fillMinPtxVersion(A))
-      return std::move(E);
+  F.LLVMArches = std::move(*Arches); // their PTX ISA: fillPtxVersions
   Expected<unsigned> MaxPtx = lto::getLLVMMaxPtxVersion();
   if (!MaxPtx)
     return MaxPtx.takeError();
@@ -373,23 +370,75 @@ static Expected<ToolFacts> probeToolsUncached(Context &Ctx, const Config &C) {
   return F;
 }
 
+/// Fills in the PTX ISA version each of \p Cpus (every arch, if none)
+/// needs where the facts lack it. Each is a code generation of an empty
+/// module (lto::fillMinPtxVersion), about half a millisecond: for all 40
+/// arches most of what probing LLVM costs, and a link names one or a few.
+/// Returns whether it filled any.
+static Expected<bool>
+fillPtxVersions(ToolFacts &F, std::optional<ArrayRef<std::string>> Cpus) {
+  bool Filled = false;
+  for (lto::ArchInfo &A : F.LLVMArches) {
+    if (A.MinPtxVersion || (Cpus && !is_contained(*Cpus, A.Cpu)))
+      continue;
+    if (Error E = lto::fillMinPtxVersion(A))
+      return std::move(E);
+    Filled = true;
+  }
+  return Filled;
+}
+
 /// The tools' facts, from <cache>/tools when an earlier link with the same
-/// tools stored them there (Cache.h, toolFactsKey).
+/// tools stored them there (Cache.h, toolFactsKey), with the PTX ISA
+/// version of every arch C names (of all of them for --list-targets and
+/// the presets); what was filled in is stored back.
 Expected<ToolFacts> probeTools(Context &Ctx, const Config &C) {
   TimeTraceScope Scope("Probe tools");
-  if (C.CacheDir.empty())
-    return probeToolsUncached(Ctx, C);
-  SmallString<256> Dir(C.CacheDir);
-  sys::path::append(Dir, "tools");
-  std::string Key = toolFactsKey(C);
-  if (std::optional<std::string> P =
-          cacheLookupBlob(Ctx, Dir, Key, /*Report=*/false))
-    if (std::optional<ToolFacts> F = decodeToolFacts(*P))
-      return std::move(*F);
-  Expected<ToolFacts> F = probeToolsUncached(Ctx, C);
-  if (F)
+  SmallString<256> Dir;
+  std::string Key;
+  std::optional<ToolFacts> F;
+  if (!C.CacheDir.empty()) {
+    Dir = C.CacheDir;
+    sys::path::append(Dir, "tools");
+    Key = toolFactsKey(C);
+    if (std::optional<std::string> P =
+            cacheLookupBlob(Ctx, Dir, Key, /*Report=*/false))
+      F = decodeToolFacts(*P);
+  }
+  bool Store = false;
+  if (!F) {
+    Expected<ToolFacts> Probed = probeToolsUncached(Ctx, C);
+    if (!Probed)
+      return Probed.takeError();
+    F = std::move(*Probed);
+    Store = true;
+  }
+  std::optional<std::vector<std::string>> Cpus;
+  if (!C.ListTargets)
+    Cpus = namedCpus(C.ArchLists);
+  Expected<bool> Filled = fillPtxVersions(
+      *F, Cpus ? std::optional<ArrayRef<std::string>>(*Cpus) : std::nullopt);
+  if (!Filled)
+    return Filled.takeError();
+  if (!C.CacheDir.empty() && (Store || *Filled))
     cacheStoreBlob(Ctx, Dir, Key, encodeToolFacts(*F), /*Report=*/false);
-  return F;
+  return std::move(*F);
+}
+
+Expected<std::vector<lto::Target>> planLinkTargets(const Config &C,
+                                                   ToolFacts &Facts) {
+  Expected<std::vector<lto::Target>> Targets =
+      planTargets(C.ArchLists, Facts, C.PtxVersion);
+  if (Targets)
+    return Targets;
+  // The messages name what is supported, which takes every arch's facts.
+  Expected<bool> Filled = fillPtxVersions(Facts, std::nullopt);
+  if (!Filled || !*Filled) {
+    consumeError(Filled.takeError());
+    return Targets;
+  }
+  consumeError(Targets.takeError());
+  return planTargets(C.ArchLists, Facts, C.PtxVersion);
 }
 
 static void printTargets(Context &Ctx, const ToolFacts &Facts) {
@@ -1169,8 +1218,7 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
   Expected<ToolFacts> Facts = Probe();
   if (!Facts)
     return Facts.takeError();
-  Expected<std::vector<lto::Target>> Targets =
-      planTargets(C.ArchLists, *Facts, C.PtxVersion);
+  Expected<std::vector<lto::Target>> Targets = planLinkTargets(C, *Facts);
   if (!Targets)
     return Targets.takeError();
   if (Error E = readLtoIrSymbols(Ctx, C, Inputs))

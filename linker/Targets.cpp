@@ -43,6 +43,30 @@ static std::optional<Spec> parseSpec(StringRef Name) {
   return Spec{Name.str(), ("sm_" + Rest).str(), IsPTX};
 }
 
+/// The names in comma-separated lists, trimmed.
+static SmallVector<StringRef, 8> targetNames(ArrayRef<std::string> Lists) {
+  SmallVector<StringRef, 8> Names;
+  for (const std::string &List : Lists) {
+    SmallVector<StringRef, 8> Parts;
+    StringRef(List).split(Parts, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef P : Parts)
+      Names.push_back(P.trim());
+  }
+  return Names;
+}
+
+std::optional<std::vector<std::string>> namedCpus(ArrayRef<std::string> Lists) {
+  std::vector<std::string> Cpus;
+  for (StringRef Name : targetNames(Lists)) {
+    std::optional<Spec> S = parseSpec(Name);
+    if (!S || S->Cpu.size() <= 3)
+      return std::nullopt; // a preset, or an error that lists targets
+    if (!is_contained(Cpus, S->Cpu))
+      Cpus.push_back(S->Cpu);
+  }
+  return Cpus;
+}
+
 static const lto::ArchInfo *findLLVMArch(const ToolFacts &Facts,
                                          StringRef Cpu) {
   for (const lto::ArchInfo &A : Facts.LLVMArches)
@@ -178,18 +202,11 @@ planTargets(ArrayRef<std::string> Lists, const ToolFacts &Facts,
         " can emit (" + lto::ptxVersionString(Facts.LLVMMaxPtx) + ")");
 
   std::vector<std::string> Names;
-  for (const std::string &List : Lists) {
-    SmallVector<StringRef, 8> Parts;
-    StringRef(List).split(Parts, ',', -1, /*KeepEmpty=*/false);
-    for (StringRef P : Parts) {
-      P = P.trim();
-      if (std::optional<std::vector<std::string>> Preset =
-              expandPreset(P, Facts))
-        append_range(Names, *Preset);
-      else
-        Names.push_back(P.str());
-    }
-  }
+  for (StringRef P : targetNames(Lists))
+    if (std::optional<std::vector<std::string>> Preset = expandPreset(P, Facts))
+      append_range(Names, *Preset);
+    else
+      Names.push_back(P.str());
   if (Names.empty())
     return createStringError(
         "no targets: pass --arch, for example "

@@ -47,6 +47,12 @@ llvm::Expected<std::vector<lto::Target>>
 planTargets(llvm::ArrayRef<std::string> Lists, const ToolFacts &Facts,
             std::optional<unsigned> PtxVersion);
 
+/// The processors (sm_XX[a|f]) of the targets \p Lists name, in order,
+/// each once; none where a list names a preset or something that is not a
+/// target: planning those, or reporting them, reads every arch's facts.
+std::optional<std::vector<std::string>>
+namedCpus(llvm::ArrayRef<std::string> Lists);
+
 /// Every target both tools support ("sm_75", ..., "compute_121f"), in
 /// planning order, for --list-targets.
 std::vector<lto::Target> allTargets(const ToolFacts &Facts);

@@ -16,6 +16,7 @@ using namespace fatlink;
 using namespace fatlink::codegen;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Optional;
 
 namespace {
 
@@ -294,6 +295,49 @@ TEST(PlanTargets, EveryBadTargetReported) {
           HasSubstr("target sm_70 is not supported by ptxas from CUDA 13.0"),
           HasSubstr("unknown GPU target 'sm_81'"),
           HasSubstr("unknown GPU target 'foobarbaz'"))));
+}
+
+//===----------------------------------------------------------------------===//
+// namedCpus: whose PTX ISA a link needs (probeTools fills only those)
+//===----------------------------------------------------------------------===//
+
+TEST(NamedCpus, EachProcessorOnceInOrder) {
+  EXPECT_THAT(namedCpus({"sm_90,compute_90, sm_80", "sm_100a,sm_90"}),
+              Optional(ElementsAre("sm_90", "sm_80", "sm_100a")));
+  EXPECT_THAT(namedCpus({}), Optional(ElementsAre()));
+}
+
+TEST(NamedCpus, PresetOrBadNameNeedsEveryArch) {
+  // Presets expand to every arch; a bad name's message names the nearest
+  // target and the supported range: all read every arch's facts.
+  EXPECT_EQ(namedCpus({"sm_80,all-major"}), std::nullopt);
+  EXPECT_EQ(namedCpus({"sm_80", "all"}), std::nullopt);
+  EXPECT_EQ(namedCpus({"sm_80,foobarbaz"}), std::nullopt);
+  EXPECT_EQ(namedCpus({"sm_"}), std::nullopt);
+  EXPECT_THAT(namedCpus({"sm_80,,"}), Optional(ElementsAre("sm_80")));
+  EXPECT_EQ(namedCpus({"sm_80, ,sm_90"}), std::nullopt);
+}
+
+TEST(NamedCpus, PlanNeedsOnlyTheNamedArchesFacts) {
+  // Facts with the PTX ISA of only the named arches (0: unknown) plan the
+  // same targets as complete facts.
+  ToolFacts F = cuda13Facts();
+  for (lto::ArchInfo &A : F.LLVMArches)
+    if (A.Cpu != "sm_80" && A.Cpu != "sm_90a")
+      A.MinPtxVersion = 0;
+  std::vector<std::string> Lists = {"sm_80,compute_90a"};
+  Expected<std::vector<lto::Target>> Partial =
+      planTargets(Lists, F, std::nullopt);
+  Expected<std::vector<lto::Target>> Whole =
+      planTargets(Lists, cuda13Facts(), std::nullopt);
+  ASSERT_THAT_EXPECTED(Partial, Succeeded());
+  ASSERT_THAT_EXPECTED(Whole, Succeeded());
+  ASSERT_EQ(Partial->size(), 2u);
+  for (size_t I = 0; I < 2; ++I) {
+    EXPECT_EQ((*Partial)[I].Name, (*Whole)[I].Name);
+    EXPECT_EQ((*Partial)[I].PtxVersion, (*Whole)[I].PtxVersion);
+  }
+  EXPECT_EQ((*Partial)[1].PtxVersion, 80u);
 }
 
 //===----------------------------------------------------------------------===//
