@@ -20,10 +20,11 @@
 #include "llvm/Support/TimeProfiler.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <climits>
 #include <thread>
 
-#include <climits>
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -184,15 +185,18 @@ static bool waitForExit(pid_t Pid,
   if (Fd >= 0) {
     scope_exit Close([&] { ::close(Fd); });
     for (;;) {
+      // Past the deadline, one look without waiting: a poll interrupted
+      // by a signal may have slept through the child's exit.
       auto Left = duration_cast<milliseconds>(Deadline - steady_clock::now());
-      if (Left.count() <= 0)
-        return false;
+      int Wait = int(std::clamp<int64_t>(Left.count() + 1, 0, INT_MAX));
       pollfd P{Fd, POLLIN, 0};
-      int R = ::poll(&P, 1, int(std::min<int64_t>(Left.count() + 1, INT_MAX)));
-      if (R > 0)
+      int R = ::poll(&P, 1, Left.count() > 0 ? Wait : 0);
+      if (R > 0 && (P.revents & POLLIN))
         return true;
-      if (R < 0 && errno != EINTR)
-        break; // poll itself failed: poll the child instead
+      if (R > 0 || (R < 0 && errno != EINTR))
+        break; // not a readable pidfd: poll the child instead
+      if (R == 0 && Left.count() <= 0)
+        return false;
     }
   }
 #endif

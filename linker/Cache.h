@@ -66,7 +66,9 @@ std::string codegenKey(const DeviceLinkConfig &C, const lto::Target &T,
 /// ptxas's release, arches and newest PTX ISA): fatlink's and LLVM's
 /// versions and ptxas's identity (path, size, modification time), like
 /// the link's own key. A link that misses its entry (any edit) then runs
-/// no `ptxas --version`/`--help` and no backend probe (about 35 ms).
+/// no `ptxas --version`/`--help` and no backend probe (about 35 ms). An
+/// entry holds the PTX ISA of the arches links have named so far (0 for
+/// the others), completed as links name more.
 std::string toolFactsKey(const DeviceLinkConfig &C);
 std::string encodeToolFacts(const ToolFacts &F);
 /// The facts in Payload; none if it is malformed.

@@ -12,6 +12,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <cassert>
+
 using namespace llvm;
 
 namespace fatlink {
@@ -129,6 +131,7 @@ static Expected<lto::Target> makeTarget(const Spec &S, const ToolFacts &Facts,
   T.Sm = A->Sm;
   T.IsPTX = S.IsPTX;
   unsigned Min = A->MinPtxVersion;
+  assert(Min && "probeTools works out the PTX ISA of every arch named");
   if (Min > Facts.PtxasMaxPtx)
     return createStringError(
         "target " + S.Name + " needs PTX ISA " + lto::ptxVersionString(Min) +
@@ -153,8 +156,9 @@ std::vector<lto::Target> allTargets(const ToolFacts &Facts) {
     for (const lto::ArchInfo &A : Facts.LLVMArches) {
       Spec S{(IsPTX ? "compute_" : "") + (IsPTX ? A.Cpu.substr(3) : A.Cpu),
              A.Cpu, IsPTX};
-      if (!ptxasSupports(Facts, S.Name) || A.MinPtxVersion > Facts.PtxasMaxPtx)
-        continue;
+      if (!A.MinPtxVersion || !ptxasSupports(Facts, S.Name) ||
+          A.MinPtxVersion > Facts.PtxasMaxPtx)
+        continue; // not supported, or its PTX ISA not worked out
       if (Expected<lto::Target> T = makeTarget(S, Facts, std::nullopt))
         Result.push_back(std::move(*T));
       else

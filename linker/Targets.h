@@ -31,6 +31,10 @@ namespace fatlink {
 
 struct ToolFacts {
   unsigned LLVMMajor = 0;
+  /// Each with the PTX ISA it requires, or 0 where probeTools has not
+  /// worked it out (it does for the arches a link names, and for all of
+  /// them for a preset, --list-targets or a failed plan): allTargets and
+  /// the presets leave those out, and planning one is a bug.
   std::vector<lto::ArchInfo> LLVMArches;
   unsigned LLVMMaxPtx = 0;
   std::string PtxasRelease; ///< "13.0"
