@@ -43,6 +43,9 @@ def main():
     ap.add_argument("--work", default=os.environ.get("FATLINK_BENCH_WORK", "/tmp/fatlink-bench/partitions"))
     ap.add_argument("--wait-load", type=float, default=0.5)
     ap.add_argument("--max-wait", type=float, default=120)
+    ap.add_argument("--extra", action="append", default=[],
+                    help="another fatlink-cc argument for every link (repeatable), "
+                         "e.g. --extra=--fatlink-compress=zstd-9")
     ap.add_argument("--json", help="write every run here")
     args = ap.parse_args()
     arches = args.arches.split(",")
@@ -66,7 +69,7 @@ def main():
             shutil.rmtree(cache, ignore_errors=True)
             cmd = tools.link_cmd("fatlink", w.host_obj(0), w.clang_objs(), arches,
                                  os.path.join(out_dir, f"p{p}.exe"), cache=cache,
-                                 extra=[f"--fatlink-partitions={p}"])
+                                 extra=[f"--fatlink-partitions={p}", *args.extra])
             wait_for_quiet(args.wait_load, args.max_wait)
             m = measure(cmd)
             res[p]["cold"].append({"wall": m["wall"], "cpu": m["cpu"], "rss_kb": m["rss_kb"]})
@@ -89,6 +92,7 @@ def main():
     med = statistics.median
     fcpu = med([f["cpu"] for f in floors]) if floors else None
     print(f"\n{args.n} units of {args.kernels} kernels, {','.join(arches)}, unit {unit} edited; medians of {args.runs} runs"
+          + (f"; {' '.join(args.extra)}" if args.extra else "")
           + (f"; floor CPU {fcpu:.2f} s" if fcpu else ""))
     head = "| partitions | cold wall s | cold CPU s |" + (" cold CPU / floor |" if fcpu else "")
     head += " one unit edited: wall s | CPU s | wall / cold |"
