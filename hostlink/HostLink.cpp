@@ -843,7 +843,8 @@ static Expected<std::string> printPlan(Context &Ctx, const DeviceLinkConfig &C,
   Expected<ToolFacts> Facts = probeTools(Ctx, C);
   if (!Facts)
     return Facts.takeError();
-  Expected<std::vector<lto::Target>> Targets = planLinkTargets(C, *Facts);
+  Expected<std::vector<lto::Target>> Targets =
+      planTargets(C.ArchLists, *Facts, C.PtxVersion);
   if (!Targets)
     return Targets.takeError();
 

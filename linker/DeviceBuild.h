@@ -101,15 +101,9 @@ struct DeviceBuild {
 };
 
 /// What LLVM and the installed ptxas support (LLVM alone when C.RunPtxas is
-/// off: then no ptxas is needed), with the PTX ISA version of each arch
-/// C's targets name (of every arch for --list-targets or a preset).
+/// off: then no ptxas is needed), with the PTX ISA version of every arch
+/// planning C's targets reads (namedCpus; all of them for --list-targets).
 llvm::Expected<ToolFacts> probeTools(Context &Ctx, const DeviceLinkConfig &C);
-
-/// planTargets(C.ArchLists) on probeTools' facts. A plan that fails is made
-/// again with every arch's PTX ISA filled in, so that what its messages
-/// name as supported is exact.
-llvm::Expected<std::vector<lto::Target>>
-planLinkTargets(const DeviceLinkConfig &C, ToolFacts &Facts);
 
 /// Links and optimizes the images for Targets (from planTargets with
 /// Facts), compiles every target (in parallel) and, for Fatbin and

@@ -370,13 +370,14 @@ static Expected<ToolFacts> probeToolsUncached(Context &Ctx, const Config &C) {
   return F;
 }
 
-/// Fills in the PTX ISA version each of \p Cpus (every arch, if none)
-/// needs where the facts lack it. Each is a code generation of an empty
-/// module (lto::fillMinPtxVersion), about half a millisecond: for all 40
-/// arches most of what probing LLVM costs, and a link names one or a few.
+/// Fills in the PTX ISA version of each of \p Cpus (every arch, if none)
+/// where the facts lack it. Each is a code generation of an empty module
+/// (lto::fillMinPtxVersion), about half a millisecond: for all 40 arches
+/// most of what probing LLVM costs, while a link names one or a few.
 /// Returns whether it filled any.
 static Expected<bool>
-fillPtxVersions(ToolFacts &F, std::optional<ArrayRef<std::string>> Cpus) {
+fillPtxVersions(ToolFacts &F,
+                const std::optional<std::vector<std::string>> &Cpus) {
   bool Filled = false;
   for (lto::ArchInfo &A : F.LLVMArches) {
     if (A.MinPtxVersion || (Cpus && !is_contained(*Cpus, A.Cpu)))
@@ -390,8 +391,8 @@ fillPtxVersions(ToolFacts &F, std::optional<ArrayRef<std::string>> Cpus) {
 
 /// The tools' facts, from <cache>/tools when an earlier link with the same
 /// tools stored them there (Cache.h, toolFactsKey), with the PTX ISA
-/// version of every arch C names (of all of them for --list-targets and
-/// the presets); what was filled in is stored back.
+/// version of the arches planning C's targets reads (namedCpus; every
+/// arch for --list-targets); what was filled in is stored back.
 Expected<ToolFacts> probeTools(Context &Ctx, const Config &C) {
   TimeTraceScope Scope("Probe tools");
   SmallString<256> Dir;
@@ -413,32 +414,13 @@ Expected<ToolFacts> probeTools(Context &Ctx, const Config &C) {
     F = std::move(*Probed);
     Store = true;
   }
-  std::optional<std::vector<std::string>> Cpus;
-  if (!C.ListTargets)
-    Cpus = namedCpus(C.ArchLists);
   Expected<bool> Filled = fillPtxVersions(
-      *F, Cpus ? std::optional<ArrayRef<std::string>>(*Cpus) : std::nullopt);
+      *F, C.ListTargets ? std::nullopt : namedCpus(C.ArchLists, *F));
   if (!Filled)
     return Filled.takeError();
   if (!C.CacheDir.empty() && (Store || *Filled))
     cacheStoreBlob(Ctx, Dir, Key, encodeToolFacts(*F), /*Report=*/false);
   return std::move(*F);
-}
-
-Expected<std::vector<lto::Target>> planLinkTargets(const Config &C,
-                                                   ToolFacts &Facts) {
-  Expected<std::vector<lto::Target>> Targets =
-      planTargets(C.ArchLists, Facts, C.PtxVersion);
-  if (Targets)
-    return Targets;
-  // The messages name what is supported, which takes every arch's facts.
-  Expected<bool> Filled = fillPtxVersions(Facts, std::nullopt);
-  if (!Filled || !*Filled) {
-    consumeError(Filled.takeError());
-    return Targets;
-  }
-  consumeError(Targets.takeError());
-  return planTargets(C.ArchLists, Facts, C.PtxVersion);
 }
 
 static void printTargets(Context &Ctx, const ToolFacts &Facts) {
@@ -1218,7 +1200,8 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
   Expected<ToolFacts> Facts = Probe();
   if (!Facts)
     return Facts.takeError();
-  Expected<std::vector<lto::Target>> Targets = planLinkTargets(C, *Facts);
+  Expected<std::vector<lto::Target>> Targets =
+      planTargets(C.ArchLists, *Facts, C.PtxVersion);
   if (!Targets)
     return Targets.takeError();
   if (Error E = readLtoIrSymbols(Ctx, C, Inputs))

@@ -57,18 +57,6 @@ static SmallVector<StringRef, 8> targetNames(ArrayRef<std::string> Lists) {
   return Names;
 }
 
-std::optional<std::vector<std::string>> namedCpus(ArrayRef<std::string> Lists) {
-  std::vector<std::string> Cpus;
-  for (StringRef Name : targetNames(Lists)) {
-    std::optional<Spec> S = parseSpec(Name);
-    if (!S || S->Cpu.size() <= 3)
-      return std::nullopt; // a preset, or an error that lists targets
-    if (!is_contained(Cpus, S->Cpu))
-      Cpus.push_back(S->Cpu);
-  }
-  return Cpus;
-}
-
 static const lto::ArchInfo *findLLVMArch(const ToolFacts &Facts,
                                          StringRef Cpu) {
   for (const lto::ArchInfo &A : Facts.LLVMArches)
@@ -79,6 +67,20 @@ static const lto::ArchInfo *findLLVMArch(const ToolFacts &Facts,
 
 static bool ptxasSupports(const ToolFacts &Facts, StringRef Name) {
   return is_contained(Facts.PtxasArches, Name);
+}
+
+std::optional<std::vector<std::string>> namedCpus(ArrayRef<std::string> Lists,
+                                                  const ToolFacts &Facts) {
+  std::vector<std::string> Cpus;
+  for (StringRef Name : targetNames(Lists)) {
+    // A preset, or a name whose message lists the supported targets.
+    std::optional<Spec> S = parseSpec(Name);
+    if (!S || !findLLVMArch(Facts, S->Cpu) || !ptxasSupports(Facts, Name))
+      return std::nullopt;
+    if (!is_contained(Cpus, S->Cpu))
+      Cpus.push_back(S->Cpu);
+  }
+  return Cpus;
 }
 
 /// The closest known target name, for "did you mean".
@@ -131,7 +133,7 @@ static Expected<lto::Target> makeTarget(const Spec &S, const ToolFacts &Facts,
   T.Sm = A->Sm;
   T.IsPTX = S.IsPTX;
   unsigned Min = A->MinPtxVersion;
-  assert(Min && "probeTools works out the PTX ISA of every arch named");
+  assert(Min && "probeTools works out the PTX ISA of namedCpus");
   if (Min > Facts.PtxasMaxPtx)
     return createStringError(
         "target " + S.Name + " needs PTX ISA " + lto::ptxVersionString(Min) +

@@ -32,8 +32,7 @@ namespace fatlink {
 struct ToolFacts {
   unsigned LLVMMajor = 0;
   /// Each with the PTX ISA it requires, or 0 where probeTools has not
-  /// worked it out (it does for the arches a link names, and for all of
-  /// them for a preset, --list-targets or a failed plan): allTargets and
+  /// worked it out (it does for namedCpus, or for all): allTargets and
   /// the presets leave those out, and planning one is a bug.
   std::vector<lto::ArchInfo> LLVMArches;
   unsigned LLVMMaxPtx = 0;
@@ -52,10 +51,11 @@ planTargets(llvm::ArrayRef<std::string> Lists, const ToolFacts &Facts,
             std::optional<unsigned> PtxVersion);
 
 /// The processors (sm_XX[a|f]) of the targets \p Lists name, in order,
-/// each once; none where a list names a preset or something that is not a
-/// target: planning those, or reporting them, reads every arch's facts.
+/// each once: the arches whose PTX ISA planning them reads. None where a
+/// list names a preset, or a target LLVM or ptxas does not know, whose
+/// message names what they support: those read every arch's.
 std::optional<std::vector<std::string>>
-namedCpus(llvm::ArrayRef<std::string> Lists);
+namedCpus(llvm::ArrayRef<std::string> Lists, const ToolFacts &Facts);
 
 /// Every target both tools support ("sm_75", ..., "compute_121f"), in
 /// planning order, for --list-targets.

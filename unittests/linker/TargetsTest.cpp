@@ -301,21 +301,41 @@ TEST(PlanTargets, EveryBadTargetReported) {
 // namedCpus: whose PTX ISA a link needs (probeTools fills only those)
 //===----------------------------------------------------------------------===//
 
+std::optional<std::vector<std::string>> named(std::vector<std::string> Lists) {
+  return namedCpus(Lists, cuda13Facts());
+}
+
 TEST(NamedCpus, EachProcessorOnceInOrder) {
-  EXPECT_THAT(namedCpus({"sm_90,compute_90, sm_80", "sm_100a,sm_90"}),
+  EXPECT_THAT(named({"sm_90,compute_90, sm_80", "sm_100a,sm_90"}),
               Optional(ElementsAre("sm_90", "sm_80", "sm_100a")));
-  EXPECT_THAT(namedCpus({}), Optional(ElementsAre()));
+  EXPECT_THAT(named({"sm_80,,"}), Optional(ElementsAre("sm_80")));
+  EXPECT_THAT(named({}), Optional(ElementsAre()));
 }
 
 TEST(NamedCpus, PresetOrBadNameNeedsEveryArch) {
   // Presets expand to every arch; a bad name's message names the nearest
   // target and the supported range: all read every arch's facts.
-  EXPECT_EQ(namedCpus({"sm_80,all-major"}), std::nullopt);
-  EXPECT_EQ(namedCpus({"sm_80", "all"}), std::nullopt);
-  EXPECT_EQ(namedCpus({"sm_80,foobarbaz"}), std::nullopt);
-  EXPECT_EQ(namedCpus({"sm_"}), std::nullopt);
-  EXPECT_THAT(namedCpus({"sm_80,,"}), Optional(ElementsAre("sm_80")));
-  EXPECT_EQ(namedCpus({"sm_80, ,sm_90"}), std::nullopt);
+  EXPECT_EQ(named({"sm_80,all-major"}), std::nullopt);
+  EXPECT_EQ(named({"sm_80", "all"}), std::nullopt);
+  EXPECT_EQ(named({"sm_80,foobarbaz"}), std::nullopt);
+  EXPECT_EQ(named({"sm_"}), std::nullopt);
+  EXPECT_EQ(named({"sm_80, ,sm_90"}), std::nullopt);
+  EXPECT_EQ(named({"sm_80,sm_81"}), std::nullopt); // LLVM knows no sm_81
+  EXPECT_EQ(named({"sm_70,sm_80"}), std::nullopt); // CUDA 13 dropped sm_70
+}
+
+TEST(NamedCpus, BadTargetMessageFromNamedArchesAloneWouldBeWrong) {
+  // Why a target LLVM does not know needs every arch's facts: with only
+  // the named ones, the range its message names stops short.
+  ToolFacts F = cuda13Facts();
+  for (lto::ArchInfo &A : F.LLVMArches)
+    if (A.Cpu != "sm_75")
+      A.MinPtxVersion = 0;
+  std::vector<std::string> Lists = {"sm_75,sm_1234567"};
+  EXPECT_THAT_EXPECTED(planTargets(Lists, F, std::nullopt),
+                       FailedWithMessage(HasSubstr("from sm_75 to sm_75")));
+  EXPECT_THAT_EXPECTED(planTargets(Lists, cuda13Facts(), std::nullopt),
+                       FailedWithMessage(HasSubstr("from sm_75 to sm_120")));
 }
 
 TEST(NamedCpus, PlanNeedsOnlyTheNamedArchesFacts) {
