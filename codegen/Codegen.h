@@ -32,6 +32,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -120,6 +121,16 @@ llvm::Expected<std::string> runProgram(Context &Ctx, llvm::StringRef Program,
                                        llvm::ArrayRef<llvm::StringRef> Args,
                                        unsigned TimeoutSeconds,
                                        llvm::StringRef What);
+
+/// Waits until child \p Pid exits (leaving it to be reaped) or \p
+/// Deadline passes; returns whether it exited, or is not this process's
+/// child to wait for (the reaper says which). runProgram's time limit:
+/// LLVM's relies on SIGALRM, which in a multi-threaded process may reach
+/// another thread. On a pidfd (Linux 5.3 and later) it wakes the moment
+/// the child ends; without one, or with \p UsePidfd false, it polls the
+/// child with pauses doubling to 20 ms.
+bool waitForExit(int Pid, std::chrono::steady_clock::time_point Deadline,
+                 bool UsePidfd = true);
 
 //===----------------------------------------------------------------------===//
 // PTX (the NVPTX backend; value to value)

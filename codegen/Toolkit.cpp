@@ -171,17 +171,13 @@ static std::string withoutSpillWarnings(StringRef Output) {
   return StringRef(Out).rtrim().str();
 }
 
-/// Waits until child \p Pid exits (leaving it to be reaped) or \p Deadline
-/// passes; returns whether it exited. LLVM's own time limit relies on
-/// SIGALRM, which in a multi-threaded process may reach another thread.
-/// A pidfd wakes this thread the moment the child ends; polling, where the
-/// kernel has none (before Linux 5.3), sleeps up to 20 ms past it, and
-/// code generation runs ptxas once per partition and target.
-static bool waitForExit(pid_t Pid,
-                        std::chrono::steady_clock::time_point Deadline) {
+// Polling notices an exit up to 20 ms late, and code generation runs
+// ptxas once per partition and target: hence the pidfd.
+bool waitForExit(int Pid, std::chrono::steady_clock::time_point Deadline,
+                 bool UsePidfd) {
   using namespace std::chrono;
 #ifdef SYS_pidfd_open
-  int Fd = int(::syscall(SYS_pidfd_open, Pid, 0));
+  int Fd = UsePidfd ? int(::syscall(SYS_pidfd_open, Pid, 0)) : -1;
   if (Fd >= 0) {
     scope_exit Close([&] { ::close(Fd); });
     for (;;) {
