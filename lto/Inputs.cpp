@@ -170,6 +170,7 @@ Expected<DeviceLibrary> readDeviceLibrary(StringRef Path) {
 static void setSymbols(DeviceObject &O, packager::ModuleSymbols S) {
   O.Defined = std::move(S.Defined);
   O.Undefined = std::move(S.Undefined);
+  O.OptionalUndefined = std::move(S.OptionalUndefined);
   O.Weak = std::move(S.Weak);
   O.Kernels = std::move(S.Kernels);
 }

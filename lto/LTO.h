@@ -154,9 +154,14 @@ struct DeviceObject {
   unsigned Source = 0;
   std::vector<std::string> Defined;
   std::vector<std::string> Undefined;
+  /// References that may stay undefined: weak ones and `extern __shared__`
+  /// arrays (packager::ModuleSymbols::OptionalUndefined). Kept from
+  /// internalization where the bitcode defines them, never reported.
+  std::vector<std::string> OptionalUndefined;
   /// The weak ones among Defined (C++ templates and inline functions).
   std::vector<std::string> Weak;
-  /// Kernels it defines (entry functions) and their parameters, by name.
+  /// Kernels it defines (entry functions, local ones included) and their
+  /// parameters, by name.
   std::vector<KernelInfo> Kernels;
 };
 

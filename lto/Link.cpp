@@ -1345,8 +1345,9 @@ StringSet<> DeviceLinker::exportedNames() const {
   for (const std::string &Name : Opts.ExportSymbols)
     Exports.insert(Name);
   for (const DeviceObject &O : Inputs.Objects)
-    for (const std::string &Name : O.Undefined)
-      Exports.insert(Name);
+    for (const auto *Names : {&O.Undefined, &O.OptionalUndefined})
+      for (const std::string &Name : *Names)
+        Exports.insert(Name);
   return Exports;
 }
 

@@ -272,15 +272,24 @@ void writeManifestJson(llvm::json::OStream &J, const KernelManifest &M,
 /// says them (empty otherwise).
 struct ModuleSymbols {
   std::vector<std::string> Defined;
+  /// References that must be defined somewhere.
   std::vector<std::string> Undefined;
+  /// References that may stay undefined (cubins only): weak ones, which
+  /// resolve to null (nvcc's sm_90 and newer cubins all reference `__UDT`,
+  /// `__UFT` and `.nv.reservedSmem.offset0` so), and `extern __shared__`
+  /// arrays, which are the block's dynamic shared memory.
+  std::vector<std::string> OptionalUndefined;
   std::vector<std::string> Weak; ///< defined weak (cubins only)
+  /// Entry functions, global or local: nvcc keeps a `static` or
+  /// anonymous-namespace kernel a local symbol (`__nv_static_...`), which
+  /// its host code registers like any other.
   std::vector<KernelInfo> Kernels;
 };
 
 /// The symbols of a cubin (relocatable or not): ELF global symbols;
-/// kernels are those with STO_CUDA_ENTRY, their parameter sizes from
-/// `.nv.info.<kernel>` (EIATTR_KPARAM_INFO). A file LLVM cannot read as
-/// ELF is an error.
+/// kernels are the functions with STO_CUDA_ENTRY, their parameter sizes
+/// from `.nv.info.<kernel>` (EIATTR_KPARAM_INFO). A file LLVM cannot read
+/// as ELF is an error.
 llvm::Expected<ModuleSymbols> readCubinSymbols(llvm::StringRef Cubin);
 
 /// The symbols of a PTX module, from its directives, one a line as nvcc

@@ -30,8 +30,9 @@ static void sortKernels(std::vector<KernelInfo> &Kernels) {
   });
 }
 
-/// st_other bit of a cubin's entry functions (kernels).
-static constexpr uint8_t StoCudaEntry = 0x10;
+/// st_other bits of a cubin's symbols: entry functions (kernels), and
+/// variables in shared memory (nvcc 13.0's cubins, readelf).
+static constexpr uint8_t StoCudaEntry = 0x10, StoCudaShared = 0x40;
 
 /// Calls \p Fn(attribute, value) for each sized (EIFMT_SVAL) attribute of
 /// an `.nv.info` section.
@@ -180,15 +181,25 @@ Expected<ModuleSymbols> readCubinSymbols(StringRef Cubin) {
         consumeError(Name.takeError());
       return createStringError("corrupt symbol table");
     }
-    if (!(*Flags & object::SymbolRef::SF_Global) || Name->empty())
+    if (Name->empty())
       continue;
+    object::ELFSymbolRef ElfSym(Sym);
     bool IsUndefined = *Flags & object::SymbolRef::SF_Undefined;
-    (IsUndefined ? S.Undefined : S.Defined).push_back(Name->str());
-    if (!IsUndefined && (*Flags & object::SymbolRef::SF_Weak))
-      S.Weak.push_back(Name->str());
-    if (!IsUndefined &&
-        (object::ELFSymbolRef(Sym).getOther() & StoCudaEntry))
+    if (!IsUndefined && ElfSym.getELFType() == ELF::STT_FUNC &&
+        (ElfSym.getOther() & StoCudaEntry))
       S.Kernels.push_back({Name->str(), {}});
+    if (!(*Flags & object::SymbolRef::SF_Global))
+      continue;
+    if (!IsUndefined) {
+      S.Defined.push_back(Name->str());
+      if (*Flags & object::SymbolRef::SF_Weak)
+        S.Weak.push_back(Name->str());
+    } else if ((*Flags & object::SymbolRef::SF_Weak) ||
+               (ElfSym.getOther() & StoCudaShared)) {
+      S.OptionalUndefined.push_back(Name->str());
+    } else {
+      S.Undefined.push_back(Name->str());
+    }
   }
   for (const object::SectionRef &Sec : (*ObjOrErr)->sections()) {
     Expected<StringRef> Name = Sec.getName();
