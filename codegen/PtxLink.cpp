@@ -253,10 +253,19 @@ static Error classify(const Module &M, Statement &St) {
                  "unsupported module-scope directive " + What +
                      ": fatlink's PTX linker knows .func, .entry and "
                      "variables (.global, .const, .shared, ...)");
-  // A variable: its name is the first identifier; an initializer or array
-  // bounds may follow, and nothing else at depth 0 but ';'.
+  // A variable: its name is the first identifier outside parentheses (an
+  // `.attribute(.managed)` may come before it, as nvcc writes every
+  // `__managed__` variable); an initializer or array bounds may follow, and
+  // nothing else at depth 0 but ';'.
   size_t J = I;
   while (J < St.End && M.Toks[J].Kind != Token::Ident) {
+    if (M.Toks[J].is("(")) {
+      Expected<size_t> After = skipBalanced(M, J);
+      if (!After)
+        return After.takeError();
+      J = *After;
+      continue;
+    }
     if (isOpen(M.Toks[J]) || M.Toks[J].is("="))
       break;
     ++J;

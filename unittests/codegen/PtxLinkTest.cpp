@@ -172,6 +172,26 @@ TEST(PtxLinkTest, CommonCopiesMustAgree) {
                         ".common copies only when they agree"));
 }
 
+// nvcc writes every __managed__ variable with an attribute list before its
+// name; an .extern of it in another module resolves to it.
+TEST(PtxLinkTest, ManagedVariableAttributeBeforeTheName) {
+  std::string Def = header("9.0", "sm_80") +
+                    ".visible .global .attribute(.managed) .align 4 .u32 mv "
+                    "= 3;\n";
+  std::string Use = header("9.0", "sm_80") +
+                    ".extern .global .attribute(.managed) .align 4 .u32 mv;\n"
+                    ".visible .entry km(.param .u64 p)\n{\n"
+                    "\t.reg .b64 %rd<2>;\n\tmov.u64 %rd1, mv;\n\tret;\n}\n";
+  Expected<PtxLinkResult> R = link2(Use, Def);
+  ASSERT_THAT_EXPECTED(R, Succeeded());
+  StringRef P = R->PTX;
+  EXPECT_EQ(P.find(".extern"), StringRef::npos) << P.str();
+  EXPECT_EQ(
+      P.count(".visible .global .attribute(.managed) .align 4 .u32 mv = 3;"),
+      1u)
+      << P.str();
+}
+
 TEST(PtxLinkTest, UnresolvedExternKeptOnce) {
   std::string A = header("8.0", "sm_80") +
                   ".extern .func (.param .b32 r) vprintf(.param .b64 f, "
