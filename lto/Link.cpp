@@ -243,6 +243,21 @@ static std::string describeSymbol(StringRef Name) {
   return (Name + " (" + Demangled + ")").str();
 }
 
+/// Adds relocatable code's definitions to \p Symtab (one object per unit:
+/// every arch's defines the same), so that a symbol two units define, or
+/// one unit and the bitcode, is reported by checkDuplicates, naming both,
+/// rather than by nvlink naming its temporary files.
+static void addObjectDefinitions(const InputSet &Inputs, SymbolTable &Symtab) {
+  std::set<unsigned> Units;
+  for (const DeviceObject &O : Inputs.Objects)
+    if (Units.insert(O.Source).second)
+      for (const std::string &Name : O.Defined) {
+        SymbolTable::Entry &E = Symtab.Symbols[Name];
+        (is_contained(O.Weak, Name) ? E.WeakDefs : E.StrongDefs)
+            .push_back(O.Container);
+      }
+}
+
 static Error checkDuplicates(const SymbolTable &Symtab, unsigned ErrorLimit) {
   ErrorList Errors(ErrorLimit);
   for (const auto &[Name, E] : Symtab.Symbols) {
@@ -1641,17 +1656,7 @@ Error DeviceLinker::readGroup(const LinkGroup &G, LLVMContext &Ctx,
   }
   if (Error E = Errors.take())
     return E;
-  // Relocatable code's definitions (one object per unit: every arch's
-  // defines the same), so that one in both it and the bitcode is reported
-  // here, naming both, rather than by nvlink.
-  std::set<unsigned> ObjectUnits;
-  for (const DeviceObject &O : Inputs.Objects)
-    if (ObjectUnits.insert(O.Source).second)
-      for (const std::string &Name : O.Defined) {
-        SymbolTable::Entry &E = F.Symtab.Symbols[Name];
-        (is_contained(O.Weak, Name) ? E.WeakDefs : E.StrongDefs)
-            .push_back(O.Container);
-      }
+  addObjectDefinitions(Inputs, F.Symtab);
   for (const DeviceObject &O : Inputs.Objects)
     for (const std::string &Name : O.Defined)
       F.ProvidedByObjects.insert(Name);
@@ -2365,6 +2370,10 @@ static Expected<LinkedProgram> linkAndOptimizeImpl(const InputSet &Inputs,
                       });
   };
   if (Inputs.Images.empty()) {
+    SymbolTable Symtab;
+    addObjectDefinitions(Inputs, Symtab);
+    if (Error E = checkDuplicates(Symtab, Opts.ErrorLimit))
+      return std::move(E);
     StringSet<> Provided;
     for (const DeviceObject &O : Inputs.Objects)
       Provided.insert_range(O.Defined);
