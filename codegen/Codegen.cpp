@@ -29,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Codegen.h"
+#include "lto/Libraries.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -48,6 +49,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 
 using namespace llvm;
 
@@ -137,6 +139,134 @@ static Expected<std::shared_ptr<const MappedFile>> toolOutput(StringRef Path,
   return File;
 }
 
+/// The name of the kernel in keepFunctionsLTOIR's unit; dropped from the
+/// linked PTX.
+static constexpr StringLiteral KeepEntry = "__fatlink_keep_functions";
+
+/// nvcc LTO-IR for arch \p Sm of a unit whose one kernel takes the address
+/// of each of \p Names: with it among nvJitLink's inputs, its whole-program
+/// PTX keeps those device functions (internal; linkPTX exports them), which
+/// otherwise only the kernels of fatlink's side call. Compiled by the
+/// toolkit's nvcc; the functions are declared `void()`: only their
+/// addresses are taken, and the symbol names the function.
+static Expected<std::string> keepFunctionsLTOIR(Context &Ctx,
+                                                const CodegenOptions &Opts,
+                                                unsigned Sm,
+                                                ArrayRef<std::string> Names) {
+  std::string Source =
+      "// fatlink: keeps, in nvJitLink's whole-program PTX, the device\n"
+      "// functions that the code fatlink links calls.\n";
+  for (const std::string &N : Names)
+    Source += "extern \"C\" __device__ void " + N + "();\n";
+  Source +=
+      "extern \"C\" __global__ void " + KeepEntry.str() + "(void **p) {\n";
+  for (auto [I, N] : enumerate(Names))
+    Source += "  p[" + std::to_string(I) + "] = (void *)&" + N + ";\n";
+  Source += "}\n";
+  std::string Stem = "keep-functions-sm_" + std::to_string(Sm);
+  Expected<std::string> Cu = Ctx.Temps.write(Stem + ".cu", Source);
+  if (!Cu)
+    return Cu.takeError();
+  Expected<std::string> Obj = Ctx.Temps.create(Stem + ".ltoir");
+  if (!Obj)
+    return Obj.takeError();
+  SmallString<256> Nvcc(Opts.Paths.CudaPath);
+  sys::path::append(Nvcc, "bin", "nvcc");
+  // Device code only (no host compiler run): 1.4 s, against 3 s for -dc.
+  std::string Arch = "-arch=lto_" + std::to_string(Sm);
+  Expected<std::string> Out =
+      runProgram(Ctx, Nvcc, {"nvcc", "-ltoir", "-dlto", Arch, *Cu, "-o", *Obj},
+                 /*TimeoutSeconds=*/300,
+                 "nvcc for the LTO-IR keeping " + join(Names, ", "));
+  if (!Out)
+    return Out.takeError();
+  ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(*Obj);
+  if (!MB)
+    return createStringError(MB.getError(), "cannot read %s: %s", Obj->c_str(),
+                             MB.getError().message().c_str());
+  return (*MB)->getBuffer().str();
+}
+
+/// Whether \p Name can be declared in CUDA C++ as it is.
+static bool isCIdentifier(StringRef Name) {
+  return !Name.empty() && !isDigit(Name.front()) &&
+         all_of(Name, [](char C) { return isAlnum(C) || C == '_'; });
+}
+
+/// The PTX ISA's system calls, which the driver provides.
+static bool isPtxSystemCall(StringRef Name) {
+  static const char *const SystemCalls[] = {"vprintf", "malloc", "free",
+                                            "__assertfail"};
+  return is_contained(SystemCalls, Name);
+}
+
+/// nvJitLink's whole-program PTX of the LTO-IR units \p LtoIR (named
+/// \p Names) for target T, kept in \p Text, as a module for linkPTX. It
+/// keeps only what the units' own kernels reach, so each of \p Keep, a
+/// device function that code outside the units calls, is kept by one more
+/// LTO-IR unit (keepFunctionsLTOIR) and exported by the PTX link, which
+/// drops that unit's kernel.
+static Expected<PtxModule>
+ltoIrModule(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
+            std::vector<NvJitLinkInput> LtoIR, ArrayRef<std::string> Names,
+            std::vector<std::string> Keep, std::string &Text) {
+  std::string Keeper;
+  if (!Keep.empty()) {
+    Ctx.verbose("nvcc LTO-IR for " + T.Name + " keeping " + join(Keep, ", ") +
+                " in nvJitLink's PTX");
+    Expected<std::string> K = keepFunctionsLTOIR(Ctx, Opts, T.Sm, Keep);
+    if (!K)
+      return K.takeError();
+    Keeper = std::move(*K);
+    LtoIR.push_back(
+        {NvJitLinkInput::LtoIR, "fatlink's keep-functions unit", Keeper, {}});
+  }
+  Ctx.verbose("nvJitLink -arch=" + T.Cpu +
+              " -lto -ptx: " + Twine(LtoIR.size()) + " inputs, for " + T.Name);
+  Expected<std::string> PTX =
+      runNvJitLink(Opts.Paths.CudaPath, T.Cpu, /*EmitPtx=*/true, LtoIR,
+                   "nvJitLink for " + T.Name);
+  if (!PTX)
+    return PTX.takeError();
+  Text = std::move(*PTX);
+  PtxModule M{"nvJitLink's PTX of " + join(Names, ", "), Text};
+  if (!Keep.empty()) {
+    M.Export = std::move(Keep);
+    M.Drop = {KeepEntry.str()};
+  }
+  return M;
+}
+
+/// The device functions the relocatable cubins \p Cubins (files) call and
+/// none of them defines, but for the PTX ISA's system calls and the device
+/// runtime's (a library's): those an LTO-IR unit must define and keep.
+static Expected<std::vector<std::string>>
+functionsCalledFromCubins(ArrayRef<std::string> Cubins) {
+  StringSet<> Defined;
+  std::set<std::string> Called; // ordered: the same keeper for any order
+  for (const std::string &Path : Cubins) {
+    ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(
+        Path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    if (!MB)
+      return createStringError(MB.getError(), "cannot read %s: %s",
+                               Path.c_str(), MB.getError().message().c_str());
+    Expected<packager::ModuleSymbols> Syms =
+        packager::readCubinSymbols((*MB)->getBuffer());
+    if (!Syms)
+      return createStringError("%s: %s", Path.c_str(),
+                               toString(Syms.takeError()).c_str());
+    Defined.insert_range(Syms->Defined);
+    Called.insert(Syms->UndefinedFunctions.begin(),
+                  Syms->UndefinedFunctions.end());
+  }
+  std::vector<std::string> Keep;
+  for (const std::string &Name : Called)
+    if (!Defined.contains(Name) && !isPtxSystemCall(Name) &&
+        !lto::isDeviceRuntimeSymbol(Name) && isCIdentifier(Name))
+      Keep.push_back(Name);
+  return Keep;
+}
+
 /// Links relocatable cubins of target T (assembled with ptxas -c), the
 /// inputs' relocatable cubins for its arch and the device libraries the
 /// program uses (given to nvlink as archives: it picks the arch's cubin)
@@ -179,8 +309,56 @@ static Error linkCubins(Context &Ctx, const CodegenOptions &Opts,
     Cubins.push_back(*Path);
   }
   // nvcc LTO-IR: nvJitLink links everything, optimizing across the
-  // LTO-IR inputs, instead of nvlink.
-  if (any_of(Objs, [](const lto::DeviceObject *O) { return O->IsLTOIR; })) {
+  // LTO-IR inputs, instead of nvlink. But nvJitLink -lto keeps of the
+  // LTO-IR only what its own kernels reach, and that internal: a device
+  // function that the other cubins call would be undefined. Then the
+  // LTO-IR units become a relocatable cubin of their own, from
+  // nvJitLink's PTX of them with those functions kept and exported (as for
+  // PTX targets), and nvlink links it with the rest.
+  std::vector<NvJitLinkInput> LtoIR;
+  std::vector<std::string> LtoNames;
+  for (const lto::DeviceObject *O : Objs)
+    if (O->IsLTOIR) {
+      LtoIR.push_back(
+          {NvJitLinkInput::Object, O->Container, O->Data.getBuffer(), {}});
+      LtoNames.push_back(O->Container);
+    }
+  Expected<std::vector<std::string>> Keep =
+      LtoIR.empty() ? std::vector<std::string>{}
+                    : functionsCalledFromCubins(Cubins);
+  if (!Keep)
+    return Keep.takeError();
+  if (!Keep->empty()) {
+    std::string Text;
+    Expected<PtxModule> M =
+        ltoIrModule(Ctx, Opts, T, std::move(LtoIR), LtoNames, *Keep, Text);
+    if (!M)
+      return M.takeError();
+    Expected<PtxLinkResult> Linked = linkPTX({*M}, T.Cpu);
+    if (!Linked)
+      return createStringError("nvJitLink's PTX of %s for %s: %s",
+                               join(LtoNames, ", ").c_str(), T.Name.c_str(),
+                               toString(Linked.takeError()).c_str());
+    std::string Name = T.Name + "-lto-ir";
+    Expected<std::string> PtxPath = Ctx.Temps.write(Name + ".ptx", Linked->PTX);
+    if (!PtxPath)
+      return PtxPath.takeError();
+    Expected<std::string> CubinPath = Ctx.Temps.create(Name + ".cubin");
+    if (!CubinPath)
+      return CubinPath.takeError();
+    std::string Arch = "-arch=" + T.Cpu;
+    Expected<std::string> R = runProgram(
+        Ctx, Opts.Paths.Ptxas,
+        {"ptxas", Arch, "-c", *PtxPath, "-o", *CubinPath, PtxasSpillFlag},
+        Opts.PtxasTimeout,
+        "ptxas for " + T.Name + " (nvJitLink's PTX of " + join(LtoNames, ", ") +
+            ")");
+    if (!R)
+      return R.takeError();
+    append_range(Spills,
+                 spillsOf(*R, packager::readPtxSymbols(Linked->PTX).Kernels));
+    Cubins.push_back(*CubinPath);
+  } else if (!LtoIR.empty()) {
     std::vector<NvJitLinkInput> In;
     for (const std::string &Path : Cubins)
       In.push_back({NvJitLinkInput::Cubin, Path, {}, Path});
@@ -587,67 +765,6 @@ private:
 
 } // namespace
 
-/// The name of the kernel in keepFunctionsLTOIR's unit; dropped from the
-/// linked PTX.
-static constexpr StringLiteral KeepEntry = "__fatlink_keep_functions";
-
-/// nvcc LTO-IR for arch \p Sm of a unit whose one kernel takes the address
-/// of each of \p Names: with it among nvJitLink's inputs, its whole-program
-/// PTX keeps those device functions (internal; linkPTX exports them), which
-/// otherwise only the kernels of fatlink's side call. Compiled by the
-/// toolkit's nvcc; the functions are declared `void()`: only their
-/// addresses are taken, and the symbol names the function.
-static Expected<std::string> keepFunctionsLTOIR(Context &Ctx,
-                                                const CodegenOptions &Opts,
-                                                unsigned Sm,
-                                                ArrayRef<std::string> Names) {
-  std::string Source =
-      "// fatlink: keeps, in nvJitLink's whole-program PTX, the device\n"
-      "// functions that the code fatlink links calls.\n";
-  for (const std::string &N : Names)
-    Source += "extern \"C\" __device__ void " + N + "();\n";
-  Source += "extern \"C\" __global__ void " + KeepEntry.str() +
-            "(void **p) {\n";
-  for (auto [I, N] : enumerate(Names))
-    Source += "  p[" + std::to_string(I) + "] = (void *)&" + N + ";\n";
-  Source += "}\n";
-  std::string Stem = "keep-functions-sm_" + std::to_string(Sm);
-  Expected<std::string> Cu = Ctx.Temps.write(Stem + ".cu", Source);
-  if (!Cu)
-    return Cu.takeError();
-  Expected<std::string> Obj = Ctx.Temps.create(Stem + ".ltoir");
-  if (!Obj)
-    return Obj.takeError();
-  SmallString<256> Nvcc(Opts.Paths.CudaPath);
-  sys::path::append(Nvcc, "bin", "nvcc");
-  // Device code only (no host compiler run): 1.4 s, against 3 s for -dc.
-  std::string Arch = "-arch=lto_" + std::to_string(Sm);
-  Expected<std::string> Out = runProgram(
-      Ctx, Nvcc, {"nvcc", "-ltoir", "-dlto", Arch, *Cu, "-o", *Obj},
-      /*TimeoutSeconds=*/300,
-      "nvcc for the LTO-IR keeping " + join(Names, ", "));
-  if (!Out)
-    return Out.takeError();
-  ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(*Obj);
-  if (!MB)
-    return createStringError(MB.getError(), "cannot read %s: %s", Obj->c_str(),
-                             MB.getError().message().c_str());
-  return (*MB)->getBuffer().str();
-}
-
-/// Whether \p Name can be declared in CUDA C++ as it is.
-static bool isCIdentifier(StringRef Name) {
-  return !Name.empty() && !isDigit(Name.front()) &&
-         all_of(Name, [](char C) { return isAlnum(C) || C == '_'; });
-}
-
-/// The PTX ISA's system calls, which the driver provides.
-static bool isPtxSystemCall(StringRef Name) {
-  static const char *const SystemCalls[] = {"vprintf", "malloc", "free",
-                                            "__assertfail"};
-  return is_contained(SystemCalls, Name);
-}
-
 /// The PTX of PTX target T with nvcc's relocatable code in it: fatlink's
 /// own PTX (OwnPTX, empty when there is no bitcode) linked with each unit's
 /// PTX (Objs, from lto::objectsForTarget): nvcc's PTX entries as they are,
@@ -695,32 +812,11 @@ linkNvccPTX(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
     for (const std::string &Name : Others->UnresolvedFunctions)
       if (!isPtxSystemCall(Name) && isCIdentifier(Name))
         Keep.push_back(Name);
-    std::string Keeper;
-    if (!Keep.empty()) {
-      Ctx.verbose("nvcc LTO-IR for " + T.Name + " keeping " +
-                  join(Keep, ", ") + " in nvJitLink's PTX");
-      Expected<std::string> K = keepFunctionsLTOIR(Ctx, Opts, T.Sm, Keep);
-      if (!K)
-        return K.takeError();
-      Keeper = std::move(*K);
-      LtoIR.push_back({NvJitLinkInput::LtoIR, "fatlink's keep-functions unit",
-                       Keeper, {}});
-    }
-    Ctx.verbose("nvJitLink -arch=" + T.Cpu + " -lto -ptx: " +
-                Twine(LtoIR.size()) + " inputs, for " + T.Name);
-    Expected<std::string> PTX =
-        runNvJitLink(Opts.Paths.CudaPath, T.Cpu, /*EmitPtx=*/true, LtoIR,
-                     "nvJitLink for " + T.Name);
-    if (!PTX)
-      return PTX.takeError();
-    // PtxModule refers to its text: keep it alive until the link below.
-    LtoPTXText = std::move(*PTX);
-    PtxModule M{"nvJitLink's PTX of " + join(LtoNames, ", "), LtoPTXText};
-    if (!Keep.empty()) {
-      M.Export = std::move(Keep);
-      M.Drop = {KeepEntry.str()};
-    }
-    Modules.insert(Modules.begin() + LtoPos, std::move(M));
+    Expected<PtxModule> M = ltoIrModule(Ctx, Opts, T, std::move(LtoIR),
+                                        LtoNames, std::move(Keep), LtoPTXText);
+    if (!M)
+      return M.takeError();
+    Modules.insert(Modules.begin() + LtoPos, std::move(*M));
   }
   Ctx.verbose("PTX link for " + T.Name + ": " + Twine(Modules.size()) +
               " modules");

@@ -228,8 +228,10 @@ Expected<std::string> runProgram(Context &Ctx, StringRef Program,
                              What.str().c_str(), Program.str().c_str());
 
   // "ptxas for sm_80" -> "ptxas-for-sm_80.log": stable under --save-temps.
+  // At most 80 characters of it: What may name an input by its path, and a
+  // file name has at most 255 bytes.
   std::string LogName;
-  for (char C : What)
+  for (char C : What.take_front(80))
     LogName += isAlnum(C) || C == '_' || C == '.' ? C : '-';
   Expected<std::string> LogOrErr = Ctx.Temps.create(LogName + ".log");
   if (!LogOrErr)

@@ -274,6 +274,8 @@ struct ModuleSymbols {
   std::vector<std::string> Defined;
   /// References that must be defined somewhere.
   std::vector<std::string> Undefined;
+  /// The functions among Undefined (cubins only: their symbols say it).
+  std::vector<std::string> UndefinedFunctions;
   /// References that may stay undefined (cubins only): weak ones, which
   /// resolve to null (nvcc's sm_90 and newer cubins all reference `__UDT`,
   /// `__UFT` and `.nv.reservedSmem.offset0` so), and `extern __shared__`

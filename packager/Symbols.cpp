@@ -199,6 +199,8 @@ Expected<ModuleSymbols> readCubinSymbols(StringRef Cubin) {
       S.OptionalUndefined.push_back(Name->str());
     } else {
       S.Undefined.push_back(Name->str());
+      if (ElfSym.getELFType() == ELF::STT_FUNC)
+        S.UndefinedFunctions.push_back(Name->str());
     }
   }
   for (const object::SectionRef &Sec : (*ObjOrErr)->sections()) {
