@@ -480,11 +480,12 @@ static Error checkObjects(const lto::InputSet &Inputs,
                     O->Container, join(Arches, ", "), T.Name, T.Sm);
     else
       Msg = formatv("{0}: nvcc device code for {1} only, which cannot serve "
-                    "target {2} (no {2} cubin, no PTX for it or an older "
-                    "arch): compile it with -gencode arch=compute_{3},"
+                    "target {2} (no cubin for {2} or an older sm_{4}x, no "
+                    "PTX for it or an older arch): compile it with "
+                    "-gencode arch=compute_{3},"
                     "code={2}, or keep PTX for ptxas with "
                     "-gencode arch=compute_{3},code=compute_{3}",
-                    O->Container, join(Arches, ", "), T.Name, T.Sm);
+                    O->Container, join(Arches, ", "), T.Name, T.Sm, T.Sm / 10);
     Errors = joinErrors(std::move(Errors), createStringError(Msg));
   }
   return Errors;

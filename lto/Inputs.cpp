@@ -782,6 +782,19 @@ static unsigned archSm(const DeviceObject &O) {
   return Sm;
 }
 
+/// Whether a relocatable cubin for \p Arch ("sm_80", "sm_100f") runs on
+/// target \p T though it is not T's arch: a GPU runs the SASS of an older
+/// arch of its major version (sm_80 on sm_86 and sm_89; CUDA's binary
+/// compatibility, which nvlink applies too), but never an arch-specific
+/// one's ("sm_90a").
+static bool cubinRunsOn(StringRef Arch, const Target &T) {
+  unsigned Sm = 0;
+  if (!Arch.consume_front("sm_") || Arch.consumeInteger(10, Sm) ||
+      !(Arch.empty() || Arch == "f"))
+    return false;
+  return Sm / 10 == T.Sm / 10 && Sm <= T.Sm;
+}
+
 std::vector<const DeviceObject *>
 objectsForTarget(const InputSet &Inputs, const Target &T,
                  std::vector<const DeviceObject *> *Missing) {
@@ -796,18 +809,28 @@ objectsForTarget(const InputSet &Inputs, const Target &T,
     const DeviceObject *&Chosen = It->second.first;
     // LTO-IR of an arch no newer than T's, the newest, is best (nvJitLink
     // optimizes across it); then a cubin of T's arch; then PTX of an arch
-    // no newer than T's, the newest. A PTX target takes no cubin (its code
-    // is one PTX module) and prefers PTX to LTO-IR: nvJitLink's PTX of
-    // LTO-IR keeps only what the unit's own kernels reach.
+    // no newer than T's, the newest (ptxas compiles it for T itself); then
+    // a cubin of an older arch that runs on T, the newest. A PTX target
+    // takes no cubin (its code is one PTX module) and prefers PTX to
+    // LTO-IR: nvJitLink's PTX of LTO-IR keeps only what the unit's own
+    // kernels reach.
     auto Rank = [&](const DeviceObject &X) -> unsigned {
       if (T.IsPTX)
-        return X.IsPTX ? 3 : 1;
+        return X.IsPTX ? 4 : 2;
       if (X.IsLTOIR)
-        return 3;
-      return X.IsPTX ? 1 : 2;
+        return 4;
+      if (X.IsPTX)
+        return 2;
+      return X.Arch == T.Cpu ? 3 : 1;
     };
     if (!O.IsPTX && !O.IsLTOIR) {
-      if (!T.IsPTX && O.Arch == T.Cpu && (!Chosen || Rank(*Chosen) < 2))
+      if (T.IsPTX || (O.Arch != T.Cpu && !cubinRunsOn(O.Arch, T)))
+        continue;
+      if (!Chosen || Rank(*Chosen) < Rank(O) ||
+          (Rank(O) == 1 && Rank(*Chosen) == 1 &&
+           StringRef(Chosen->Arch)
+                   .drop_front(3)
+                   .compare_numeric(StringRef(O.Arch).drop_front(3)) < 0))
         Chosen = &O;
       continue;
     }
