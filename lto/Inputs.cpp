@@ -716,7 +716,7 @@ void InputReader::readFile(const std::string &Path) {
     addBitcode(MB, Path, "", Found);
     ++NextSource;
     return;
-  case file_magic::archive:
+  case file_magic::archive: {
     if (sys::path::filename(Path) == DeviceRuntimeName) {
       // CUDA's device runtime: nvlink links it as an archive, taking only
       // the members the program needs.
@@ -727,8 +727,12 @@ void InputReader::readFile(const std::string &Path) {
         Errors.add(Lib.takeError());
       return;
     }
+    size_t NvccBefore = Set.NvccObjects.size();
     readArchive(MB, Path, Found);
-    if (Strict && Found == 0 && !FailedHere())
+    // Members of nvcc -c code register themselves: seen and left alone, as
+    // such an object is on its own.
+    bool WholeProgram = Set.NvccObjects.size() != NvccBefore;
+    if (Strict && Found == 0 && !FailedHere() && !WholeProgram)
       Errors.add(createStringError(
           "%s: archive contains no device bitcode: build the crate or "
           "library for the GPU (rustc --target nvptx64-nvidia-cuda, objects "
@@ -736,6 +740,7 @@ void InputReader::readFile(const std::string &Path) {
           "-dc)",
           Path.c_str()));
     return;
+  }
   case file_magic::elf_executable:
   case file_magic::elf_shared_object:
     if (!Strict) {
