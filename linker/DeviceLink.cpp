@@ -963,6 +963,31 @@ static void raisePtxVersions(Context &Ctx, DeviceBuild &B) {
     }
 }
 
+/// A PTX target's module links nvcc's PTX into fatlink's, and takes the
+/// newest `.version` of them (codegen::linkPTX): that is the PTX ISA the
+/// target's code needs, which -v, --json and the kernel rows report.
+static void reportLinkedPtxVersions(Context &Ctx, DeviceBuild &B) {
+  for (auto [T, Out] : zip(B.Targets, B.Outputs)) {
+    if (!T.IsPTX)
+      continue;
+    for (StringRef Line : split(StringRef(Out.PTX).take_front(4096), '\n')) {
+      StringRef Directive = Line.trim();
+      if (!Directive.consume_front(".version"))
+        continue;
+      auto [Major, Minor] = Directive.trim().split('.');
+      unsigned X = 0, Y = 0;
+      if (Major.getAsInteger(10, X) || Minor.trim().getAsInteger(10, Y) ||
+          X * 10 + Y <= T.PtxVersion)
+        break;
+      T.PtxVersion = X * 10 + Y;
+      Ctx.verbose("target " + T.Name + ": PTX ISA raised to " +
+                  T.ptxVersionString() +
+                  ", the newest of the nvcc PTX linked into it");
+      break;
+    }
+  }
+}
+
 /// -v: what the linked program holds and how it was optimized.
 static void reportProgram(Context &Ctx, const DeviceBuild &B) {
   for (const lto::KernelInfo &K : B.Program.Kernels)
@@ -1106,6 +1131,7 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   if (!Outputs)
     return Outputs.takeError();
   B.Outputs = std::move(*Outputs);
+  reportLinkedPtxVersions(Ctx, B);
 
   // Every target's code in one fatbin, and that in a host object.
   Ctx.progressStage("package");
