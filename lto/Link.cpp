@@ -2369,6 +2369,21 @@ static Expected<LinkedProgram> linkAndOptimizeImpl(const InputSet &Inputs,
                         return A.Name < B.Name;
                       });
   };
+  // Each relocatable object a target links (nvcc's cubins, PTX, LTO-IR),
+  // after the images, in input order.
+  auto NoteObjectUses = [&] {
+    std::map<const DeviceObject *, InputUse> ObjectUses;
+    for (const Target &T : Targets)
+      for (const DeviceObject *O : objectsForTarget(Inputs, T)) {
+        InputUse &U = ObjectUses[O];
+        U.Origin = O->Origin;
+        U.CompiledFor = O->Arch;
+        U.Targets.push_back(T.Name);
+      }
+    for (const DeviceObject &O : Inputs.Objects)
+      if (auto It = ObjectUses.find(&O); It != ObjectUses.end())
+        Out.Inputs.push_back(std::move(It->second));
+  };
   if (Inputs.Images.empty()) {
     SymbolTable Symtab;
     addObjectDefinitions(Inputs, Symtab);
@@ -2382,6 +2397,7 @@ static Expected<LinkedProgram> linkAndOptimizeImpl(const InputSet &Inputs,
                                           DL.libraries(), Opts.ErrorLimit))
         return std::move(E);
     SortKernels();
+    NoteObjectUses();
     return std::move(Out); // relocatable code only: nvlink does the link
   }
   for (auto [I, G] : enumerate(*GroupsOrErr))
@@ -2400,6 +2416,7 @@ static Expected<LinkedProgram> linkAndOptimizeImpl(const InputSet &Inputs,
     });
     Out.Inputs.push_back(std::move(Use));
   }
+  NoteObjectUses();
   Out.LibdeviceFunctions.erase(llvm::unique(Out.LibdeviceFunctions),
                                Out.LibdeviceFunctions.end());
   llvm::sort(Out.LibrarySymbols);
