@@ -478,6 +478,11 @@ static Error checkObjects(const lto::InputSet &Inputs,
                     "-gencode arch=compute_{3},code=compute_{3} (or "
                     "code=lto_{3}), or drop {2}",
                     O->Container, join(Arches, ", "), T.Name, T.Sm);
+    else if (all_of(Arches, [](StringRef A) { return A.starts_with("lto_"); }))
+      Msg = formatv("{0}: nvcc LTO-IR for {1} only, which cannot serve "
+                    "target {2} (LTO-IR serves its arch and newer ones): "
+                    "compile it with -gencode arch=compute_{3},code=lto_{3}",
+                    O->Container, join(Arches, ", "), T.Name, T.Sm);
     else
       Msg = formatv("{0}: nvcc device code for {1} only, which cannot serve "
                     "target {2} (no cubin for {2} or an older sm_{4}x, no "
