@@ -126,8 +126,16 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   W.u64(C.SharePTX);
 
   // Images are hashed one by one, so the key costs one pass over the bytes.
+  // Their origins, as written, too: the entry holds them (each input's and
+  // each kernel's, in the host object's manifests, in --json and in the
+  // warnings it replays), and a hit must give what a link of this command
+  // line gives. Filling them in from this link's inputs on a hit instead is
+  // not exact: a kernel's origin may come from the bytes (a --codegen-only
+  // .bc carries its link's kernel table), two images may share one, and
+  // the warnings are text.
   W.u64(Inputs.Images.size());
   for (const lto::DeviceImage &I : Inputs.Images) {
+    W.str(I.Origin);
     W.str(I.Arch);
     W.u64(I.Source);
     BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(I.Bitcode.getBuffer()));
@@ -135,6 +143,8 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   }
   W.u64(Inputs.Objects.size());
   for (const lto::DeviceObject &O : Inputs.Objects) {
+    W.str(O.Origin);
+    W.str(O.Container);
     W.str(O.Arch);
     W.u64(O.Source);
     BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(O.Data.getBuffer()));
