@@ -503,6 +503,17 @@ bool cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
       sys::fs::remove(D); // only if empty: another link may be storing
     if (Report)
       Ctx.verbose("cache: cannot store " + Key + " in " + Dir + ": " + Why);
+    // A cache that cannot store (a typo naming a file, a read-only or full
+    // file system) would go on missing, silently: a warning, once a run.
+    if (!Ctx.CacheStoreWarned.exchange(true)) {
+      StringRef Top = Dir, Sub = sys::path::filename(Dir);
+      if (Sub == "memo" || Sub == "codegen" || Sub == "tools")
+        Top = sys::path::parent_path(Dir);
+      Ctx.warn("cannot store in the cache directory " + Top + " (" + Why +
+               "): links are not cached; fix it or name another "
+               "(--cache-dir, FATLINK_CACHE_DIR, the cache-dir setting; "
+               "off disables the cache)");
+    }
     return false;
   };
   if (std::error_code EC = sys::fs::create_directories(Dir))
@@ -524,9 +535,10 @@ bool cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
     });
     OS.close();
     if (OS.has_error()) {
+      std::string Why = OS.error().message();
       OS.clear_error();
       sys::fs::remove(Temp);
-      return Fail("write error");
+      return Fail(Why);
     }
   }
   if (std::error_code EC = sys::fs::rename(Temp, Path)) {

@@ -50,8 +50,9 @@ std::optional<DeviceBuild> cacheLookup(Context &Ctx, llvm::StringRef Dir,
                                        llvm::StringRef Key);
 
 /// Stores B under Key in Dir (created if needed); whether it was stored.
-/// Failure to write is not an error of the link: it is reported with -v and
-/// the link goes on.
+/// Failure to write is not an error of the link: it is reported with -v,
+/// and by a warning naming the directory once a run
+/// (Context::CacheStoreWarned), and the link goes on.
 bool cacheStore(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
                 const DeviceBuild &B);
 
@@ -91,8 +92,9 @@ std::optional<std::string> cacheLookupBlob(Context &Ctx, llvm::StringRef Dir,
                                            bool Report = true);
 
 /// Stores Payload under Key in Dir, atomically (temporary file, rename).
-/// Failure to write is reported with -v only; returns whether it was
-/// stored. Thread-safe.
+/// Failure to write is reported with -v (unless !Report) and, the first
+/// time in a run, by a warning, whatever Report says; returns whether it
+/// was stored. Thread-safe.
 bool cacheStoreBlob(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
                     llvm::StringRef Payload, bool Report = true);
 /// The same, for a payload given as pieces, written one after another

@@ -29,6 +29,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -190,6 +191,10 @@ public:
   /// The errors reported so far: a checkpoint between phases stops the
   /// run when there are any.
   unsigned errorCount() const { return ErrorCount; }
+  /// Whether the run has warned that its cache directory cannot store
+  /// (linker/Cache.cpp): once a run, not once an entry.
+  std::atomic<bool> CacheStoreWarned{false};
+
   /// A child's exit status that becomes the run's (the host linker's, in
   /// `fatlink cc`); 0: none.
   int PassThroughStatus = 0;
