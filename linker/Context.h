@@ -122,9 +122,11 @@ private:
 llvm::Error checkOutputsAreNotInputs(llvm::ArrayRef<std::string> Outputs,
                                      llvm::ArrayRef<std::string> Inputs);
 
-/// A child process (ptxas, nvlink) while it runs. A SIGINT, SIGTERM, SIGHUP
-/// or SIGPIPE that ends fatlink stops the running children (SIGTERM, then
-/// SIGKILL after 2 s) and waits for them before LLVM's handler removes the
+/// A child process (ptxas, nvlink) while it runs, the leader of a process
+/// group of its own (codegen's runProgram starts it so). A SIGINT, SIGTERM,
+/// SIGHUP or SIGPIPE that ends fatlink stops the running children's groups
+/// (SIGTERM, then SIGKILL after 2 s: a wrapper script's children too) and
+/// waits for them before LLVM's handler removes the
 /// temporary files: otherwise they would run on, re-parented to init, and
 /// write into files just removed. Signal-safe slots, the one global state of
 /// a run (a signal handler has no context).
