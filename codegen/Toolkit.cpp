@@ -23,13 +23,18 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstring>
 #include <thread>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 using namespace llvm;
 
@@ -209,6 +214,51 @@ bool waitForExit(int Pid, std::chrono::steady_clock::time_point Deadline,
   }
 }
 
+/// Starts Program with Argv, stdin from /dev/null and stdout and stderr to
+/// Log, as sys::ExecuteNoWait would (posix_spawn, the environment
+/// inherited), but as the leader of a process group of its own: a timeout
+/// or a signal that ends fatlink then stops the whole group, the children
+/// of a `--ptxas=` wrapper script too, which a kill of the one pid left
+/// running. (LLVM's Program API cannot set a process group.) A SIGINT from
+/// the terminal no longer reaches the tool directly, only fatlink, whose
+/// handler stops the group (linker/Context.cpp).
+static sys::ProcessInfo spawnInOwnGroup(StringRef Program,
+                                        ArrayRef<StringRef> Argv, StringRef Log,
+                                        std::string &ErrMsg, bool &Failed) {
+  sys::ProcessInfo PI;
+  std::vector<std::string> Strings(Argv.begin(), Argv.end());
+  std::vector<char *> Args;
+  for (std::string &S : Strings)
+    Args.push_back(S.data());
+  Args.push_back(nullptr);
+  std::string Path = Program.str(), LogPath = Log.str();
+
+  posix_spawn_file_actions_t Actions;
+  posix_spawnattr_t Attr;
+  posix_spawn_file_actions_init(&Actions);
+  posix_spawnattr_init(&Attr);
+  scope_exit Destroy([&] {
+    posix_spawn_file_actions_destroy(&Actions);
+    posix_spawnattr_destroy(&Attr);
+  });
+  posix_spawn_file_actions_addopen(&Actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&Actions, 1, LogPath.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0666);
+  posix_spawn_file_actions_adddup2(&Actions, 1, 2);
+  posix_spawnattr_setflags(&Attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&Attr, 0); // a group of its own, its pid
+  pid_t Pid;
+  if (int Err = ::posix_spawn(&Pid, Path.c_str(), &Actions, &Attr, Args.data(),
+                              environ)) {
+    ErrMsg = "posix_spawn failed: " + std::string(::strerror(Err));
+    Failed = true;
+    return PI;
+  }
+  PI.Pid = Pid;
+  PI.Process = Pid;
+  return PI;
+}
+
 Expected<std::string> runProgram(Context &Ctx, StringRef Program,
                                  ArrayRef<StringRef> Args,
                                  unsigned TimeoutSeconds, StringRef What) {
@@ -236,8 +286,6 @@ Expected<std::string> runProgram(Context &Ctx, StringRef Program,
   Expected<std::string> LogOrErr = Ctx.Temps.create(LogName + ".log");
   if (!LogOrErr)
     return LogOrErr.takeError();
-  std::optional<StringRef> Redirects[] = {StringRef(""), StringRef(*LogOrErr),
-                                          StringRef(*LogOrErr)};
   // The child's argv[0] is the program's path, not its bare name: nvcc
   // finds its installation (cicc, nvvm/) from argv[0], and with a bare
   // "nvcc" and no CUDA bin directory on PATH it fails ("cicc: not found")
@@ -249,8 +297,7 @@ Expected<std::string> runProgram(Context &Ctx, StringRef Program,
   std::string ErrMsg;
   bool ExecutionFailed = false;
   sys::ProcessInfo PI =
-      sys::ExecuteNoWait(Program, Argv, /*Env=*/std::nullopt, Redirects,
-                         /*MemoryLimit=*/0, &ErrMsg, &ExecutionFailed);
+      spawnInOwnGroup(Program, Argv, *LogOrErr, ErrMsg, ExecutionFailed);
   bool TimedOut = false;
   int RC = -1;
   if (!ExecutionFailed) {
@@ -258,7 +305,7 @@ Expected<std::string> runProgram(Context &Ctx, StringRef Program,
     if (TimeoutSeconds &&
         !waitForExit(PI.Pid, std::chrono::steady_clock::now() +
                                  std::chrono::seconds(TimeoutSeconds))) {
-      ::kill(PI.Pid, SIGKILL);
+      ::kill(-PI.Pid, SIGKILL); // its group: a wrapper's children too
       TimedOut = true;
     }
     PI = sys::Wait(PI, std::nullopt, &ErrMsg);

@@ -126,8 +126,16 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   W.u64(C.SharePTX);
 
   // Images are hashed one by one, so the key costs one pass over the bytes.
+  // Their origins, as written, too: the entry holds them (each input's and
+  // each kernel's, in the host object's manifests, in --json and in the
+  // warnings it replays), and a hit must give what a link of this command
+  // line gives. Filling them in from this link's inputs on a hit instead is
+  // not exact: a kernel's origin may come from the bytes (a --codegen-only
+  // .bc carries its link's kernel table), two images may share one, and
+  // the warnings are text.
   W.u64(Inputs.Images.size());
   for (const lto::DeviceImage &I : Inputs.Images) {
+    W.str(I.Origin);
     W.str(I.Arch);
     W.u64(I.Source);
     BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(I.Bitcode.getBuffer()));
@@ -135,6 +143,8 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   }
   W.u64(Inputs.Objects.size());
   for (const lto::DeviceObject &O : Inputs.Objects) {
+    W.str(O.Origin);
+    W.str(O.Container);
     W.str(O.Arch);
     W.u64(O.Source);
     BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(O.Data.getBuffer()));
@@ -493,6 +503,17 @@ bool cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
       sys::fs::remove(D); // only if empty: another link may be storing
     if (Report)
       Ctx.verbose("cache: cannot store " + Key + " in " + Dir + ": " + Why);
+    // A cache that cannot store (a typo naming a file, a read-only or full
+    // file system) would go on missing, silently: a warning, once a run.
+    if (!Ctx.CacheStoreWarned.exchange(true)) {
+      StringRef Top = Dir, Sub = sys::path::filename(Dir);
+      if (Sub == "memo" || Sub == "codegen" || Sub == "tools")
+        Top = sys::path::parent_path(Dir);
+      Ctx.warn("cannot store in the cache directory " + Top + " (" + Why +
+               "): links are not cached; fix it or name another "
+               "(--cache-dir, FATLINK_CACHE_DIR, the cache-dir setting; "
+               "off disables the cache)");
+    }
     return false;
   };
   if (std::error_code EC = sys::fs::create_directories(Dir))
@@ -514,9 +535,10 @@ bool cacheStoreBlob(Context &Ctx, StringRef Dir, StringRef Key,
     });
     OS.close();
     if (OS.has_error()) {
+      std::string Why = OS.error().message();
       OS.clear_error();
       sys::fs::remove(Temp);
-      return Fail("write error");
+      return Fail(Why);
     }
   }
   if (std::error_code EC = sys::fs::rename(Temp, Path)) {

@@ -8,17 +8,20 @@
 // The key is a BLAKE3 hash of, in order: a format tag, fatlink's and LLVM's
 // versions, the identity (path, size, modification time) of ptxas, nvlink
 // and libdevice, every option that can change the output, and every device
-// image's bytes with its arch and source grouping (not its origin, which
-// only appears in messages). It is computed before the tools are probed,
-// so a hit runs no subprocess at all.
+// image's bytes with its arch, source grouping and origin (the entry holds
+// the origins: the host object's kernel manifests, --json and replayed
+// warnings name them). It is computed before the tools are probed, so a
+// hit runs no subprocess at all. A renamed input misses the entry but
+// still reuses each partition's O3 result and code, which are keyed by
+// content alone.
 //
 // An entry is one file named "llvmcache-<the key's hex digits>" (the names
 // LLVM's pruneCache, which keeps the cache within its limits, considers; it
 // leaves every other file alone): "FLCACHE1", the
 // payload's length and its BLAKE3 hash, then the payload (targets, their
-// PTX, cubins and spills, the kernel table, the fatbin and host object). Entries
-// are written to a temporary file in the cache directory and renamed, so
-// concurrent links never see half an entry; an entry whose length or hash
+// PTX, cubins and spills, the kernel table, the fatbin and host object).
+// Entries are written to a temporary file in the cache directory and renamed,
+// so concurrent links never see half an entry; an entry whose length or hash
 // does not match, or that is not a regular file, is treated as a miss and
 // rewritten. Type and length are checked before anything is read, and the
 // hash through a small buffer before the payload is kept.
@@ -47,8 +50,9 @@ std::optional<DeviceBuild> cacheLookup(Context &Ctx, llvm::StringRef Dir,
                                        llvm::StringRef Key);
 
 /// Stores B under Key in Dir (created if needed); whether it was stored.
-/// Failure to write is not an error of the link: it is reported with -v and
-/// the link goes on.
+/// Failure to write is not an error of the link: it is reported with -v,
+/// and by a warning naming the directory once a run
+/// (Context::CacheStoreWarned), and the link goes on.
 bool cacheStore(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
                 const DeviceBuild &B);
 
@@ -88,8 +92,9 @@ std::optional<std::string> cacheLookupBlob(Context &Ctx, llvm::StringRef Dir,
                                            bool Report = true);
 
 /// Stores Payload under Key in Dir, atomically (temporary file, rename).
-/// Failure to write is reported with -v only; returns whether it was
-/// stored. Thread-safe.
+/// Failure to write is reported with -v (unless !Report) and, the first
+/// time in a run, by a warning, whatever Report says; returns whether it
+/// was stored. Thread-safe.
 bool cacheStoreBlob(Context &Ctx, llvm::StringRef Dir, llvm::StringRef Key,
                     llvm::StringRef Payload, bool Report = true);
 /// The same, for a payload given as pieces, written one after another

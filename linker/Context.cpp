@@ -112,13 +112,15 @@ void sleepMs(long Ms) {
   ::nanosleep(&Pause, nullptr);
 }
 
-/// One pass: SIGTERM to every child, then each reaped (SIGKILL after 2 s).
-/// Returns whether there was any. Async-signal-safe.
+/// One pass: SIGTERM to every child's process group (each child leads
+/// one: codegen's runProgram starts it so, and a wrapper script's own
+/// children are in it), then each child reaped (SIGKILL to the group after
+/// 2 s). Returns whether there was any. Async-signal-safe.
 bool stopChildrenOnce() {
   bool Any = false;
   for (std::atomic<pid_t> &C : Children)
     if (pid_t P = C.load()) {
-      ::kill(P, SIGTERM);
+      ::kill(-P, SIGTERM);
       Any = true;
     }
   for (std::atomic<pid_t> &C : Children) {
@@ -128,7 +130,7 @@ bool stopChildrenOnce() {
     for (int I = 0; ::waitpid(P, nullptr, WNOHANG) == 0; ++I) {
       // (Nonzero: reaped here, or already by its own waiting thread.)
       if (I == 200) {
-        ::kill(P, SIGKILL);
+        ::kill(-P, SIGKILL);
         ::waitpid(P, nullptr, 0);
         break;
       }
@@ -209,7 +211,7 @@ RunningChild::RunningChild(int Pid) {
   }
   // Started as a signal arrived: the handler may have missed it.
   if (Stopping)
-    ::kill(Pid, SIGTERM);
+    ::kill(-Pid, SIGTERM);
 }
 
 RunningChild::~RunningChild() {

@@ -29,6 +29,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -121,9 +122,11 @@ private:
 llvm::Error checkOutputsAreNotInputs(llvm::ArrayRef<std::string> Outputs,
                                      llvm::ArrayRef<std::string> Inputs);
 
-/// A child process (ptxas, nvlink) while it runs. A SIGINT, SIGTERM, SIGHUP
-/// or SIGPIPE that ends fatlink stops the running children (SIGTERM, then
-/// SIGKILL after 2 s) and waits for them before LLVM's handler removes the
+/// A child process (ptxas, nvlink) while it runs, the leader of a process
+/// group of its own (codegen's runProgram starts it so). A SIGINT, SIGTERM,
+/// SIGHUP or SIGPIPE that ends fatlink stops the running children's groups
+/// (SIGTERM, then SIGKILL after 2 s: a wrapper script's children too) and
+/// waits for them before LLVM's handler removes the
 /// temporary files: otherwise they would run on, re-parented to init, and
 /// write into files just removed. Signal-safe slots, the one global state of
 /// a run (a signal handler has no context).
@@ -190,6 +193,10 @@ public:
   /// The errors reported so far: a checkpoint between phases stops the
   /// run when there are any.
   unsigned errorCount() const { return ErrorCount; }
+  /// Whether the run has warned that its cache directory cannot store
+  /// (linker/Cache.cpp): once a run, not once an entry.
+  std::atomic<bool> CacheStoreWarned{false};
+
   /// A child's exit status that becomes the run's (the host linker's, in
   /// `fatlink cc`); 0: none.
   int PassThroughStatus = 0;

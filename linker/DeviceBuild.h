@@ -119,14 +119,22 @@ llvm::Expected<DeviceBuild> buildDevice(Context &Ctx,
 /// Asks the tools what they support; called only when a link must be built.
 using ProbeFn = llvm::function_ref<llvm::Expected<ToolFacts>()>;
 
+/// Checks the caller's outputs against the planned targets (a .cubin for
+/// one sm_XX target, ...).
+using CheckTargetsFn =
+    llvm::function_ref<llvm::Error(llvm::ArrayRef<lto::Target>)>;
+
 /// buildDevice behind the cache (when C.CacheDir is set): on a hit nothing
 /// runs, not even the tool probe; on a miss the result is stored. A miss
 /// completes Inputs: nvcc LTO-IR objects get their symbols (from
-/// nvJitLink), which only a build needs.
+/// nvJitLink), which only a build needs. CheckTargets, if given, runs
+/// right after the targets are planned (or read from the cache), before
+/// any work: its error ends the link, and nothing is stored.
 llvm::Expected<DeviceBuild> buildDeviceCached(Context &Ctx,
                                               const DeviceLinkConfig &C,
                                               lto::InputSet &Inputs,
-                                              ProbeFn Probe);
+                                              ProbeFn Probe,
+                                              CheckTargetsFn CheckTargets = {});
 
 /// The whole device link: reads C.Inputs, builds (through the cache), and
 /// writes C.Output (and the --json summary): every file or none. With

@@ -263,6 +263,13 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
       Fail(createStringError(inconvertibleErrorCode(),
                              "no output: pass -o <file.o|file.fatbin|file.cubin|"
                              "file.ptx|file.bc|dir>"));
+    // "-" is no directory to create: --json=- is stdout, but the outputs
+    // are binary, and one or many files.
+    if (C.Output == "-")
+      Fail(createStringError(inconvertibleErrorCode(),
+                             "-o -: fatlink does not write its outputs to "
+                             "standard output: name a file (.cubin, .ptx, "
+                             ".fatbin, .o, .bc) or a directory"));
     StringRef Ext = sys::path::extension(C.Output);
     if (Ext == ".cubin" || Ext == ".ptx")
       C.OutKind = OutputKind::File;
@@ -600,6 +607,97 @@ static Error package(const Config &C, ArrayRef<lto::Target> Targets,
   return Error::success();
 }
 
+/// Whether A and B name one file: the same path once made absolute and
+/// without "." and "..", or, where both exist, the same file.
+static bool samePath(StringRef A, StringRef B) {
+  SmallString<256> X(A), Y(B);
+  sys::fs::make_absolute(X);
+  sys::fs::make_absolute(Y);
+  sys::path::remove_dots(X, /*remove_dot_dot=*/true);
+  sys::path::remove_dots(Y, /*remove_dot_dot=*/true);
+  if (X == Y)
+    return true;
+  sys::fs::file_status SA, SB;
+  return !sys::fs::status(A, SA) && !sys::fs::status(B, SB) &&
+         sys::fs::equivalent(SA, SB);
+}
+
+/// The files this run writes besides -o, by option: --json (unless
+/// stdout) and --time-trace.
+static std::vector<NamedValue> sideOutputs(const Config &C) {
+  std::vector<NamedValue> Out;
+  if (!C.JsonPath.empty() && C.JsonPath != "-")
+    Out.push_back({"--json", C.JsonPath});
+  if (!C.TimeTracePath.empty())
+    Out.push_back({"--time-trace", C.TimeTracePath});
+  return Out;
+}
+
+/// Checks, before any work, that no output is an input (writing it would
+/// destroy the input, and a failed run's trace is still written) and that
+/// -o, --json and --time-trace name different files: otherwise the last
+/// written replaces the others, and the run exits 0. In an output
+/// directory, where fatlink writes <target>.cubin and <target>.ptx, the
+/// others may not be .cubin or .ptx files (the targets are not planned
+/// yet, and a failed run's trace would still be written).
+static Error checkOutputPaths(const Config &C) {
+  if (Error E = checkOutputsAreNotInputs(
+          {C.Output, C.JsonPath, C.TimeTracePath}, C.Inputs))
+    return E;
+  std::vector<NamedValue> Side = sideOutputs(C);
+  for (size_t I = 0; I < Side.size(); ++I) {
+    if (!C.Output.empty() && samePath(Side[I].Value, C.Output))
+      return createStringError(inconvertibleErrorCode(),
+                               "%s=%s is also the -o output: name another "
+                               "file for %s",
+                               Side[I].Name.c_str(), Side[I].Value.c_str(),
+                               Side[I].Name.c_str());
+    StringRef Parent = sys::path::parent_path(Side[I].Value);
+    StringRef Ext = sys::path::extension(Side[I].Value);
+    if (C.OutKind == OutputKind::Directory && !C.Split && !C.Output.empty() &&
+        (Ext == ".cubin" || Ext == ".ptx") &&
+        samePath(Parent.empty() ? "." : Parent, C.Output))
+      return createStringError(
+          inconvertibleErrorCode(),
+          "%s=%s is in the output directory -o %s, where fatlink writes "
+          "<target>.cubin and <target>.ptx: name another file for %s",
+          Side[I].Name.c_str(), Side[I].Value.c_str(), C.Output.c_str(),
+          Side[I].Name.c_str());
+    for (size_t J = I + 1; J < Side.size(); ++J)
+      if (samePath(Side[I].Value, Side[J].Value))
+        return createStringError(
+            inconvertibleErrorCode(),
+            "%s=%s and %s=%s name the same file: name two files",
+            Side[I].Name.c_str(), Side[I].Value.c_str(), Side[J].Name.c_str(),
+            Side[J].Value.c_str());
+  }
+  return Error::success();
+}
+
+/// Checks -o against the planned targets, right after planning them and
+/// before any work: one .cubin or .ptx file serves one target, a .cubin no
+/// PTX-only one.
+static Error checkOutputKind(const Config &C, ArrayRef<lto::Target> Targets) {
+  if (C.OutKind == OutputKind::File) {
+    if (Targets.size() != 1)
+      return createStringError(
+          inconvertibleErrorCode(),
+          "-o %s names one file, but there are %zu targets: give a directory "
+          "(-o %s) to get one file per target",
+          C.Output.c_str(), Targets.size(),
+          sys::path::parent_path(C.Output).empty()
+              ? "out/"
+              : (sys::path::parent_path(C.Output) + "/").str().c_str());
+    if (sys::path::extension(C.Output) == ".cubin" && Targets[0].IsPTX)
+      return createStringError(inconvertibleErrorCode(),
+                               "-o %s asks for a cubin, but %s is a PTX-only "
+                               "target: use sm_%s or write a .ptx file",
+                               C.Output.c_str(), Targets[0].Name.c_str(),
+                               Targets[0].Cpu.substr(3).c_str());
+  }
+  return Error::success();
+}
+
 static Expected<std::vector<OutputFile>>
 planOutputs(const Config &C, ArrayRef<lto::Target> Targets,
             ArrayRef<TargetOutput> Outputs, const DeviceBuild &Pack) {
@@ -626,22 +724,9 @@ planOutputs(const Config &C, ArrayRef<lto::Target> Targets,
   if (C.OutKind == OutputKind::HostObject)
     return std::vector<OutputFile>{{C.Output, Pack.Object}};
   if (C.OutKind == OutputKind::File) {
-    if (Targets.size() != 1)
-      return createStringError(
-          inconvertibleErrorCode(),
-          "-o %s names one file, but there are %zu targets: give a directory "
-          "(-o %s) to get one file per target",
-          C.Output.c_str(), Targets.size(),
-          sys::path::parent_path(C.Output).empty()
-              ? "out/"
-              : (sys::path::parent_path(C.Output) + "/").str().c_str());
+    if (Error E = checkOutputKind(C, Targets))
+      return std::move(E);
     bool WantCubin = sys::path::extension(C.Output) == ".cubin";
-    if (WantCubin && Targets[0].IsPTX)
-      return createStringError(inconvertibleErrorCode(),
-                               "-o %s asks for a cubin, but %s is a PTX-only "
-                               "target: use sm_%s or write a .ptx file",
-                               C.Output.c_str(), Targets[0].Name.c_str(),
-                               Targets[0].Cpu.substr(3).c_str());
     if (WantCubin)
       Files.push_back({C.Output, Outputs[0].cubin(), &Outputs[0]});
     else
@@ -1214,7 +1299,8 @@ static void warnSpills(Context &Ctx, const Config &C, const DeviceBuild &B) {
 }
 
 Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
-                                        lto::InputSet &Inputs, ProbeFn Probe) {
+                                        lto::InputSet &Inputs, ProbeFn Probe,
+                                        CheckTargetsFn CheckTargets) {
   // Bitcode outputs feed build systems, which cache them themselves.
   bool UseCache = !C.CacheDir.empty() && C.OutKind != OutputKind::Bitcode &&
                   !C.Piece && C.Join.empty();
@@ -1222,6 +1308,9 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
   if (UseCache) {
     Key = deviceLinkKey(C, Inputs);
     if (std::optional<DeviceBuild> B = cacheLookup(Ctx, C.CacheDir, Key)) {
+      if (CheckTargets)
+        if (Error E = CheckTargets(B->Targets))
+          return std::move(E);
       for (const std::string &W : B->Program.Warnings)
         Ctx.warn(W);
       warnNoKernels(Ctx, C, *B);
@@ -1236,6 +1325,11 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
       planTargets(C.ArchLists, *Facts, C.PtxVersion);
   if (!Targets)
     return Targets.takeError();
+  // A wrong -o for these targets is reported now, not after the link (and
+  // then not stored in the cache).
+  if (CheckTargets)
+    if (Error E = CheckTargets(*Targets))
+      return std::move(E);
   if (Error E = readLtoIrSymbols(Ctx, C, Inputs))
     return std::move(E);
   Expected<DeviceBuild> B =
@@ -1267,9 +1361,9 @@ static Error commitOrHandOver(std::vector<StagedFile> &Staged,
 Error runDeviceLink(Context &Ctx, const Config &Given, ProbeFn Probe,
                     std::vector<StagedFile> *Pending) {
   // Writing over an input would destroy it (the output is renamed into
-  // place only at the end, but then the input is gone).
-  if (Error E = checkOutputsAreNotInputs(
-          {Given.Output, Given.JsonPath, Given.TimeTracePath}, Given.Inputs))
+  // place only at the end, but then the input is gone), and two outputs
+  // of one name would leave only the last.
+  if (Error E = checkOutputPaths(Given))
     return E;
   if (Given.Split) {
     Expected<std::vector<std::pair<std::string, std::string>>> Parts =
@@ -1305,7 +1399,10 @@ Error runDeviceLink(Context &Ctx, const Config &Given, ProbeFn Probe,
       lto::readInputs(C.Inputs, lto::InputMode::Device, C.Link.ErrorLimit);
   if (!Inputs)
     return Inputs.takeError();
-  Expected<DeviceBuild> B = buildDeviceCached(Ctx, C, *Inputs, Probe);
+  Expected<DeviceBuild> B =
+      buildDeviceCached(Ctx, C, *Inputs, Probe, [&](ArrayRef<lto::Target> T) {
+        return checkOutputKind(C, T);
+      });
   if (!B)
     return B.takeError();
 
@@ -1353,6 +1450,11 @@ static void deviceLinkCommand(Context &Ctx, opt::InputArgList &Args) {
   Config C = parseConfig(Ctx, Args);
   if (Ctx.errorCount())
     return;
+  // Before the trace starts: a run refused for an output that is an input
+  // (or another output) writes no trace over it.
+  if (!C.ListTargets)
+    if (Error E = checkOutputPaths(C))
+      return Ctx.error(std::move(E));
   if (!C.TimeTracePath.empty())
     timeTraceProfilerInitialize(C.TimeTraceGranularity, "fatlink");
   // The stage and partitions done, on a terminal, for a long link.
@@ -1375,9 +1477,13 @@ static void deviceLinkCommand(Context &Ctx, opt::InputArgList &Args) {
     timeTraceProfilerCleanup();
     if (!Trace)
       Ctx.error(Trace.takeError());
-    else if (Ctx.errorCount()) // a failed run's trace is still worth having
-      Ctx.error(Trace->commit());
-    else
+    else if (Ctx.errorCount()) { // a failed run's trace is still worth having
+      // (unless it would replace an input that appeared since the check)
+      if (Error E = checkOutputsAreNotInputs({C.TimeTracePath}, C.Inputs))
+        consumeError(std::move(E));
+      else
+        Ctx.error(Trace->commit());
+    } else
       Pending.push_back(std::move(*Trace));
   }
   if (Ctx.errorCount())

@@ -1339,6 +1339,14 @@ Error DeviceLinker::linkLibdevice(Module &M, Linker &L, LinkedProgram &Out) {
                              Opts.LibdevicePath.c_str(),
                              toString(LDOrErr.takeError()).c_str());
   // libdevice says nvptx64-nvidia-gpulibs; make it agree with the program.
+  // Bitcode for another target is no libdevice, whatever it defines.
+  if ((*LDOrErr)->getTargetTriple().getArch() != Triple::nvptx64)
+    return createStringError(
+        "%s is not libdevice: its target triple is '%s', not nvptx64 "
+        "(NVIDIA's libdevice is nvptx64-nvidia-gpulibs): pass the toolkit's "
+        "nvvm/libdevice/libdevice.10.bc to --libdevice, or leave it out",
+        Opts.LibdevicePath.c_str(),
+        (*LDOrErr)->getTargetTriple().str().c_str());
   (*LDOrErr)->setTargetTriple(M.getTargetTriple());
   (*LDOrErr)->setDataLayout(M.getDataLayout());
   if (L.linkInModule(std::move(*LDOrErr), Linker::LinkOnlyNeeded))

@@ -4,7 +4,8 @@ COMMAND starts appends its pid there), then interrupts it: SIGNAL TERM or
 INT is sent to COMMAND; PIPE closes the pipe that COMMAND's stderr goes to,
 so that its next message raises SIGPIPE. Expects COMMAND to die of that
 signal and, half a second later, none of the recorded children to be
-running (none was left to run on, re-parented to init). Kills any that is."""
+running (none was left to run on, re-parented to init; a zombie is not
+running). Kills any that is."""
 import os
 import signal
 import subprocess
@@ -39,14 +40,26 @@ else:
     proc.send_signal(sig)
 rc = proc.wait()
 time.sleep(0.5)
+
+
+def running(pid):
+    # A zombie has stopped: an orphan (a wrapper's child) waits there until
+    # init reaps it.
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 left = []
 for pid in recorded():
-    try:
-        os.kill(pid, 0)
+    if running(pid):
         left.append(pid)
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 print("children started: %d" % len(recorded()))
 print("children left running: %d" % len(left))
 if rc != -sig:
