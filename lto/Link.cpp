@@ -1637,6 +1637,7 @@ Error DeviceLinker::readGroup(const LinkGroup &G, LLVMContext &Ctx,
         continue;
       }
       Errors.add(checkCompiledFor(**MOrErr, Image, G));
+      Errors.add(checkDataLayout((*MOrErr)->getDataLayoutStr(), Image.Origin));
       // Rust kernels' signature records leave the module here, so that
       // nothing after this reads them as code (docs/abi.md).
       if (Expected<std::vector<KernelRecord>> RsOrErr =

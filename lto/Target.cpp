@@ -13,6 +13,7 @@
 #include "lto/LTO.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/IR/DataLayout.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -167,6 +168,34 @@ Error fillMinPtxVersion(ArchInfo &Arch) {
     return V.takeError();
   Arch.MinPtxVersion = *V;
   return Error::success();
+}
+
+Error checkDataLayout(StringRef Layout, StringRef Origin) {
+  if (Layout.empty())
+    return Error::success();
+  static const std::string Want = [] {
+    std::unique_ptr<TargetMachine> TM(nvptxTarget().createTargetMachine(
+        Triple(DeviceTriple), "", "", TargetOptions(), std::nullopt));
+    return TM ? TM->createDataLayout().getStringRepresentation()
+              : std::string();
+  }();
+  Expected<DataLayout> Have = DataLayout::parse(Layout);
+  if (!Have)
+    return createStringError("%s: its data layout '%s' does not parse: %s",
+                             Origin.str().c_str(), Layout.str().c_str(),
+                             toString(Have.takeError()).c_str());
+  DataLayout Target = cantFail(DataLayout::parse(Want));
+  bool Same = Have->isBigEndian() == Target.isBigEndian();
+  // Generic, global, shared, constant, local.
+  for (unsigned AS : {0, 1, 3, 4, 5})
+    Same &= Have->getPointerSizeInBits(AS) == Target.getPointerSizeInBits(AS);
+  if (Same)
+    return Error::success();
+  return createStringError(
+      "%s: its data layout '%s' has other pointer sizes or byte order than "
+      "the NVPTX backend's '%s': its code would be compiled wrongly; compile "
+      "it for nvptx64 without -fcuda-short-ptr (or -nvptx-short-ptr)",
+      Origin.str().c_str(), Layout.str().c_str(), Want.c_str());
 }
 
 Expected<unsigned> getLLVMMaxPtxVersion() {

@@ -37,6 +37,14 @@ struct ArchName {
 /// Parses "sm_NN[a|f]"; none for anything else.
 std::optional<ArchName> parseArchName(llvm::StringRef Name);
 
+/// Checks that bitcode laid out for \p Layout (its module's data layout)
+/// can be compiled by this LLVM's NVPTX backend: the same byte order and
+/// pointer sizes in the address spaces device code uses (generic, global,
+/// shared, constant, local). Code laid out otherwise (clang's
+/// -fcuda-short-ptr, 32-bit shared and local pointers) would be compiled
+/// against the wrong layout, silently. An empty layout is the target's.
+llvm::Error checkDataLayout(llvm::StringRef Layout, llvm::StringRef Origin);
+
 /// The graph the split plans on: definitions, each with what it
 /// references. For a module, its definitions in its order; for a
 /// partition-first link (linkPartitionFirst), the definitions of all the inputs
