@@ -399,6 +399,82 @@ static Error linkCubins(Context &Ctx, const CodegenOptions &Opts,
   return Error::success();
 }
 
+/// The name of the function a PTX line declares or defines (`.entry k(`,
+/// `.func (.param .b32 r) f(`), or none.
+static std::optional<StringRef> ptxFunctionName(StringRef Line) {
+  size_t At = Line.find(".entry ");
+  size_t Skip = 7;
+  if (At == StringRef::npos) {
+    At = Line.find(".func ");
+    Skip = 6;
+  }
+  if (At == StringRef::npos || Line.take_front(At).contains("//"))
+    return std::nullopt;
+  StringRef Rest = Line.drop_front(At + Skip).ltrim();
+  if (Rest.consume_front("(")) // a return parameter
+    Rest =
+        Rest.drop_until([](char C) { return C == ')'; }).drop_front().ltrim();
+  StringRef Name = Rest.take_while(
+      [](char C) { return isAlnum(C) || C == '_' || C == '$' || C == '.'; });
+  if (Name.empty())
+    return std::nullopt;
+  return Name;
+}
+
+/// A failed ptxas run's message names lines of a PTX file (`<file>, line
+/// N;`), a temporary that is gone when the user reads it. This adds, for
+/// each such line, the function it is in and,
+/// for a kernel, the input that defined it (\p Kernels), and how to keep
+/// the PTX. \p Msg is returned as it is when it names no such file.
+static std::string explainPtxasFailure(Context &Ctx, std::string Msg,
+                                       ArrayRef<lto::KernelInfo> Kernels) {
+  std::map<std::string, std::set<unsigned>> Lines; // by file
+  StringRef Text = Msg;
+  for (size_t At = Text.find(".ptx, line "); At != StringRef::npos;
+       At = Text.find(".ptx, line ", At + 1)) {
+    size_t Begin = Text.take_front(At).find_last_of(" \n\t") + 1;
+    StringRef Path = Text.slice(Begin, At + 4);
+    unsigned Line = 0;
+    if (!Text.drop_front(At + 11).consumeInteger(10, Line))
+      Lines[Path.str()].insert(Line);
+  }
+  if (Lines.empty())
+    return Msg;
+  std::vector<std::string> Notes;
+  for (const auto &[Path, Numbers] : Lines) {
+    ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(Path);
+    if (!MB)
+      continue;
+    StringRef Function;
+    unsigned Number = 0;
+    for (StringRef Line : split((*MB)->getBuffer(), '\n')) {
+      if (++Number > *Numbers.rbegin())
+        break;
+      if (std::optional<StringRef> Name = ptxFunctionName(Line))
+        Function = *Name;
+      if (!Numbers.count(Number) || Function.empty())
+        continue;
+      std::string Note =
+          ">>> line " + std::to_string(Number) + " is in " + Function.str();
+      auto K = find_if(Kernels, [&](const lto::KernelInfo &K) {
+        return K.Name == Function;
+      });
+      if (K != Kernels.end())
+        Note += K->Origin.empty() ? ", a kernel"
+                                  : ", a kernel defined in " + K->Origin;
+      if (!is_contained(Notes, Note))
+        Notes.push_back(std::move(Note));
+    }
+  }
+  for (const std::string &N : Notes)
+    Msg += "\n" + N;
+  Msg += Ctx.Temps.saving()
+             ? "\n>>> the PTX is kept in " + Ctx.Temps.saveDir().str()
+             : "\n>>> to keep the PTX, link again with "
+               "--save-temps";
+  return Msg;
+}
+
 /// The temporary file name of one partition's code for target T.
 static std::string partitionFileName(const lto::Target &T, size_t PartIndex,
                                      StringRef Ext) {
@@ -1003,7 +1079,8 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
   auto Fail = [&](size_t I, Error E) {
     std::lock_guard<std::mutex> Lock(ErrorsMu);
     if (Errors[I].empty())
-      Errors[I] = toString(std::move(E));
+      Errors[I] =
+          explainPtxasFailure(Ctx, toString(std::move(E)), Program.Kernels);
     else
       consumeError(std::move(E));
   };
