@@ -247,13 +247,16 @@ void Context::warn(const Twine &Msg) {
 void Context::verbose(const Twine &Msg) {
   if (!Verbose && !Log)
     return;
+  // One write a line: stderr is unbuffered, and links run side by side
+  // into one file (a build's log) must not split each other's lines.
+  std::string Line = (Msg + "\n").str();
   std::lock_guard<std::mutex> Lock(Mu);
   if (Verbose) {
     clearProgressLocked();
-    Err << Msg << "\n";
+    Err << Line;
   }
   if (Log)
-    *Log << Msg << "\n";
+    *Log << Line;
 }
 
 void Context::verboseCommand(ArrayRef<StringRef> Argv) {

@@ -2348,8 +2348,13 @@ static Expected<LinkedProgram> linkAndOptimizeImpl(const InputSet &Inputs,
                                                    ArrayRef<Target> Targets,
                                                    const LinkOptions &Opts) {
   TimeTraceScope Scope("Link and optimize");
-  if (Inputs.Images.empty() && Inputs.Objects.empty())
-    return createStringError("no device code in the inputs");
+  if (Inputs.Images.empty() && Inputs.Objects.empty()) {
+    // What was left alone says why, where anything was.
+    std::string Msg = "no device code in the inputs";
+    for (const std::string &S : Inputs.Skipped)
+      Msg += "\n>>> skipped " + S;
+    return createStringError(Msg);
+  }
   if (Targets.empty())
     return createStringError("no targets: pass --arch");
 
