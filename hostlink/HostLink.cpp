@@ -844,7 +844,7 @@ static Expected<std::string> printPlan(Context &Ctx, const DeviceLinkConfig &C,
   if (!Facts)
     return Facts.takeError();
   Expected<std::vector<lto::Target>> Targets =
-      planTargets(C.ArchLists, *Facts, C.PtxVersion);
+      planTargets(C.ArchLists, *Facts, C.PtxVersion, C.Names);
   if (!Targets)
     return Targets.takeError();
 

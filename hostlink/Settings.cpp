@@ -111,6 +111,18 @@ bool Settings::flag(StringRef Key) const {
   return V && *V != "0" && *V != "false" && *V != "no" && *V != "";
 }
 
+std::string Settings::nameOf(StringRef Key) const {
+  auto It = Sources.find(Key);
+  if (It == Sources.end())
+    return envName(Key);
+  StringRef Source = It->second;
+  if (Source.starts_with("--fatlink-"))
+    return ("--fatlink-" + Key).str();
+  if (Source == envName(Key) || Source == "CUDA_PATH")
+    return Source.str();
+  return (Key + " at " + Source).str(); // a config file's "path:line"
+}
+
 bool isFatlinkArg(StringRef Arg) { return Arg.starts_with("--fatlink-"); }
 
 /// Reads `key = value` lines; later lines win.
@@ -204,6 +216,11 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
   auto Source = [&](StringRef Key) { return S.Sources.lookup(Key); };
 
   C.ArchLists.push_back(S.get("arch").value_or(DefaultArch).str());
+  // Messages about the targets and the toolkit name these settings as the
+  // user set them, as the value errors below do.
+  C.Names.Arch = S.nameOf("arch");
+  C.Names.PtxVersion = S.nameOf("ptx-version");
+  C.Names.CudaPath = S.nameOf("cuda-path");
   if (std::optional<StringRef> V = S.get("opt")) {
     V->consume_front("-O");
     V->consume_front("O");
@@ -261,6 +278,13 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
   }
   C.Paths = codegen::resolveToolkitPaths(S.get("cuda-path").value_or(""),
                                 S.get("ptxas").value_or(""), "");
+  if (S.get("ptxas"))
+    C.Paths.Hint = "set " + S.nameOf("ptxas") + " to ptxas, or " +
+                   S.nameOf("cuda-path") + " to the toolkit";
+  else if (S.get("cuda-path"))
+    C.Paths.Hint = "set " + S.nameOf("cuda-path") + " to one";
+  else
+    C.Paths.Hint = "set FATLINK_CUDA_PATH or CUDA_PATH to one";
   C.Link.LibdevicePath = C.Paths.Libdevice;
   C.Link.DeviceRuntimePath = C.Paths.DeviceRuntime;
   C.TimeTracePath = S.get("time-trace").value_or("").str();

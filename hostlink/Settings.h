@@ -42,6 +42,10 @@ struct Settings {
 
   std::optional<llvm::StringRef> get(llvm::StringRef Key) const;
   bool flag(llvm::StringRef Key) const;
+  /// The setting as a message tells the user to change it, by where it was
+  /// set: "FATLINK_ARCH" (or "CUDA_PATH"), "--fatlink-arch", "arch at
+  /// f.conf:3"; FATLINK_ARCH when it was not set.
+  std::string nameOf(llvm::StringRef Key) const;
 };
 
 /// `--fatlink-help`: every setting, its argument, environment variable,
