@@ -1226,6 +1226,9 @@ static void hostLinkCommand(Context &Ctx, ArrayRef<const char *> Args,
   raw_string_ostream Log(LogText);
   if (!LogPath.empty())
     Ctx.Log = &Log;
+  // A misspelled FATLINK_ variable (cargo's [env]) would change nothing.
+  for (const std::string &W : unknownSettingVariables(environmentNames()))
+    Ctx.warn(W);
   if (progressWanted(Ctx.Err, S->flag("quiet")))
     Ctx.startProgress(progressDelay());
   if (std::optional<StringRef> Dir = S->get("save-temps")) {

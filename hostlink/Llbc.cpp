@@ -146,6 +146,8 @@ static void llbc(Context &Ctx, ArrayRef<const char *> Args,
   if (!S)
     return Ctx.error(S.takeError());
   Ctx.Verbose = S->flag("verbose");
+  for (const std::string &W : unknownSettingVariables(environmentNames()))
+    Ctx.warn(W);
   Expected<DeviceLinkConfig> C = llbcConfig(*List, *S);
   if (!C)
     return Ctx.error(C.takeError());

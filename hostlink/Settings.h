@@ -61,6 +61,16 @@ llvm::Expected<Settings>
 collectSettings(llvm::ArrayRef<std::string> Args,
                 std::function<std::optional<std::string>(llvm::StringRef)> GetEnv);
 
+/// A warning for each FATLINK_* variable of \p EnvNames (the environment's
+/// names) that is neither a setting nor read by anything else of fatlink's
+/// (the runtime's FATLINK_RT_*, fatlink-build's, the build's and the
+/// tests'): a misspelled setting is otherwise ignored without a word.
+std::vector<std::string>
+unknownSettingVariables(llvm::ArrayRef<std::string> EnvNames);
+
+/// The names of this process's environment variables.
+std::vector<std::string> environmentNames();
+
 /// The device-link configuration the settings describe, for a host object
 /// output. DefaultArch applies when no `arch` is set.
 llvm::Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
