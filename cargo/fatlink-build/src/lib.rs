@@ -42,6 +42,10 @@
 //! | `FATLINK_RT_LIB_DIR` | none | where `libfatlink_rt.a` is, added to the link search path |
 //! | `FATLINK_VERBOSE` | off | `1`: a `cargo:warning` naming the device code's kernels |
 //!
+//! The build script also reruns when a `fatlink-cc` setting changes
+//! (every `FATLINK_<KEY>`, and the file `FATLINK_CONFIG` names): the link
+//! reads them, and this script's rerun is what relinks the host crate.
+//!
 //! Device code without a kernel (a kernel declared `extern "C"` instead of
 //! `extern "ptx-kernel"`) is a `cargo:warning` naming the inputs: rustc
 //! hides the linker's messages, a build script's warnings cargo shows
@@ -245,7 +249,13 @@ impl Device {
             }
             Some(other) => return err(format!("cudart(\"{}\"): use \"static\", \"shared\" or \"none\"", other)),
         }
-        read.env.extend(BUILD_ENV.iter().map(|v| v.to_string()));
+        read.env.extend(BUILD_ENV.iter().chain(FATLINK_CC_SETTINGS).map(|v| v.to_string()));
+        // fatlink-cc reads its settings from the environment (cargo's [env])
+        // and from the file FATLINK_CONFIG names: a change to either must
+        // relink. A rerun of this script relinks the crate that uses it.
+        if let Some(config) = fatlink_config_file(&manifest_dir) {
+            read.files.insert(config);
+        }
         // Sorted and without duplicates: the same lines for any build order.
         for var in &read.env {
             println!("cargo:rerun-if-env-changed={}", var);
@@ -432,6 +442,51 @@ const BUILD_ENV: &[&str] = &[
     "CARGO_TARGET_NVPTX64_NVIDIA_CUDA_RUSTFLAGS",
     "CARGO_TARGET_NVPTX64_NVIDIA_CUDA_LINKER",
 ];
+
+/// fatlink-cc's settings as environment variables (FATLINK_<KEY>: every key
+/// of hostlink/Settings.cpp's table, as `fatlink cc --fatlink-help` lists
+/// them; test/cargo/rebuild-settings.test fails when the two differ). The
+/// link reads them, not this script, but cargo relinks a crate only when
+/// something it tracks changes: this script's rerun, which relinks the
+/// crate whose build script it is, is how a changed setting relinks.
+const FATLINK_CC_SETTINGS: &[&str] = &[
+    "FATLINK_ARCH",
+    "FATLINK_OPT",
+    "FATLINK_PTX_VERSION",
+    "FATLINK_COMPRESS",
+    "FATLINK_MIN_DRIVER",
+    "FATLINK_JOBS",
+    "FATLINK_CUDA_PATH",
+    "FATLINK_PTXAS",
+    "FATLINK_LINKER",
+    "FATLINK_VERBOSE",
+    "FATLINK_QUIET",
+    "FATLINK_ALLOW_NO_KERNELS",
+    "FATLINK_ALLOW_ABI_MISMATCH",
+    "FATLINK_LOG_FILE",
+    "FATLINK_DRY_RUN",
+    "FATLINK_SAVE_TEMPS",
+    "FATLINK_TIME_TRACE",
+    "FATLINK_CONFIG",
+    "FATLINK_HOST_ARCH",
+    "FATLINK_CACHE_DIR",
+    "FATLINK_PARTITIONS",
+    "FATLINK_PARTITION_FIRST",
+    "FATLINK_PTX_PER_ARCH",
+    "FATLINK_WARN_SPILLS",
+    "FATLINK_CACHE_POLICY",
+];
+
+/// The config file FATLINK_CONFIG names, for `rerun-if-changed`: a path
+/// relative to the host crate's directory, where the build script runs
+/// (use an absolute path, or `relative = true` in cargo's `[env]`, for a
+/// file fatlink-cc, which runs in rustc's directory, finds as well). None
+/// when it is unset or names no file (fatlink-cc then fails, naming it).
+fn fatlink_config_file(manifest_dir: &Path) -> Option<PathBuf> {
+    let path = env::var_os("FATLINK_CONFIG").filter(|p| !p.is_empty())?;
+    let path = manifest_dir.join(path);
+    path.is_file().then_some(path)
+}
 
 /// What the device build read: cargo reruns the build script when one of
 /// these files or variables changes, and only then.
