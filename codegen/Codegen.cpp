@@ -298,7 +298,7 @@ static Error linkCubins(Context &Ctx, const CodegenOptions &Opts,
       Expected<std::string> R = runProgram(
           Ctx, Opts.Paths.Ptxas,
           {"ptxas", Arch, "-c", *Path, "-o", *CubinPath, PtxasSpillFlag},
-          Opts.PtxasTimeout, What);
+          Opts.PtxasTimeout, What, Opts.Paths.Hint);
       if (!R)
         return R.takeError();
       append_range(
@@ -389,7 +389,8 @@ static Error linkCubins(Context &Ctx, const CodegenOptions &Opts,
   append_range(Argv, ArrayRef<StringRef>{"-o", *Linked});
   std::string What = "nvlink for " + T.Name;
   if (Expected<std::string> R =
-          runProgram(Ctx, Opts.Paths.Nvlink, Argv, Opts.PtxasTimeout, What);
+          runProgram(Ctx, Opts.Paths.Nvlink, Argv, Opts.PtxasTimeout, What,
+                     Opts.Paths.Hint);
       !R)
     return R.takeError();
   Expected<std::shared_ptr<const MappedFile>> File = toolOutput(*Linked, What);
@@ -500,7 +501,7 @@ assemblePartition(Context &Ctx, const CodegenOptions &Opts,
   Expected<std::string> R = runProgram(
       Ctx, Opts.Paths.Ptxas,
       {"ptxas", Arch, OptFlag, "-c", PTXPath, "-o", *CubinPath, PtxasSpillFlag},
-      Opts.PtxasTimeout, What);
+      Opts.PtxasTimeout, What, Opts.Paths.Hint);
   if (!R)
     return R.takeError();
   // A partition's cubin is small (a share of the program) and goes into
@@ -969,7 +970,8 @@ compileTarget(Context &Ctx, const CodegenOptions &Opts,
       std::string Arch = "-arch=" + T.Cpu;
       Expected<std::string> R = runProgram(
           Ctx, Opts.Paths.Ptxas, {"ptxas", Arch, *PTXPath, "-o", *CubinPath},
-          Opts.PtxasTimeout, What + " (nvcc's code linked in)");
+          Opts.PtxasTimeout, What + " (nvcc's code linked in)",
+          Opts.Paths.Hint);
       if (!R)
         return R.takeError();
       return Out;
@@ -980,7 +982,7 @@ compileTarget(Context &Ctx, const CodegenOptions &Opts,
       std::string Arch = "-arch=" + T.Name;
       Expected<std::string> R =
           runProgram(Ctx, Opts.Paths.Ptxas, {"ptxas", Arch, *PTXPath},
-                     Opts.PtxasTimeout, What);
+                     Opts.PtxasTimeout, What, Opts.Paths.Hint);
       if (!R)
         return R.takeError();
       return Out;
@@ -994,8 +996,8 @@ compileTarget(Context &Ctx, const CodegenOptions &Opts,
       Argv.push_back("-c"); // relocatable, for nvlink
     append_range(
         Argv, ArrayRef<StringRef>{*PTXPath, "-o", *CubinPath, PtxasSpillFlag});
-    Expected<std::string> R =
-        runProgram(Ctx, Opts.Paths.Ptxas, Argv, Opts.PtxasTimeout, What);
+    Expected<std::string> R = runProgram(
+        Ctx, Opts.Paths.Ptxas, Argv, Opts.PtxasTimeout, What, Opts.Paths.Hint);
     if (!R)
       return R.takeError();
     Out.Spills = spillsOf(*R, Program.Kernels);

@@ -45,6 +45,11 @@ namespace fatlink::codegen {
 // The CUDA toolkit
 //===----------------------------------------------------------------------===//
 
+/// What a message about a missing CUDA tool tells the user to do, after
+/// "install the CUDA toolkit, or ": device-link's options.
+constexpr const char *DefaultToolkitHint =
+    "pass --cuda-path or set CUDA_PATH to one";
+
 struct ToolkitPaths {
   std::string CudaPath;  ///< --cuda-path, else $CUDA_PATH, else /usr/local/cuda
   std::string Ptxas;     ///< --ptxas, else <CudaPath>/bin/ptxas
@@ -53,6 +58,9 @@ struct ToolkitPaths {
   /// <CudaPath>/lib64/libcudadevrt.a, CUDA's device runtime (read only for
   /// kernels that launch kernels; may not exist).
   std::string DeviceRuntime;
+  /// How the user picks the toolkit, for messages: DefaultToolkitHint, or
+  /// the wrappers' setting ("set FATLINK_CUDA_PATH to one").
+  std::string Hint = DefaultToolkitHint;
 };
 
 /// What the installed ptxas accepts.
@@ -100,8 +108,10 @@ ToolkitPaths resolveToolkitPaths(llvm::StringRef CudaPath,
                                  llvm::StringRef Ptxas,
                                  llvm::StringRef Libdevice);
 
-/// Runs `ptxas --version` and `ptxas --help` and reads the answers.
-llvm::Expected<PtxasInfo> probePtxas(Context &Ctx, llvm::StringRef Ptxas);
+/// Runs `ptxas --version` and `ptxas --help` and reads the answers; Hint
+/// is ToolkitPaths::Hint.
+llvm::Expected<PtxasInfo> probePtxas(Context &Ctx, llvm::StringRef Ptxas,
+                                     llvm::StringRef Hint = DefaultToolkitHint);
 
 /// Parses the two outputs of probePtxas (split out for unit tests).
 llvm::Expected<PtxasInfo> parsePtxasInfo(llvm::StringRef Path,
@@ -116,11 +126,12 @@ unsigned maxPtxVersionForCudaRelease(unsigned Major, unsigned Minor);
 /// Runs Program with Args (Args[0] is replaced by Program), stdout and
 /// stderr captured together. Fails if it cannot start, crashes, runs past
 /// TimeoutSeconds (0: no limit) or exits non-zero; What names it in the
-/// message ("ptxas for sm_80").
-llvm::Expected<std::string> runProgram(Context &Ctx, llvm::StringRef Program,
-                                       llvm::ArrayRef<llvm::StringRef> Args,
-                                       unsigned TimeoutSeconds,
-                                       llvm::StringRef What);
+/// message ("ptxas for sm_80"), and a missing Program's message ends with
+/// Hint (ToolkitPaths::Hint).
+llvm::Expected<std::string>
+runProgram(Context &Ctx, llvm::StringRef Program,
+           llvm::ArrayRef<llvm::StringRef> Args, unsigned TimeoutSeconds,
+           llvm::StringRef What, llvm::StringRef Hint = DefaultToolkitHint);
 
 /// Waits until child \p Pid exits (leaving it to be reaped) or \p
 /// Deadline passes; returns whether it exited, or is not this process's

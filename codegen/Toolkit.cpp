@@ -135,14 +135,14 @@ Expected<PtxasInfo> parsePtxasInfo(StringRef Path, StringRef VersionOutput,
   return Info;
 }
 
-Expected<PtxasInfo> probePtxas(Context &Ctx, StringRef Ptxas) {
+Expected<PtxasInfo> probePtxas(Context &Ctx, StringRef Ptxas, StringRef Hint) {
   TimeTraceScope Scope("Probe ptxas");
   Expected<std::string> Version =
-      runProgram(Ctx, Ptxas, {"ptxas", "--version"}, 60, "ptxas");
+      runProgram(Ctx, Ptxas, {"ptxas", "--version"}, 60, "ptxas", Hint);
   if (!Version)
     return Version.takeError();
   Expected<std::string> Help =
-      runProgram(Ctx, Ptxas, {"ptxas", "--help"}, 60, "ptxas");
+      runProgram(Ctx, Ptxas, {"ptxas", "--help"}, 60, "ptxas", Hint);
   if (!Help)
     return Help.takeError();
   // ptxas's output reaches us through a temporary file; on a full or
@@ -261,16 +261,16 @@ static sys::ProcessInfo spawnInOwnGroup(StringRef Program,
 
 Expected<std::string> runProgram(Context &Ctx, StringRef Program,
                                  ArrayRef<StringRef> Args,
-                                 unsigned TimeoutSeconds, StringRef What) {
+                                 unsigned TimeoutSeconds, StringRef What,
+                                 StringRef Hint) {
   if (RunningChild::stopping())
     return createStringError(inconvertibleErrorCode(),
                              "interrupted by a signal");
   if (!sys::fs::exists(Program))
     return createStringError(
         inconvertibleErrorCode(),
-        "%s not found at %s: install the CUDA toolkit, or pass --cuda-path "
-        "or set CUDA_PATH to one",
-        What.str().c_str(), Program.str().c_str());
+        "%s not found at %s: install the CUDA toolkit, or %s",
+        What.str().c_str(), Program.str().c_str(), Hint.str().c_str());
   if (!sys::fs::can_execute(Program))
     return createStringError(inconvertibleErrorCode(),
                              "%s at %s is not executable: check its "

@@ -844,7 +844,7 @@ static Expected<std::string> printPlan(Context &Ctx, const DeviceLinkConfig &C,
   if (!Facts)
     return Facts.takeError();
   Expected<std::vector<lto::Target>> Targets =
-      planTargets(C.ArchLists, *Facts, C.PtxVersion);
+      planTargets(C.ArchLists, *Facts, C.PtxVersion, C.Names);
   if (!Targets)
     return Targets.takeError();
 
@@ -1226,6 +1226,9 @@ static void hostLinkCommand(Context &Ctx, ArrayRef<const char *> Args,
   raw_string_ostream Log(LogText);
   if (!LogPath.empty())
     Ctx.Log = &Log;
+  // A misspelled FATLINK_ variable (cargo's [env]) would change nothing.
+  for (const std::string &W : unknownSettingVariables(environmentNames()))
+    Ctx.warn(W);
   if (progressWanted(Ctx.Err, S->flag("quiet")))
     Ctx.startProgress(progressDelay());
   if (std::optional<StringRef> Dir = S->get("save-temps")) {
@@ -1245,9 +1248,23 @@ static void hostLinkCommand(Context &Ctx, ArrayRef<const char *> Args,
   bool HasDeviceCode = false;
   hostLink(Ctx, Parser, *Line, *S, HasDeviceCode);
   Ctx.stopProgress();
+  // A dry run writes no output. Under cargo (which sets CARGO_CRATE_NAME
+  // for the rustc that runs the linker) it fails: exit 0 would make cargo
+  // report a finished build and copy out, or run, the executable an
+  // earlier build left; a failed link also shows the plan, which rustc
+  // hides from a successful one (docs/cargo.md, "fatlink-cc settings").
+  bool DryRun = S->flag("dry-run");
+  if (DryRun && Ctx.exitCode() == 0 && sys::Process::GetEnv("CARGO_CRATE_NAME"))
+    Ctx.error("dry run (" + S->nameOf("dry-run") + "): nothing was linked " +
+              "and " + (Line->Output.empty() ? "a.out" : Line->Output) +
+              " was not written (the plan is on standard output); under " +
+              "cargo that is an error, so that no earlier executable passes " +
+              "for this build's: unset " + S->nameOf("dry-run") + " to link");
   Ctx.Log = nullptr;
-  if (!LogPath.empty() && !S->flag("dry-run"))
-    writeLinkLog(Ctx, LogPath, LogText, HasDeviceCode);
+  // A dry run's output is the plan: an earlier link's log describes an
+  // output that this link did not write, so it goes.
+  if (!LogPath.empty())
+    writeLinkLog(Ctx, LogPath, LogText, HasDeviceCode && !DryRun);
 
   if (timeTraceProfilerEnabled()) {
     if (Error E = timeTraceProfilerWrite(TimeTrace, Line->Output))

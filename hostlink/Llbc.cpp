@@ -86,6 +86,7 @@ static Expected<DeviceLinkConfig> llbcConfig(const opt::InputArgList &Args,
   // rustc's own request: one PTX file for --target-cpu, no ptxas.
   if (!S.get("arch") && Ext == ".ptx") {
     C->ArchLists = {Cpu};
+    C->Names.Arch = "rustc's -C target-cpu";
     C->RunPtxas = false;
   }
 
@@ -104,8 +105,10 @@ static Expected<DeviceLinkConfig> llbcConfig(const opt::InputArgList &Args,
     Features.split(Parts, ',');
     for (StringRef F : Parts) {
       unsigned V;
-      if (F.consume_front("+ptx") && !F.getAsInteger(10, V) && !C->PtxVersion)
+      if (F.consume_front("+ptx") && !F.getAsInteger(10, V) && !C->PtxVersion) {
         C->PtxVersion = V;
+        C->Names.PtxVersion = "rustc's -C target-feature=+ptx" + F.str();
+      }
     }
   }
   C->Link.ExportSymbols = Args.getAllArgValues(OPT_export_symbol);
@@ -143,6 +146,8 @@ static void llbc(Context &Ctx, ArrayRef<const char *> Args,
   if (!S)
     return Ctx.error(S.takeError());
   Ctx.Verbose = S->flag("verbose");
+  for (const std::string &W : unknownSettingVariables(environmentNames()))
+    Ctx.warn(W);
   Expected<DeviceLinkConfig> C = llbcConfig(*List, *S);
   if (!C)
     return Ctx.error(C.takeError());

@@ -13,6 +13,10 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
+
+#include <unistd.h> // environ
+
 using namespace llvm;
 
 namespace fatlink {
@@ -111,6 +115,63 @@ bool Settings::flag(StringRef Key) const {
   return V && *V != "0" && *V != "false" && *V != "no" && *V != "";
 }
 
+std::string Settings::nameOf(StringRef Key) const {
+  auto It = Sources.find(Key);
+  if (It == Sources.end())
+    return envName(Key);
+  StringRef Source = It->second;
+  if (Source.starts_with("--fatlink-"))
+    return ("--fatlink-" + Key).str();
+  if (Source == envName(Key) || Source == "CUDA_PATH")
+    return Source.str();
+  return (Key + " at " + Source).str(); // a config file's "path:line"
+}
+
+/// FATLINK_* variables that are not settings but are read: fatlink's own
+/// (FATLINK_CACHE_DIR is also a setting's), fatlink-build's, the examples'
+/// and the build's, tests' and benchmarks'. The runtime's are all
+/// FATLINK_RT_* (FATLINK_RT_LIBCUDA, FATLINK_RT_LOG, FATLINK_RT_LIB_DIR).
+/// `git grep -ohE 'FATLINK_[A-Z0-9_]+'` finds them, among the C macros.
+static constexpr const char *OtherVariables[] = {
+    // fatlink
+    "FATLINK_PROGRESS_AFTER",
+    // cargo/fatlink-build (FATLINK itself lacks the underscore)
+    "FATLINK_CLANG", "FATLINK_CUDA_COMPILER", "FATLINK_NVCC",
+    "FATLINK_NVCC_LTO",
+    // docs/runtime.md's build script
+    "FATLINK_KERNELS_O",
+    // the build (bazel/, rules/, scripts/), tests and benchmarks
+    "FATLINK_LLVM_ROOT", "FATLINK_ZSTD_ROOT", "FATLINK_DEPS_DIR",
+    "FATLINK_RUSTC", "FATLINK_HOST_CC", "FATLINK_TOOL_VERSIONS",
+    "FATLINK_DEBIAN_MIRROR", "FATLINK_BUILDGRID_VENV", "FATLINK_BENCH_WORK",
+    "FATLINK_TEST", "FATLINK_TEST_PARTITION_FIRST"};
+
+std::vector<std::string>
+unknownSettingVariables(ArrayRef<std::string> EnvNames) {
+  std::vector<std::string> Warnings;
+  for (const std::string &Name : EnvNames) {
+    StringRef N(Name);
+    if (!N.starts_with("FATLINK_") || N.starts_with("FATLINK_RT_") ||
+        is_contained(OtherVariables, N))
+      continue;
+    std::string Key = N.drop_front(strlen("FATLINK_")).lower();
+    std::replace(Key.begin(), Key.end(), '_', '-');
+    if (findKey(Key))
+      continue;
+    Warnings.push_back(
+        toString(unknownKey(Key, Name + " (in the environment; ignored)")));
+  }
+  llvm::sort(Warnings);
+  return Warnings;
+}
+
+std::vector<std::string> environmentNames() {
+  std::vector<std::string> Names;
+  for (char **E = environ; E && *E; ++E)
+    Names.push_back(StringRef(*E).split('=').first.str());
+  return Names;
+}
+
 bool isFatlinkArg(StringRef Arg) { return Arg.starts_with("--fatlink-"); }
 
 /// Reads `key = value` lines; later lines win.
@@ -204,6 +265,11 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
   auto Source = [&](StringRef Key) { return S.Sources.lookup(Key); };
 
   C.ArchLists.push_back(S.get("arch").value_or(DefaultArch).str());
+  // Messages about the targets and the toolkit name these settings as the
+  // user set them, as the value errors below do.
+  C.Names.Arch = S.nameOf("arch");
+  C.Names.PtxVersion = S.nameOf("ptx-version");
+  C.Names.CudaPath = S.nameOf("cuda-path");
   if (std::optional<StringRef> V = S.get("opt")) {
     V->consume_front("-O");
     V->consume_front("O");
@@ -261,6 +327,13 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
   }
   C.Paths = codegen::resolveToolkitPaths(S.get("cuda-path").value_or(""),
                                 S.get("ptxas").value_or(""), "");
+  if (S.get("ptxas"))
+    C.Paths.Hint = "set " + S.nameOf("ptxas") + " to ptxas, or " +
+                   S.nameOf("cuda-path") + " to the toolkit";
+  else if (S.get("cuda-path"))
+    C.Paths.Hint = "set " + S.nameOf("cuda-path") + " to one";
+  else
+    C.Paths.Hint = "set FATLINK_CUDA_PATH or CUDA_PATH to one";
   C.Link.LibdevicePath = C.Paths.Libdevice;
   C.Link.DeviceRuntimePath = C.Paths.DeviceRuntime;
   C.TimeTracePath = S.get("time-trace").value_or("").str();

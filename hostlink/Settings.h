@@ -42,6 +42,10 @@ struct Settings {
 
   std::optional<llvm::StringRef> get(llvm::StringRef Key) const;
   bool flag(llvm::StringRef Key) const;
+  /// The setting as a message tells the user to change it, by where it was
+  /// set: "FATLINK_ARCH" (or "CUDA_PATH"), "--fatlink-arch", "arch at
+  /// f.conf:3"; FATLINK_ARCH when it was not set.
+  std::string nameOf(llvm::StringRef Key) const;
 };
 
 /// `--fatlink-help`: every setting, its argument, environment variable,
@@ -56,6 +60,16 @@ bool isFatlinkArg(llvm::StringRef Arg);
 llvm::Expected<Settings>
 collectSettings(llvm::ArrayRef<std::string> Args,
                 std::function<std::optional<std::string>(llvm::StringRef)> GetEnv);
+
+/// A warning for each FATLINK_* variable of \p EnvNames (the environment's
+/// names) that is neither a setting nor read by anything else of fatlink's
+/// (the runtime's FATLINK_RT_*, fatlink-build's, the build's and the
+/// tests'): a misspelled setting is otherwise ignored without a word.
+std::vector<std::string>
+unknownSettingVariables(llvm::ArrayRef<std::string> EnvNames);
+
+/// The names of this process's environment variables.
+std::vector<std::string> environmentNames();
 
 /// The device-link configuration the settings describe, for a host object
 /// output. DefaultArch applies when no `arch` is set.

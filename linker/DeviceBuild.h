@@ -46,6 +46,9 @@ struct DeviceLinkConfig {
   OutputKind OutKind = OutputKind::Directory;
   std::vector<std::string> ArchLists;
   std::optional<unsigned> PtxVersion;
+  /// How messages name the settings behind ArchLists, PtxVersion and
+  /// Paths.CudaPath: empty for device-link's options (Targets.h).
+  TargetSettingNames Names;
   lto::LinkOptions Link;
   unsigned Jobs = 0; // 0: all cores
   bool EmitPTX = false;

@@ -368,7 +368,8 @@ static Expected<ToolFacts> probeToolsUncached(Context &Ctx, const Config &C) {
     return F;
   }
 
-  Expected<codegen::PtxasInfo> Ptxas = codegen::probePtxas(Ctx, C.Paths.Ptxas);
+  Expected<codegen::PtxasInfo> Ptxas =
+      codegen::probePtxas(Ctx, C.Paths.Ptxas, C.Paths.Hint);
   if (!Ptxas)
     return Ptxas.takeError();
   F.PtxasRelease = Ptxas->Release;
@@ -1322,7 +1323,7 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
   if (!Facts)
     return Facts.takeError();
   Expected<std::vector<lto::Target>> Targets =
-      planTargets(C.ArchLists, *Facts, C.PtxVersion);
+      planTargets(C.ArchLists, *Facts, C.PtxVersion, C.Names);
   if (!Targets)
     return Targets.takeError();
   // A wrong -o for these targets is reported now, not after the link (and

@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <algorithm>
 #include <cassert>
 
 using namespace llvm;
@@ -104,12 +105,32 @@ static std::string supportedRange(const ToolFacts &Facts) {
   return First.empty() ? "none" : First + " to " + Last;
 }
 
+/// " in FATLINK_ARCH" for a wrapper's target list; device-link's --arch
+/// goes unnamed.
+static std::string inArch(const TargetSettingNames &N) {
+  return N.Arch.empty() ? "" : " in " + N.Arch;
+}
+
+/// The PTX ISA version asked for, as the user gave it: "--ptx-version=9.9",
+/// or "PTX ISA 9.9 (FATLINK_PTX_VERSION)".
+static std::string askedPtx(const TargetSettingNames &N, unsigned V) {
+  if (N.PtxVersion.empty())
+    return "--ptx-version=" + lto::ptxVersionString(V);
+  return "PTX ISA " + lto::ptxVersionString(V) + " (" + N.PtxVersion + ")";
+}
+
+/// What picks the CUDA toolkit, for "use a newer one".
+static std::string cudaPathName(const TargetSettingNames &N) {
+  return N.CudaPath.empty() ? "--cuda-path" : N.CudaPath;
+}
+
 /// Checks one spec against both tools and picks its PTX version.
 static Expected<lto::Target> makeTarget(const Spec &S, const ToolFacts &Facts,
-                                        std::optional<unsigned> PtxVersion) {
+                                        std::optional<unsigned> PtxVersion,
+                                        const TargetSettingNames &Names) {
   const lto::ArchInfo *A = findLLVMArch(Facts, S.Cpu);
   if (!A) {
-    std::string Msg = "unknown GPU target '" + S.Name + "'";
+    std::string Msg = "unknown GPU target '" + S.Name + "'" + inArch(Names);
     std::string Near = nearestTarget(Facts, S.Name);
     if (!Near.empty())
       Msg += ": did you mean '" + Near + "'?";
@@ -124,8 +145,10 @@ static Expected<lto::Target> makeTarget(const Spec &S, const ToolFacts &Facts,
     return createStringError(
         "target " + S.Name + " is not supported by ptxas from CUDA " +
         Facts.PtxasRelease + " (it supports " + supportedRange(Facts) +
-        "): use a CUDA toolkit that supports it (--cuda-path), or drop " +
-        S.Name + " (fatlink device-link --list-targets lists what this machine can build)");
+        "): use a CUDA toolkit that supports it (" + cudaPathName(Names) +
+        "), or drop " + S.Name + inArch(Names) +
+        " (fatlink device-link --list-targets lists what this machine can "
+        "build)");
 
   lto::Target T;
   T.Name = S.Name;
@@ -139,14 +162,14 @@ static Expected<lto::Target> makeTarget(const Spec &S, const ToolFacts &Facts,
         "target " + S.Name + " needs PTX ISA " + lto::ptxVersionString(Min) +
         ", but ptxas from CUDA " + Facts.PtxasRelease + " accepts at most " +
         lto::ptxVersionString(Facts.PtxasMaxPtx) +
-        ": use a newer CUDA toolkit (--cuda-path) or drop " + S.Name);
+        ": use a newer CUDA toolkit (" + cudaPathName(Names) + ") or drop " +
+        S.Name + inArch(Names));
   T.PtxVersion = Min;
   if (PtxVersion) {
     if (*PtxVersion < Min)
       return createStringError(
-          "--ptx-version=" + lto::ptxVersionString(*PtxVersion) +
-          " is too old for " + S.Name + ", which needs PTX ISA " +
-          lto::ptxVersionString(Min) + " or newer");
+          askedPtx(Names, *PtxVersion) + " is too old for " + S.Name +
+          ", which needs PTX ISA " + lto::ptxVersionString(Min) + " or newer");
     T.PtxVersion = *PtxVersion;
   }
   return T;
@@ -161,7 +184,7 @@ std::vector<lto::Target> allTargets(const ToolFacts &Facts) {
       if (!A.MinPtxVersion || !ptxasSupports(Facts, S.Name) ||
           A.MinPtxVersion > Facts.PtxasMaxPtx)
         continue; // not supported, or its PTX ISA not worked out
-      if (Expected<lto::Target> T = makeTarget(S, Facts, std::nullopt))
+      if (Expected<lto::Target> T = makeTarget(S, Facts, std::nullopt, {}))
         Result.push_back(std::move(*T));
       else
         consumeError(T.takeError());
@@ -195,17 +218,26 @@ expandPreset(StringRef Name, const ToolFacts &Facts) {
 
 Expected<std::vector<lto::Target>>
 planTargets(ArrayRef<std::string> Lists, const ToolFacts &Facts,
-            std::optional<unsigned> PtxVersion) {
-  if (PtxVersion && *PtxVersion > Facts.PtxasMaxPtx)
+            std::optional<unsigned> PtxVersion,
+            const TargetSettingNames &From) {
+  // The tighter limit is the one to name: LLVM's where ptxas accepts as
+  // much (a newer CUDA toolkit would not help), as in a PTX-only link,
+  // which runs no ptxas and sets its limit to LLVM's.
+  if (PtxVersion &&
+      *PtxVersion > std::min(Facts.LLVMMaxPtx, Facts.PtxasMaxPtx)) {
+    std::string Asked = askedPtx(From, *PtxVersion);
+    if (Facts.LLVMMaxPtx <= Facts.PtxasMaxPtx) {
+      std::string Max = lto::ptxVersionString(Facts.LLVMMaxPtx);
+      return createStringError(Asked + " is newer than LLVM " +
+                               std::to_string(Facts.LLVMMajor) + " can emit (" +
+                               Max + "): use " + Max + " or older");
+    }
+    std::string Max = lto::ptxVersionString(Facts.PtxasMaxPtx);
     return createStringError(
-        "--ptx-version=" + lto::ptxVersionString(*PtxVersion) +
-        " is newer than ptxas from CUDA " + Facts.PtxasRelease + " accepts (" +
-        lto::ptxVersionString(Facts.PtxasMaxPtx) + ")");
-  if (PtxVersion && *PtxVersion > Facts.LLVMMaxPtx)
-    return createStringError(
-        "--ptx-version=" + lto::ptxVersionString(*PtxVersion) +
-        " is newer than LLVM " + std::to_string(Facts.LLVMMajor) +
-        " can emit (" + lto::ptxVersionString(Facts.LLVMMaxPtx) + ")");
+        Asked + " is newer than ptxas from CUDA " + Facts.PtxasRelease +
+        " accepts (" + Max + "): use " + Max +
+        " or older, or a newer CUDA toolkit (" + cudaPathName(From) + ")");
+  }
 
   std::vector<std::string> Names;
   for (StringRef P : targetNames(Lists))
@@ -213,10 +245,16 @@ planTargets(ArrayRef<std::string> Lists, const ToolFacts &Facts,
       append_range(Names, *Preset);
     else
       Names.push_back(P.str());
-  if (Names.empty())
+  if (Names.empty()) {
+    if (From.Arch.empty())
+      return createStringError(
+          "no targets: pass --arch, for example "
+          "--arch=sm_80,sm_90,compute_90 or --arch=all-major");
     return createStringError(
-        "no targets: pass --arch, for example "
-        "--arch=sm_80,sm_90,compute_90 or --arch=all-major");
+        "no targets in " + From.Arch +
+        ": set it to targets, for example sm_80,sm_90,compute_90 or "
+        "all-major (the default when it is not set)");
+  }
 
   std::vector<lto::Target> Targets;
   StringSet<> Seen;
@@ -226,14 +264,14 @@ planTargets(ArrayRef<std::string> Lists, const ToolFacts &Facts,
       continue;
     std::optional<Spec> S = parseSpec(Name);
     if (!S) {
-      std::string Msg = "unknown GPU target '" + Name + "'";
+      std::string Msg = "unknown GPU target '" + Name + "'" + inArch(From);
       std::string Near = nearestTarget(Facts, Name);
       Msg += Near.empty() ? ": targets are sm_XX, compute_XX, all-major or all"
                           : ": did you mean '" + Near + "'?";
       Errors = joinErrors(std::move(Errors), createStringError(Msg));
       continue;
     }
-    Expected<lto::Target> T = makeTarget(*S, Facts, PtxVersion);
+    Expected<lto::Target> T = makeTarget(*S, Facts, PtxVersion, From);
     if (!T) {
       Errors = joinErrors(std::move(Errors), T.takeError());
       continue;

@@ -41,6 +41,18 @@ struct ToolFacts {
   unsigned PtxasMaxPtx = 0;
 };
 
+/// How messages name the settings behind the targets. Empty: `fatlink
+/// device-link`'s own options, which the messages name as they always
+/// have (--arch, --ptx-version, --cuda-path). The wrappers (`fatlink cc`,
+/// `fatlink llbc`) put there the setting the user set and where
+/// (Settings::nameOf: "FATLINK_ARCH", "--fatlink-arch", "arch at f.conf:3"),
+/// so that a message names what to change.
+struct TargetSettingNames {
+  std::string Arch;
+  std::string PtxVersion;
+  std::string CudaPath;
+};
+
 /// Parses "7.8" into 78.
 std::optional<unsigned> parsePtxVersion(llvm::StringRef S);
 
@@ -48,7 +60,8 @@ std::optional<unsigned> parsePtxVersion(llvm::StringRef S);
 /// dropped. Every problem is reported, not only the first.
 llvm::Expected<std::vector<lto::Target>>
 planTargets(llvm::ArrayRef<std::string> Lists, const ToolFacts &Facts,
-            std::optional<unsigned> PtxVersion);
+            std::optional<unsigned> PtxVersion,
+            const TargetSettingNames &From = {});
 
 /// The processors (sm_XX[a|f]) of the targets \p Lists name, in order,
 /// each once: the arches whose PTX ISA planning them reads. None where a

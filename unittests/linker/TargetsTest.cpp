@@ -220,10 +220,13 @@ TEST(PlanTargets, PtxVersionOverrideTooOldForArch) {
 }
 
 TEST(PlanTargets, PtxVersionOverrideNewerThanPtxas) {
+  ToolFacts F = cuda13Facts();
+  F.LLVMMaxPtx = 92;
   EXPECT_THAT_EXPECTED(
-      planTargets({"sm_80"}, cuda13Facts(), 91u),
+      planTargets({"sm_80"}, F, 91u),
       FailedWithMessage("--ptx-version=9.1 is newer than ptxas from CUDA 13.0 "
-                        "accepts (9.0)"));
+                        "accepts (9.0): use 9.0 or older, or a newer CUDA "
+                        "toolkit (--cuda-path)"));
 }
 
 TEST(PlanTargets, PtxVersionOverrideNewerThanLLVM) {
@@ -232,7 +235,47 @@ TEST(PlanTargets, PtxVersionOverrideNewerThanLLVM) {
   EXPECT_THAT_EXPECTED(
       planTargets({"sm_80"}, F, 89u),
       FailedWithMessage("--ptx-version=8.9 is newer than LLVM 22 can emit "
-                        "(8.8)"));
+                        "(8.8): use 8.8 or older"));
+}
+
+// Where both accept the same (a PTX-only link sets ptxas's limit to LLVM's,
+// and LLVM 22 and CUDA 13.0 both stop at 9.0), the limit is LLVM's: a
+// newer CUDA toolkit would not lift it.
+TEST(PlanTargets, PtxVersionOverrideNewerThanBoth) {
+  EXPECT_THAT_EXPECTED(
+      planTargets({"sm_80"}, cuda13Facts(), 99u),
+      FailedWithMessage("--ptx-version=9.9 is newer than LLVM 22 can emit "
+                        "(9.0): use 9.0 or older"));
+}
+
+// fatlink cc and llbc name the setting the user set.
+TEST(PlanTargets, MessagesNameTheSetting) {
+  TargetSettingNames From{"FATLINK_ARCH", "FATLINK_PTX_VERSION",
+                          "FATLINK_CUDA_PATH"};
+  ToolFacts F = cuda13Facts();
+  F.LLVMMaxPtx = 92;
+  EXPECT_THAT_EXPECTED(
+      planTargets({"sm_80"}, F, 91u, From),
+      FailedWithMessage("PTX ISA 9.1 (FATLINK_PTX_VERSION) is newer than "
+                        "ptxas from CUDA 13.0 accepts (9.0): use 9.0 or "
+                        "older, or a newer CUDA toolkit (FATLINK_CUDA_PATH)"));
+  EXPECT_THAT_EXPECTED(
+      planTargets({"sm_90"}, F, 70u, From),
+      FailedWithMessage("PTX ISA 7.0 (FATLINK_PTX_VERSION) is too old for "
+                        "sm_90, which needs PTX ISA 7.8 or newer"));
+  EXPECT_THAT_EXPECTED(
+      planTargets({"sm_81"}, F, std::nullopt, From),
+      FailedWithMessage("unknown GPU target 'sm_81' in FATLINK_ARCH: did you "
+                        "mean 'sm_80'?"));
+  EXPECT_THAT_EXPECTED(
+      planTargets({"sm90a"}, F, std::nullopt, From),
+      FailedWithMessage("unknown GPU target 'sm90a' in FATLINK_ARCH: did you "
+                        "mean 'sm_90a'?"));
+  EXPECT_THAT_EXPECTED(
+      planTargets({""}, F, std::nullopt, From),
+      FailedWithMessage("no targets in FATLINK_ARCH: set it to targets, for "
+                        "example sm_80,sm_90,compute_90 or all-major (the "
+                        "default when it is not set)"));
 }
 
 //===----------------------------------------------------------------------===//

@@ -42,6 +42,10 @@
 //! | `FATLINK_RT_LIB_DIR` | none | where `libfatlink_rt.a` is, added to the link search path |
 //! | `FATLINK_VERBOSE` | off | `1`: a `cargo:warning` naming the device code's kernels |
 //!
+//! The build script also reruns when a `fatlink-cc` setting changes
+//! (every `FATLINK_<KEY>`, and the file `FATLINK_CONFIG` names): the link
+//! reads them, and this script's rerun is what relinks the host crate.
+//!
 //! Device code without a kernel (a kernel declared `extern "C"` instead of
 //! `extern "ptx-kernel"`) is a `cargo:warning` naming the inputs: rustc
 //! hides the linker's messages, a build script's warnings cargo shows
@@ -245,7 +249,13 @@ impl Device {
             }
             Some(other) => return err(format!("cudart(\"{}\"): use \"static\", \"shared\" or \"none\"", other)),
         }
-        read.env.extend(BUILD_ENV.iter().map(|v| v.to_string()));
+        read.env.extend(BUILD_ENV.iter().chain(FATLINK_CC_SETTINGS).map(|v| v.to_string()));
+        // fatlink-cc reads its settings from the environment (cargo's [env])
+        // and from the file FATLINK_CONFIG names: a change to either must
+        // relink. A rerun of this script relinks the crate that uses it.
+        if let Some(config) = fatlink_config_file(&manifest_dir) {
+            read.files.insert(config);
+        }
         // Sorted and without duplicates: the same lines for any build order.
         for var in &read.env {
             println!("cargo:rerun-if-env-changed={}", var);
@@ -361,18 +371,21 @@ impl Device {
         let stem = source.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let out = out_dir.join(format!("{}.bc", stem));
         let deps = out_dir.join(format!("{}.bc.d", stem));
+        let arch_list = env::var("FATLINK_ARCH").unwrap_or_default();
+        let sm = oldest_sm(&arch_list)?;
         let mut cmd = Command::new(clang);
         cmd.args(["-x", "cuda", "--cuda-device-only", "-fgpu-rdc", "-O3", "-emit-llvm", "-c"])
             .arg(format!("--cuda-path={}", cuda))
             .arg("-Wno-unknown-cuda-version")
-            .arg(format!("--offload-arch={}", oldest_sm(&env::var("FATLINK_ARCH").unwrap_or_default())));
+            .arg(format!("--offload-arch={}", sm));
+        // A target clang does not know fails here first: say where it came from.
         compile_tracked(
             &mut cmd,
             source,
             &out,
             &deps,
             read,
-            "clang (CUDA C++ device code)",
+            &format!("clang (CUDA C++ device code for {})", offload_arch_origin(&arch_list, &sm)),
             "set FATLINK_CLANG to clang++ 22 or newer",
         )?;
         Ok(out)
@@ -432,6 +445,51 @@ const BUILD_ENV: &[&str] = &[
     "CARGO_TARGET_NVPTX64_NVIDIA_CUDA_RUSTFLAGS",
     "CARGO_TARGET_NVPTX64_NVIDIA_CUDA_LINKER",
 ];
+
+/// fatlink-cc's settings as environment variables (FATLINK_<KEY>: every key
+/// of hostlink/Settings.cpp's table, as `fatlink cc --fatlink-help` lists
+/// them; test/cargo/rebuild-settings.test fails when the two differ). The
+/// link reads them, not this script, but cargo relinks a crate only when
+/// something it tracks changes: this script's rerun, which relinks the
+/// crate whose build script it is, is how a changed setting relinks.
+const FATLINK_CC_SETTINGS: &[&str] = &[
+    "FATLINK_ARCH",
+    "FATLINK_OPT",
+    "FATLINK_PTX_VERSION",
+    "FATLINK_COMPRESS",
+    "FATLINK_MIN_DRIVER",
+    "FATLINK_JOBS",
+    "FATLINK_CUDA_PATH",
+    "FATLINK_PTXAS",
+    "FATLINK_LINKER",
+    "FATLINK_VERBOSE",
+    "FATLINK_QUIET",
+    "FATLINK_ALLOW_NO_KERNELS",
+    "FATLINK_ALLOW_ABI_MISMATCH",
+    "FATLINK_LOG_FILE",
+    "FATLINK_DRY_RUN",
+    "FATLINK_SAVE_TEMPS",
+    "FATLINK_TIME_TRACE",
+    "FATLINK_CONFIG",
+    "FATLINK_HOST_ARCH",
+    "FATLINK_CACHE_DIR",
+    "FATLINK_PARTITIONS",
+    "FATLINK_PARTITION_FIRST",
+    "FATLINK_PTX_PER_ARCH",
+    "FATLINK_WARN_SPILLS",
+    "FATLINK_CACHE_POLICY",
+];
+
+/// The config file FATLINK_CONFIG names, for `rerun-if-changed`: a path
+/// relative to the host crate's directory, where the build script runs
+/// (use an absolute path, or `relative = true` in cargo's `[env]`, for a
+/// file fatlink-cc, which runs in rustc's directory, finds as well). None
+/// when it is unset or names no file (fatlink-cc then fails, naming it).
+fn fatlink_config_file(manifest_dir: &Path) -> Option<PathBuf> {
+    let path = env::var_os("FATLINK_CONFIG").filter(|p| !p.is_empty())?;
+    let path = manifest_dir.join(path);
+    path.is_file().then_some(path)
+}
 
 /// What the device build read: cargo reruns the build script when one of
 /// these files or variables changes, and only then.
@@ -841,19 +899,39 @@ pub fn nvcc_gencode(arch_list: &str, lto: bool) -> Result<Vec<String>, Error> {
 }
 
 /// The oldest plain sm_XX in a target list ("sm_80,compute_90" -> sm_80);
-/// sm_75 when the list names none (presets start there).
-pub fn oldest_sm(arch_list: &str) -> String {
-    arch_list
-        .split(',')
-        .filter_map(|a| {
-            let a = a.trim();
-            let digits = a.strip_prefix("sm_").or_else(|| a.strip_prefix("compute_"))?;
-            let n: u32 = digits.trim_end_matches(|c| c == 'a' || c == 'f').parse().ok()?;
-            Some(n)
-        })
-        .min()
-        .map(|n| format!("sm_{}", n))
-        .unwrap_or_else(|| "sm_75".to_string())
+/// sm_75 when the list is empty or names a preset (presets start there). A
+/// name that is no target (`sm90`, `gfx90a`) is an error naming
+/// FATLINK_ARCH, as in `nvcc_gencode`; whether clang and fatlink know the
+/// sm is theirs to say.
+pub fn oldest_sm(arch_list: &str) -> Result<String, Error> {
+    let mut oldest: Option<u32> = None;
+    for a in arch_list.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        let n = if a == "all" || a == "all-major" {
+            Some(75)
+        } else {
+            a.strip_prefix("sm_")
+                .or_else(|| a.strip_prefix("compute_"))
+                .and_then(|d| d.trim_end_matches(|c| c == 'a' || c == 'f').parse::<u32>().ok())
+        };
+        let Some(n) = n else {
+            return err(format!("FATLINK_ARCH: {} is no sm_XX, compute_XX, all or all-major target", a));
+        };
+        oldest = Some(oldest.map_or(n, |o| o.min(n)));
+    }
+    Ok(format!("sm_{}", oldest.unwrap_or(75)))
+}
+
+/// Where the `--offload-arch` of the CUDA C++ compile came from, for its
+/// failure: "sm_999, the oldest target in FATLINK_ARCH=sm_999,compute_120".
+pub fn offload_arch_origin(arch_list: &str, sm: &str) -> String {
+    if arch_list.trim().is_empty() {
+        format!("{}, the oldest target of all-major: FATLINK_ARCH is not set", sm)
+    } else {
+        format!(
+            "{}, the oldest target in FATLINK_ARCH={}; `fatlink device-link --list-targets` lists the targets",
+            sm, arch_list
+        )
+    }
 }
 
 /// Finishes a compiler command line (`-MD -MF deps source -o out`, which
@@ -923,8 +1001,8 @@ pub fn cargo_warnings(stderr: &str, verbose: bool) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::{
-        cargo_warnings, compiler_from_env, nvcc_gencode, oldest_sm, package_version, parse_dep_info, parse_json,
-        CudaCompiler, Json,
+        cargo_warnings, compiler_from_env, nvcc_gencode, offload_arch_origin, oldest_sm, package_version,
+        parse_dep_info, parse_json, CudaCompiler, Json,
     };
 
     #[test]
@@ -968,10 +1046,16 @@ mod tests {
 
     #[test]
     fn oldest_sm_of_a_list() {
-        assert_eq!(oldest_sm("sm_90,sm_80,compute_100"), "sm_80");
-        assert_eq!(oldest_sm("compute_90a"), "sm_90");
-        assert_eq!(oldest_sm("all-major"), "sm_75");
-        assert_eq!(oldest_sm(""), "sm_75");
+        assert_eq!(oldest_sm("sm_90,sm_80,compute_100").unwrap(), "sm_80");
+        assert_eq!(oldest_sm("compute_90a").unwrap(), "sm_90");
+        assert_eq!(oldest_sm("all-major").unwrap(), "sm_75");
+        assert_eq!(oldest_sm("sm_90,all-major").unwrap(), "sm_75");
+        assert_eq!(oldest_sm("").unwrap(), "sm_75");
+        assert_eq!(
+            oldest_sm("sm_80,sm90").unwrap_err().to_string(),
+            "fatlink-build: FATLINK_ARCH: sm90 is no sm_XX, compute_XX, all or all-major target"
+        );
+        assert!(offload_arch_origin("sm_999", "sm_999").starts_with("sm_999, the oldest target in FATLINK_ARCH=sm_999;"));
     }
 
     #[test]
