@@ -644,12 +644,9 @@ static std::string emitRust(StringRef InputName,
 
 static Error bindgen(Context &Ctx, const Config &C) {
   TimeTraceScope Scope("Bindgen");
-  ErrorOr<std::unique_ptr<MemoryBuffer>> MBOrErr =
-      MemoryBuffer::getFile(C.Input, /*IsText=*/false,
-                            /*RequiresNullTerminator=*/false);
+  Expected<std::unique_ptr<MemoryBuffer>> MBOrErr = readInputFile(C.Input);
   if (!MBOrErr)
-    return createStringError("cannot open " + C.Input + ": " +
-                             MBOrErr.getError().message());
+    return MBOrErr.takeError();
   Expected<std::vector<packager::ModuleManifest>> ModulesOrErr =
       packager::readModuleManifests((*MBOrErr)->getBuffer(), C.Input);
   if (!ModulesOrErr)

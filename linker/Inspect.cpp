@@ -226,11 +226,9 @@ static std::vector<Entry> scanFiles(Context &Ctx, const Config &C) {
                 " shown");
       break;
     }
-    ErrorOr<std::unique_ptr<MemoryBuffer>> MBOrErr =
-        MemoryBuffer::getFile(Path, /*IsText=*/false,
-                              /*RequiresNullTerminator=*/false);
+    Expected<std::unique_ptr<MemoryBuffer>> MBOrErr = readInputFile(Path);
     if (!MBOrErr) {
-      Ctx.error("cannot open " + Path + ": " + MBOrErr.getError().message());
+      Ctx.error(MBOrErr.takeError());
       ++Broken;
       continue;
     }
@@ -634,11 +632,9 @@ static Error listManifests(Context &Ctx, const Config &C) {
   for (const std::string &Path : C.Inputs) {
     if (Ctx.errorCount() == MaxBrokenFiles)
       break;
-    ErrorOr<std::unique_ptr<MemoryBuffer>> MBOrErr =
-        MemoryBuffer::getFile(Path, /*IsText=*/false,
-                              /*RequiresNullTerminator=*/false);
+    Expected<std::unique_ptr<MemoryBuffer>> MBOrErr = readInputFile(Path);
     if (!MBOrErr) {
-      Ctx.error("cannot open " + Path + ": " + MBOrErr.getError().message());
+      Ctx.error(MBOrErr.takeError());
       continue;
     }
     Expected<std::vector<packager::ModuleManifest>> Modules =

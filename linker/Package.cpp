@@ -35,15 +35,6 @@ namespace {
 
 } // namespace
 
-static Expected<std::unique_ptr<MemoryBuffer>> readFile(StringRef Path) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(Path);
-  if (!MB)
-    return createStringError(MB.getError(), "cannot open %s: %s",
-                             Path.str().c_str(),
-                             MB.getError().message().c_str());
-  return std::move(*MB);
-}
-
 static Error package(Context &Ctx, const opt::InputArgList &Args) {
   std::string Output = Args.getLastArgValue(OPT_output).str();
   StringRef Ext = sys::path::extension(Output);
@@ -62,7 +53,7 @@ static Error package(Context &Ctx, const opt::InputArgList &Args) {
 
   std::vector<packager::FatbinImage> Images;
   for (const opt::Arg *A : Args.filtered(OPT_INPUT)) {
-    Expected<std::unique_ptr<MemoryBuffer>> MB = readFile(A->getValue());
+    Expected<std::unique_ptr<MemoryBuffer>> MB = readInputFile(A->getValue());
     if (!MB) {
       Ctx.error(MB.takeError());
       continue;
@@ -91,7 +82,7 @@ static Error package(Context &Ctx, const opt::InputArgList &Args) {
   if (Ext == ".o") {
     std::vector<packager::KernelInfo> Kernels;
     if (const opt::Arg *A = Args.getLastArg(OPT_kernels_from_EQ)) {
-      Expected<std::unique_ptr<MemoryBuffer>> MB = readFile(A->getValue());
+      Expected<std::unique_ptr<MemoryBuffer>> MB = readInputFile(A->getValue());
       if (!MB)
         return MB.takeError();
       Expected<std::vector<lto::KernelInfo>> K =
