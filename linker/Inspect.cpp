@@ -235,6 +235,35 @@ static StringRef extensionOf(const Entry &E) {
 // Passes
 //===----------------------------------------------------------------------===//
 
+/// An image's arch goes into the name --extract writes (and onto the
+/// terminal): an OffloadBinary's is any string its file holds, so
+/// `x/../../escaped` would write outside the directory. Only a name of
+/// letters, digits, `_`, `.` and `-`, without `..`, is taken; the first
+/// other one is an error naming the file, the image and the arch
+/// (escaped).
+static Error checkArchNames(ArrayRef<packager::EmbeddedImage> Images) {
+  for (const packager::EmbeddedImage &I : Images) {
+    StringRef Arch = I.Arch;
+    if (all_of(Arch,
+               [](char C) {
+                 return isAlnum(C) || C == '_' || C == '.' || C == '-';
+               }) &&
+        !Arch.contains(".."))
+      continue;
+    std::string Escaped;
+    raw_string_ostream OS(Escaped);
+    printEscapedString(Arch, OS);
+    return createStringError(
+        inconvertibleErrorCode(),
+        "%s%s%s offset %llu: image arch '%s' is not a GPU arch name (only "
+        "letters, digits, '_', '.' and '-', no '..'): the file is corrupt or "
+        "was not written for CUDA",
+        I.Origin.c_str(), I.Section.empty() ? "" : " section ",
+        I.Section.c_str(), (unsigned long long)I.Offset, Escaped.c_str());
+  }
+  return Error::success();
+}
+
 /// Files reported broken before inspect stops reading (as lld caps errors).
 static constexpr unsigned MaxBrokenFiles = 20;
 
@@ -269,6 +298,11 @@ static std::vector<Entry> scanFiles(Context &Ctx, const Config &C) {
     }
     Ctx.verbose(Path + ": " + Twine(Images->size()) + " image" +
                 (Images->size() == 1 ? "" : "s"));
+    if (Error E = checkArchNames(*Images)) {
+      Ctx.error(std::move(E));
+      ++Broken;
+      continue;
+    }
     for (packager::EmbeddedImage &I : *Images)
       Entries.push_back({Path, std::move(I)});
   }
