@@ -473,7 +473,7 @@ static void printResourceTable(Context &Ctx, ArrayRef<Entry> Entries) {
         continue;
       const packager::KernelResources &R = *K.Resources;
       Rows.push_back({E.Name, E.Arch, K.Name, std::to_string(R.Registers),
-                      std::to_string(R.Stack), "-", "-",
+                      R.Stack ? std::to_string(*R.Stack) : "-", "-", "-",
                       std::to_string(R.Shared), std::to_string(R.Local),
                       std::to_string(R.Constant0), std::to_string(R.CodeSize),
                       dims(R.MaxThreads), dims(R.ReqThreads)});
@@ -539,7 +539,8 @@ static void printJson(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
                 };
                 J.attributeObject("resources", [&] {
                   J.attribute("registers", int64_t(R.Registers));
-                  J.attribute("stack", int64_t(R.Stack));
+                  J.attribute("stack", R.Stack ? json::Value(int64_t(*R.Stack))
+                                               : json::Value(nullptr));
                   // Not in a cubin: device-link --json reports them.
                   J.attribute("spill_stores", nullptr);
                   J.attribute("spill_loads", nullptr);

@@ -206,7 +206,12 @@ llvm::Expected<HostArch> parseHostArch(llvm::StringRef Triple);
 /// from the cubin's ELF (readCubinSymbols).
 struct KernelResources {
   unsigned Registers = 0; ///< per thread: EIATTR_REGCOUNT, or sh_info >> 24
-  uint64_t Stack = 0;     ///< bytes: EIATTR_FRAME_SIZE in .nv.info
+  /// Bytes of stack a thread needs, the kernel's frame and its callees':
+  /// EIATTR_MIN_STACK_SIZE in .nv.info, else (relocatable cubins, whose
+  /// calls are not resolved) its own frame, EIATTR_FRAME_SIZE, as
+  /// cuobjdump -res-usage shows it. None (cuobjdump: UNKNOWN) when ptxas
+  /// could not bound it (0xffffffff: recursion, indirect calls).
+  std::optional<uint64_t> Stack = 0;
   uint64_t Shared = 0;    ///< static shared bytes: .nv.shared.<kernel>
   uint64_t Local = 0;     ///< bytes: .nv.local.<kernel>
   uint64_t Constant0 = 0; ///< bank 0 bytes (parameters): .nv.constant0.<kernel>

@@ -79,19 +79,25 @@ static std::vector<unsigned> cubinParamSizes(StringRef Info) {
 /// Fills in the resources of \p Kernels from the cubin \p Obj: registers
 /// from the module's `.nv.info` (EIATTR_REGCOUNT, 0x2f: u32 symbol index,
 /// u32 count; else bits 24-31 of `.text.<kernel>`'s sh_info, all that
-/// older cubins have), the stack frame from there too (EIATTR_FRAME_SIZE,
-/// 0x11, laid out alike), shared, local and constant bank 0 from the sizes of
+/// older cubins have), the stack from there too (EIATTR_MIN_STACK_SIZE,
+/// 0x12, laid out alike: the kernel's frame and its callees', 0xffffffff
+/// when ptxas cannot bound it; a relocatable cubin has none, and then its
+/// own frame, EIATTR_FRAME_SIZE, 0x11, is all there is), shared, local and
+/// constant bank 0 from the sizes of
 /// `.nv.shared.<kernel>`, `.nv.local.<kernel>` and
 /// `.nv.constant0.<kernel>`, and declared block sizes from
 /// `.nv.info.<kernel>` (EIATTR_MAX_THREADS 0x05, EIATTR_REQNTID 0x10: three
-/// u32), and the code size from `.text.<kernel>`'s size. Measured against nvcc 13.0's cubins and cuobjdump -res-usage.
+/// u32), and the code size from `.text.<kernel>`'s size. Measured against
+/// nvcc 13.0's cubins and cuobjdump -res-usage.
 static void readResources(const object::ELF64LEObjectFile &Obj,
                           std::vector<KernelInfo> &Kernels) {
   constexpr uint8_t AttrMaxThreads = 0x05, AttrReqNtid = 0x10,
-                    AttrFrameSize = 0x11, AttrRegCount = 0x2f;
+                    AttrFrameSize = 0x11, AttrMinStackSize = 0x12,
+                    AttrRegCount = 0x2f;
+  constexpr uint32_t UnknownStack = 0xffffffff;
   std::map<std::string, KernelResources> Res;
   std::map<uint32_t, std::string> BySymbol; // symbol index -> kernel
-  std::map<std::string, uint64_t> RegCount;
+  std::map<std::string, uint64_t> RegCount, MinStack;
   for (const object::ELFSymbolRef Sym : Obj.symbols()) {
     Expected<StringRef> Name = Sym.getName();
     if (!Name) {
@@ -138,14 +144,18 @@ static void readResources(const object::ELF64LEObjectFile &Obj,
       }
       KernelResources *Own = For(".nv.info.");
       forEachSizedAttr(*Contents, [&](uint8_t Attr, StringRef V) {
-        if ((Attr == AttrFrameSize || Attr == AttrRegCount) &&
+        if ((Attr == AttrFrameSize || Attr == AttrMinStackSize ||
+             Attr == AttrRegCount) &&
             V.size() >= 8 && Name == ".nv.info") {
           auto It = BySymbol.find(support::endian::read32le(V.data()));
           if (It == BySymbol.end())
             return;
           uint32_t Value = support::endian::read32le(V.data() + 4);
-          (Attr == AttrFrameSize ? Res[It->second].Stack
-                                 : RegCount[It->second]) = Value;
+          if (Attr == AttrFrameSize)
+            Res[It->second].Stack = Value;
+          else
+            (Attr == AttrMinStackSize ? MinStack : RegCount)[It->second] =
+                Value;
         } else if ((Attr == AttrMaxThreads || Attr == AttrReqNtid) && Own &&
                    V.size() >= 12) {
           uint32_t *Dims =
@@ -160,6 +170,10 @@ static void readResources(const object::ELF64LEObjectFile &Obj,
   // in sh_info).
   for (auto &[Kernel, Count] : RegCount)
     Res[Kernel].Registers = Count;
+  // EIATTR_MIN_STACK_SIZE, which counts the callees, over the frame.
+  for (auto &[Kernel, Bytes] : MinStack)
+    Res[Kernel].Stack =
+        Bytes == UnknownStack ? std::nullopt : std::optional<uint64_t>(Bytes);
   for (KernelInfo &K : Kernels)
     K.Resources = Res[K.Name];
 }
