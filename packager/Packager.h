@@ -315,11 +315,15 @@ struct ModuleSymbols {
 /// as ELF is an error.
 llvm::Expected<ModuleSymbols> readCubinSymbols(llvm::StringRef Cubin);
 
-/// The symbols of a PTX module, from its directives, one a line as nvcc
-/// and LLVM write them: `.visible`/`.weak` `.entry NAME(`, `.func (...)
-/// NAME(`, `.global`/`.const ... NAME` define; `.extern` ones reference.
-/// `.entry` definitions are the kernels, their parameter sizes from the
-/// `.param` declarations (`.u64` 8, `.b8 name[24]` 24).
+/// The symbols of a PTX module, from its directives (comments dropped):
+/// `.visible`/`.weak` `.entry NAME(`, `.func (...) NAME(` definitions (a
+/// body follows; a prototype ending in `;`, as the PTX linker writes
+/// before each definition, defines nothing) and `.global`/`.const ...
+/// NAME` define; `.extern` ones reference. `.entry` definitions, bare ones
+/// too (nvcc's static and anonymous-namespace kernels, which define no
+/// visible symbol), are the kernels, their parameter sizes from the
+/// `.param` declarations of the list up to its `)`, on one line or many
+/// (`.u64` 8, `.b8 name[24]` 24).
 ModuleSymbols readPtxSymbols(llvm::StringRef Ptx);
 
 /// Returns a relocatable ELF object for \p Arch that carries \p Fatbin in
