@@ -359,7 +359,9 @@ static Error makeExtractDir(const Config &C) {
     return createStringError(inconvertibleErrorCode(),
                              "--extract=%s: exists and is not a directory",
                              C.ExtractDir.c_str());
-  if (std::error_code EC = sys::fs::create_directories(C.ExtractDir))
+  // Modes as mkdir -p gives them (0777 less the umask), like the files'.
+  if (std::error_code EC = sys::fs::create_directories(
+          C.ExtractDir, /*IgnoreExisting=*/true, sys::fs::all_all))
     return createStringError(EC, "cannot create directory %s: %s",
                              C.ExtractDir.c_str(), EC.message().c_str());
   return Error::success();
