@@ -297,22 +297,31 @@ Error encodeEntry(std::string &Out, const FatbinImage &Img, StringRef Payload,
 // Reader
 //===----------------------------------------------------------------------===//
 
-/// An empty string with room for \p Size bytes, reserved (not touched: a
-/// page is used only once written). When that much memory cannot be had
-/// (ulimit -v), an error naming the entry, where the allocation itself
-/// would end the process with no word of which file asked for it.
-Expected<std::string> allocateOutput(uint64_t Size, uint64_t EntryOff) {
-  if (void *Probe = std::malloc(std::max<uint64_t>(Size, 1)))
+/// Makes room in \p Out for \p N more bytes of an image of at most
+/// \p Limit: its capacity doubles, never past Limit, so what is allocated
+/// follows what the payload really produces, not what its header declares.
+/// Memory that cannot be had (ulimit -v) is an error naming the entry: the
+/// allocation itself would end the process with no word of which file
+/// asked for it. The probe is a malloc of the same size while Out still
+/// holds its bytes, as the reallocation will.
+Error reserveFor(std::string &Out, uint64_t N, uint64_t Limit,
+                 uint64_t EntryOff) {
+  if (Out.capacity() - Out.size() >= N)
+    return Error::success();
+  uint64_t Want = std::max<uint64_t>(
+      Out.size() + N,
+      std::min<uint64_t>(Limit, std::max<uint64_t>(2 * uint64_t(Out.capacity()),
+                                                   uint64_t(1) << 20)));
+  if (void *Probe = std::malloc(Want))
     std::free(Probe);
   else
-    return createStringError(std::make_error_code(std::errc::not_enough_memory),
-                             "cannot allocate the " + Twine(Size) +
-                                 " bytes the fatbin entry at offset " +
-                                 hex(EntryOff) +
-                                 " decompresses to: out of memory");
-  std::string Out;
-  Out.reserve(Size);
-  return std::move(Out);
+    return createStringError(
+        std::make_error_code(std::errc::not_enough_memory),
+        "cannot allocate " + Twine(Want) +
+            " bytes to decompress the fatbin entry at offset " + hex(EntryOff) +
+            " (" + Twine(Limit) + " bytes): out of memory");
+  Out.reserve(Want);
+  return Error::success();
 }
 
 /// Decodes one LZ4 block (the format fatbinary --compress-mode=speed
@@ -327,11 +336,10 @@ Expected<std::string> lz4Decompress(StringRef In, uint64_t OutSize,
   };
   // A header may declare any size up to the limit; an LZ4 input byte yields
   // at most 255 output bytes, so reserve no more than the input can fill.
-  Expected<std::string> OutOrErr = allocateOutput(
-      std::min({OutSize, uint64_t(In.size()) * 255, Max}), EntryOff);
-  if (!OutOrErr)
-    return OutOrErr.takeError();
-  std::string &Out = *OutOrErr;
+  std::string Out;
+  uint64_t Bound = std::min({OutSize, uint64_t(In.size()) * 255, Max});
+  if (Error E = reserveFor(Out, Bound, Bound, EntryOff))
+    return std::move(E);
   size_t I = 0;
   auto ReadLength = [&](uint64_t &Len) -> bool {
     if (Len != 15)
@@ -405,11 +413,7 @@ Expected<std::string> zstdDecompress(StringRef In, uint64_t OutSize,
     return createStringError("cannot decompress fatbin entry at offset " +
                              hex(EntryOff) + ": out of memory");
   scope_exit FreeDCtx([&] { ZSTD_freeDCtx(DCtx); });
-  Expected<std::string> OutOrErr =
-      allocateOutput(std::min(OutSize, Max), EntryOff);
-  if (!OutOrErr)
-    return OutOrErr.takeError();
-  std::string &Out = *OutOrErr;
+  std::string Out;
   std::vector<char> Chunk(
       std::min<uint64_t>(1 << 16, std::max<uint64_t>(Max, 1)));
   ZSTD_inBuffer Src{In.data(), In.size(), 0};
@@ -423,6 +427,8 @@ Expected<std::string> zstdDecompress(StringRef In, uint64_t OutSize,
       return createStringError("zstd frame in fatbin entry at offset " +
                                hex(EntryOff) + " holds more than the " +
                                Twine(OutSize) + " bytes its header says");
+    if (Error E = reserveFor(Out, Dst.pos, std::min(OutSize, Max), EntryOff))
+      return std::move(E);
     Out.append(Chunk.data(), Dst.pos);
     if (Out.size() >= Max)
       return Out.substr(0, Max);
