@@ -79,6 +79,8 @@ struct BoundKernel {
 
 } // namespace
 
+static bool isKeyword(Lang L, StringRef S);
+
 static Expected<Config> parseConfig(const opt::InputArgList &Args) {
   Config C;
   std::vector<std::string> Inputs;
@@ -119,6 +121,15 @@ static Expected<Config> parseConfig(const opt::InputArgList &Args) {
       return createStringError(
           "--namespace=" + C.Namespace +
           ": not a C++ namespace name (letters, digits, _ and ::)");
+    // `fatlink` is fatlink's own namespace, and the header's names stay
+    // apart from fatlink::rt in it; every other reserved name breaks it.
+    for (StringRef Part : Parts)
+      if (Part != "fatlink" && Part != "check_all" &&
+          isKeyword(Lang::Cxx, Part))
+        return createStringError("--namespace=" + C.Namespace + ": '" + Part +
+                                 "' is a C++ keyword or a name the header "
+                                 "cannot use (a macro, a type): pick "
+                                 "another");
   }
   return C;
 }
@@ -189,8 +200,6 @@ static std::string skipReason(const packager::ManifestKernel &MK) {
            ")";
   return "";
 }
-
-static bool isKeyword(Lang L, StringRef S);
 
 /// Types every parameter of \p B for C++, or sets B.Skip.
 static void typeCxx(BoundKernel &B) {
@@ -310,6 +319,39 @@ static void typeRust(BoundKernel &B) {
 // Names
 //===----------------------------------------------------------------------===//
 
+/// Names that are not keywords but still cannot name a function or a
+/// namespace in the header: GNU keywords and predefined macros (the default
+/// gnu++ mode defines `linux` and `unix`), macros of the headers the header
+/// includes (<cstdint>, <cstddef>, and through fatlink/runtime.hpp's
+/// <string>, <cstdio> and <cerrno>), and the typedef names its
+/// declarations use: a kernel named uint64_t would hide the type from
+/// every declaration after it, and any `_t` name may be one (POSIX
+/// reserves them).
+static bool isCxxReserved(StringRef S) {
+  static const char *const Names[] = {
+      // GNU keywords and predefined macros.
+      "typeof", "asm", "linux", "unix", "i386",
+      // Macros of the C library headers.
+      "EOF", "NULL", "errno", "assert", "offsetof", "stdin", "stdout", "stderr",
+      "BUFSIZ", "FILENAME_MAX", "FOPEN_MAX", "L_tmpnam", "TMP_MAX", "SEEK_SET",
+      "SEEK_CUR", "SEEK_END", "EXIT_SUCCESS", "EXIT_FAILURE", "RAND_MAX",
+      "MB_CUR_MAX", "CHAR_BIT", "WCHAR_MIN", "WCHAR_MAX", "WINT_MIN",
+      "WINT_MAX", "SIZE_MAX", "PTRDIFF_MIN", "PTRDIFF_MAX", "SIG_ATOMIC_MIN",
+      "SIG_ATOMIC_MAX", "INTMAX_C", "UINTMAX_C", "INTMAX_MIN", "INTMAX_MAX",
+      "UINTMAX_MAX", "INTPTR_MIN", "INTPTR_MAX", "UINTPTR_MAX", "EDOM",
+      "ERANGE", "EILSEQ"};
+  if (is_contained(Names, S) || S.ends_with("_t"))
+    return true;
+  // <cstdint>'s INTn_MIN, UINTn_MAX, INTn_C, INT_LEASTn_MAX, ...
+  StringRef R = S;
+  R.consume_front("U");
+  if (!R.consume_front("INT"))
+    return false;
+  R.consume_front("_LEAST") || R.consume_front("_FAST");
+  R = R.drop_while(isDigit);
+  return R == "_MIN" || R == "_MAX" || R == "_C";
+}
+
 static bool isKeyword(Lang L, StringRef S) {
   static const char *const Cxx[] = {
       "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor",
@@ -339,7 +381,7 @@ static bool isKeyword(Lang L, StringRef S) {
       "box",    "do",      "final",   "macro", "override", "priv",
       "typeof", "unsized", "virtual", "yield", "union"};
   if (L == Lang::Cxx)
-    return is_contained(Cxx, S);
+    return is_contained(Cxx, S) || isCxxReserved(S);
   return is_contained(Rust, S);
 }
 
@@ -644,12 +686,9 @@ static std::string emitRust(StringRef InputName,
 
 static Error bindgen(Context &Ctx, const Config &C) {
   TimeTraceScope Scope("Bindgen");
-  ErrorOr<std::unique_ptr<MemoryBuffer>> MBOrErr =
-      MemoryBuffer::getFile(C.Input, /*IsText=*/false,
-                            /*RequiresNullTerminator=*/false);
+  Expected<std::unique_ptr<MemoryBuffer>> MBOrErr = readInputFile(C.Input);
   if (!MBOrErr)
-    return createStringError("cannot open " + C.Input + ": " +
-                             MBOrErr.getError().message());
+    return MBOrErr.takeError();
   Expected<std::vector<packager::ModuleManifest>> ModulesOrErr =
       packager::readModuleManifests((*MBOrErr)->getBuffer(), C.Input);
   if (!ModulesOrErr)

@@ -400,6 +400,39 @@ double progressDelay() {
   return 2;
 }
 
+Expected<std::unique_ptr<MemoryBuffer>> readInputFile(StringRef Path) {
+  auto Fail = [&](std::error_code EC) {
+    return createStringError(EC, "cannot open %s: %s", Path.str().c_str(),
+                             EC.message().c_str());
+  };
+  // Checked before opening (opening a FIFO blocks until it has a writer)
+  // and again on the descriptor (the path may have changed in between).
+  auto NotRegular = [&] {
+    return createStringError(
+        std::make_error_code(std::errc::invalid_argument),
+        "%s: not a regular file (a FIFO, a device or a directory): pass the "
+        "file itself",
+        Path.str().c_str());
+  };
+  sys::fs::file_status Status;
+  if (!sys::fs::status(Path, Status) &&
+      Status.type() != sys::fs::file_type::regular_file)
+    return NotRegular();
+  Expected<sys::fs::file_t> FD = sys::fs::openNativeFileForRead(Path);
+  if (!FD)
+    return Fail(errorToErrorCode(FD.takeError()));
+  scope_exit Close([&] { sys::fs::closeFile(*FD); });
+  if (std::error_code EC = sys::fs::status(*FD, Status))
+    return Fail(EC);
+  if (Status.type() != sys::fs::file_type::regular_file)
+    return NotRegular();
+  ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getOpenFile(
+      *FD, Path, Status.getSize(), /*RequiresNullTerminator=*/false);
+  if (!MB)
+    return Fail(MB.getError());
+  return std::move(*MB);
+}
+
 Error checkOutputsAreNotInputs(ArrayRef<std::string> Outputs,
                                ArrayRef<std::string> Inputs) {
   for (const std::string &Out : Outputs) {

@@ -27,6 +27,7 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
@@ -114,6 +115,14 @@ private:
   std::string Path;
   std::optional<llvm::sys::fs::TempFile> Temp;
 };
+
+/// Reads the input file \p Path whole (inspect, package, bindgen). Only a
+/// regular file is read: a FIFO would block, a device such as /dev/zero
+/// would be read until memory ran out, a directory holds nothing. The
+/// check is made on the opened descriptor, so a file swapped after it
+/// cannot slip through. Errors name the path.
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+readInputFile(llvm::StringRef Path);
 
 /// Refuses an output that is one of the inputs, compared by file identity
 /// (the same file under another name, a hard link, a symlink), as gcc does:

@@ -909,7 +909,8 @@ static Error writeJSON(Context &Ctx, const Config &C,
           J.attribute("origin", Row.Origin.empty() ? json::Value(nullptr)
                                                    : json::Value(Row.Origin));
           J.attribute("registers", int64_t(R.Registers));
-          J.attribute("stack", int64_t(R.Stack));
+          J.attribute("stack", R.Stack ? json::Value(int64_t(*R.Stack))
+                                       : json::Value(nullptr));
           J.attribute("spill_stores", Spill(&codegen::FunctionSpills::Stores));
           J.attribute("spill_loads", Spill(&codegen::FunctionSpills::Loads));
           J.attribute("shared", int64_t(R.Shared));

@@ -372,6 +372,21 @@ static Error embed(Context &Ctx, const Config &C) {
         O.Container.c_str(),
         O.FromNvcc ? "nvcc -dc output" : "a relocatable cubin");
   }
+  // Nothing to embed: say why, with what was skipped (nvcc -c's
+  // whole-program code, host-only objects), which -v alone showed.
+  if (Inputs->Images.empty()) {
+    std::string Why;
+    for (auto [I, Note] : enumerate(Inputs->Skipped)) {
+      if (I == 3) {
+        Why += "; and " + std::to_string(Inputs->Skipped.size() - 3) +
+               " more (-v lists them)";
+        break;
+      }
+      Why += (I ? "; skipped " : ": skipped ") + Note;
+    }
+    return createStringError(inconvertibleErrorCode(),
+                             "no device bitcode to embed" + Why);
+  }
   // From here on, the set of images is fixed.
 
   if (Error E = reportKernels(Ctx, C, *Inputs))

@@ -7,10 +7,15 @@
 //
 //   parse options -> Config
 //   scan files    -> every fatbin entry and OffloadBinary, in file order
-//                    (packager::scanFile); a broken file is reported with
-//                    its name and offset, and the next file is still read
+//                    (packager::scanFile), headers only: compressed
+//                    entries stay compressed; a broken file is reported
+//                    with its name and offset, and the next file is still
+//                    read
 //   name entries  -> <file>.<index>.<arch>.<ext>, index counted over the
 //                    whole command line, so names are unique and stable
+//   read images   -> only for --kernels, --resources, --json, --extract:
+//                    one entry at a time, decompressed, its kernels read,
+//                    its file staged, its bytes dropped before the next
 //   extract       -> all files or none, each renamed into place
 //   report        -> an aligned table, or JSON for scripts
 //
@@ -18,7 +23,10 @@
 // with its padding, compressed or not); "size" is the image as extracted:
 // decompressed, a PTX text without its terminating NUL, a cubin without
 // the container's padding; an obfuscated LTO-IR entry, which nobody but
-// NVIDIA's tools can decompress, is extracted as a fatbin of its own.
+// NVIDIA's tools can decompress, is extracted as a fatbin of its own. A
+// plain listing decompresses nothing (a few KB of zstd may declare
+// gigabytes): a compressed entry's size is what its header declares, less
+// a PTX text's NUL.
 //
 // --manifest lists something else: the module descriptors fatlink wrote
 // and the kernel manifests in them (packager::readModuleManifests), as
@@ -85,7 +93,9 @@ struct Entry {
   std::string Compression; ///< "none", "zstd", "lz4", "zstd,obfuscated"
   std::string Module;      ///< nvcc module id, "whole-program", or ""
   std::string Arch;        ///< "sm_90" for code, "compute_90" for PTX
-  StringRef Bytes;         ///< the image as extracted (into Image.Data)
+  /// The size of the image as extracted; while a compressed entry has not
+  /// been decompressed (a listing), what its header declares.
+  uint64_t Size = 0;
   std::string Name;        ///< the file name --extract writes
   /// The kernels of a cubin or PTX entry, sorted by name; none for other
   /// kinds and for cubins LLVM cannot read as ELF.
@@ -147,12 +157,14 @@ static StringRef trimCubin(StringRef Data) {
   return Data.take_front(End);
 }
 
-/// Fills in what the report shows about E; the kernels only when
-/// \p WantKernels (--kernels, --json): reading them parses every cubin.
-static void describe(Entry &E, bool WantKernels) {
+static StringRef bytesOf(const Entry &E);
+
+/// Fills in what the report shows about E from its headers alone: a
+/// compressed entry is not decompressed here (readBytes does it), and its
+/// size is what its header declares, less the NUL that ends a PTX text.
+static void describe(Entry &E) {
   using packager::EmbeddedImage;
   const EmbeddedImage &I = E.Image;
-  E.Bytes = I.Data;
   if (I.Container == EmbeddedImage::ContainerKind::Fatbin) {
     E.Kind = I.Relocatable ? "relocatable-cubin" : I.Kind;
     E.Version = (Twine(I.Major) + "." + Twine(I.Minor)).str();
@@ -177,16 +189,29 @@ static void describe(Entry &E, bool WantKernels) {
   E.Arch = I.Arch;
   if (E.Kind == "ptx" && StringRef(E.Arch).starts_with("sm_"))
     E.Arch = "compute_" + E.Arch.substr(3);
+  if (I.Compressed)
+    E.Size = I.UncompressedSize - (E.Kind == "ptx" && I.UncompressedSize);
+  else
+    E.Size = bytesOf(E).size();
+}
+
+/// The image as extracted: a PTX text without its NUL, a cubin without
+/// the container's padding. Image.Data must be decompressed.
+static StringRef bytesOf(const Entry &E) {
+  StringRef Bytes = E.Image.Data;
+  if (E.Kind == "ptx")
+    return Bytes.rtrim('\0');
+  if (E.Kind == "cubin" || E.Kind == "relocatable-cubin")
+    return trimCubin(Bytes);
+  return Bytes;
+}
+
+/// The kernels of E's image (cubin, PTX), its bytes given.
+static void readKernels(Entry &E, StringRef Bytes) {
   if (E.Kind == "ptx") {
-    E.Bytes = E.Bytes.rtrim('\0');
-    if (WantKernels)
-      E.Kernels = packager::readPtxSymbols(E.Bytes).Kernels;
+    E.Kernels = packager::readPtxSymbols(Bytes).Kernels;
   } else if (E.Kind == "cubin" || E.Kind == "relocatable-cubin") {
-    E.Bytes = trimCubin(E.Bytes);
-    if (!WantKernels)
-      return;
-    if (Expected<packager::ModuleSymbols> S =
-            packager::readCubinSymbols(E.Bytes))
+    if (Expected<packager::ModuleSymbols> S = packager::readCubinSymbols(Bytes))
       E.Kernels = std::move(S->Kernels);
     else
       consumeError(S.takeError()); // listed all the same, without kernels
@@ -210,6 +235,35 @@ static StringRef extensionOf(const Entry &E) {
 // Passes
 //===----------------------------------------------------------------------===//
 
+/// An image's arch goes into the name --extract writes (and onto the
+/// terminal): an OffloadBinary's is any string its file holds, so
+/// `x/../../escaped` would write outside the directory. Only a name of
+/// letters, digits, `_`, `.` and `-`, without `..`, is taken; the first
+/// other one is an error naming the file, the image and the arch
+/// (escaped).
+static Error checkArchNames(ArrayRef<packager::EmbeddedImage> Images) {
+  for (const packager::EmbeddedImage &I : Images) {
+    StringRef Arch = I.Arch;
+    if (all_of(Arch,
+               [](char C) {
+                 return isAlnum(C) || C == '_' || C == '.' || C == '-';
+               }) &&
+        !Arch.contains(".."))
+      continue;
+    std::string Escaped;
+    raw_string_ostream OS(Escaped);
+    printEscapedString(Arch, OS);
+    return createStringError(
+        inconvertibleErrorCode(),
+        "%s%s%s offset %llu: image arch '%s' is not a GPU arch name (only "
+        "letters, digits, '_', '.' and '-', no '..'): the file is corrupt or "
+        "was not written for CUDA",
+        I.Origin.c_str(), I.Section.empty() ? "" : " section ",
+        I.Section.c_str(), (unsigned long long)I.Offset, Escaped.c_str());
+  }
+  return Error::success();
+}
+
 /// Files reported broken before inspect stops reading (as lld caps errors).
 static constexpr unsigned MaxBrokenFiles = 20;
 
@@ -226,16 +280,17 @@ static std::vector<Entry> scanFiles(Context &Ctx, const Config &C) {
                 " shown");
       break;
     }
-    ErrorOr<std::unique_ptr<MemoryBuffer>> MBOrErr =
-        MemoryBuffer::getFile(Path, /*IsText=*/false,
-                              /*RequiresNullTerminator=*/false);
+    Expected<std::unique_ptr<MemoryBuffer>> MBOrErr = readInputFile(Path);
     if (!MBOrErr) {
-      Ctx.error("cannot open " + Path + ": " + MBOrErr.getError().message());
+      Ctx.error(MBOrErr.takeError());
       ++Broken;
       continue;
     }
+    // The headers only: compressed entries stay compressed until an
+    // image is needed (readImages), one at a time.
     Expected<std::vector<packager::EmbeddedImage>> Images =
-        packager::scanFile((*MBOrErr)->getBuffer(), Path);
+        packager::scanFile((*MBOrErr)->getBuffer(), Path,
+                           /*Decompress=*/false);
     if (!Images) {
       Ctx.error(Images.takeError());
       ++Broken;
@@ -243,12 +298,17 @@ static std::vector<Entry> scanFiles(Context &Ctx, const Config &C) {
     }
     Ctx.verbose(Path + ": " + Twine(Images->size()) + " image" +
                 (Images->size() == 1 ? "" : "s"));
+    if (Error E = checkArchNames(*Images)) {
+      Ctx.error(std::move(E));
+      ++Broken;
+      continue;
+    }
     for (packager::EmbeddedImage &I : *Images)
       Entries.push_back({Path, std::move(I)});
   }
   // From here on, the list of entries is fixed.
   for (auto [Index, E] : enumerate(Entries)) {
-    describe(E, C.Kernels || C.Resources || C.Json);
+    describe(E);
     E.Name = (sys::path::filename(E.File) + "." + Twine(Index) + "." +
               (E.Image.Arch.empty() ? "noarch" : E.Image.Arch) + "." +
               extensionOf(E))
@@ -257,27 +317,60 @@ static std::vector<Entry> scanFiles(Context &Ctx, const Config &C) {
   return Entries;
 }
 
-/// Writes every entry into the directory, or none: each goes to a
-/// temporary beside its destination and is renamed into place only when
-/// all were written.
-static Error extract(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
-  TimeTraceScope Scope("Extract");
+/// What --kernels, --resources, --json and --extract need of the images,
+/// read one entry at a time: a compressed entry is decompressed, its
+/// kernels read and its file staged (\p Staged, when extracting), and its
+/// decompressed bytes are dropped before the next, so that inspect holds
+/// one image at a time, whatever the headers declare. An entry that does
+/// not decompress is reported, and the next one still read.
+static void readImages(Context &Ctx, const Config &C,
+                       MutableArrayRef<Entry> Entries,
+                       std::vector<StagedFile> &Staged) {
+  TimeTraceScope Scope("Read images");
+  for (Entry &E : Entries) {
+    if (Ctx.errorCount() == MaxBrokenFiles)
+      return;
+    bool Decompressed = E.Image.Compressed;
+    if (Error Err = packager::decompressImage(E.Image)) {
+      Ctx.error(std::move(Err));
+      continue;
+    }
+    StringRef Bytes = bytesOf(E);
+    E.Size = Bytes.size();
+    if (C.Kernels || C.Resources || C.Json)
+      readKernels(E, Bytes);
+    if (!C.ExtractDir.empty() && !Ctx.errorCount()) {
+      SmallString<256> Path(C.ExtractDir);
+      sys::path::append(Path, E.Name);
+      Expected<StagedFile> S = StagedFile::create(Path, Bytes);
+      if (!S)
+        Ctx.error(S.takeError());
+      else
+        Staged.push_back(std::move(*S));
+    }
+    if (Decompressed)
+      std::string().swap(E.Image.Data);
+  }
+}
+
+/// Makes the --extract directory, before anything is staged in it.
+static Error makeExtractDir(const Config &C) {
   if (sys::fs::exists(C.ExtractDir) && !sys::fs::is_directory(C.ExtractDir))
     return createStringError(inconvertibleErrorCode(),
                              "--extract=%s: exists and is not a directory",
                              C.ExtractDir.c_str());
-  if (std::error_code EC = sys::fs::create_directories(C.ExtractDir))
+  // Modes as mkdir -p gives them (0777 less the umask), like the files'.
+  if (std::error_code EC = sys::fs::create_directories(
+          C.ExtractDir, /*IgnoreExisting=*/true, sys::fs::all_all))
     return createStringError(EC, "cannot create directory %s: %s",
                              C.ExtractDir.c_str(), EC.message().c_str());
-  std::vector<StagedFile> Staged;
-  for (const Entry &E : Entries) {
-    SmallString<256> Path(C.ExtractDir);
-    sys::path::append(Path, E.Name);
-    Expected<StagedFile> S = StagedFile::create(Path, E.Bytes);
-    if (!S)
-      return S.takeError();
-    Staged.push_back(std::move(*S));
-  }
+  return Error::success();
+}
+
+/// Renames every staged entry into place: all files or none, since each
+/// was written to a temporary beside its destination first.
+static Error extract(Context &Ctx, MutableArrayRef<StagedFile> Staged) {
+  TimeTraceScope Scope("Extract");
   for (StagedFile &S : Staged) {
     std::string Path = S.path().str();
     if (Error Err = S.commit())
@@ -326,7 +419,7 @@ static void printTable(Context &Ctx, ArrayRef<Entry> Entries) {
     auto OrDash = [](StringRef S) { return S.empty() ? "-" : S.str(); };
     Rows.push_back({I.Origin, OrDash(I.Section), E.Kind, OrDash(E.Arch),
                     OrDash(E.Version), std::to_string(I.StoredSize),
-                    std::to_string(E.Bytes.size()), E.Compression});
+                    std::to_string(E.Size), E.Compression});
     if (ShowModule)
       Rows.back().push_back(OrDash(E.Module));
     Rows.back().push_back(E.Name);
@@ -382,7 +475,7 @@ static void printResourceTable(Context &Ctx, ArrayRef<Entry> Entries) {
         continue;
       const packager::KernelResources &R = *K.Resources;
       Rows.push_back({E.Name, E.Arch, K.Name, std::to_string(R.Registers),
-                      std::to_string(R.Stack), "-", "-",
+                      R.Stack ? std::to_string(*R.Stack) : "-", "-", "-",
                       std::to_string(R.Shared), std::to_string(R.Local),
                       std::to_string(R.Constant0), std::to_string(R.CodeSize),
                       dims(R.MaxThreads), dims(R.ReqThreads)});
@@ -416,7 +509,7 @@ static void printJson(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
                                                  : json::Value(E.Version));
         J.attribute("flags", int64_t(I.Flags));
         J.attribute("stored_size", int64_t(I.StoredSize));
-        J.attribute("size", int64_t(E.Bytes.size()));
+        J.attribute("size", int64_t(E.Size));
         J.attribute("compression", E.Compression);
         if (IsFatbin) {
           J.attribute("obfuscated", bool(I.Flags & packager::FlagObfuscated));
@@ -448,7 +541,8 @@ static void printJson(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
                 };
                 J.attributeObject("resources", [&] {
                   J.attribute("registers", int64_t(R.Registers));
-                  J.attribute("stack", int64_t(R.Stack));
+                  J.attribute("stack", R.Stack ? json::Value(int64_t(*R.Stack))
+                                               : json::Value(nullptr));
                   // Not in a cubin: device-link --json reports them.
                   J.attribute("spill_stores", nullptr);
                   J.attribute("spill_loads", nullptr);
@@ -634,11 +728,9 @@ static Error listManifests(Context &Ctx, const Config &C) {
   for (const std::string &Path : C.Inputs) {
     if (Ctx.errorCount() == MaxBrokenFiles)
       break;
-    ErrorOr<std::unique_ptr<MemoryBuffer>> MBOrErr =
-        MemoryBuffer::getFile(Path, /*IsText=*/false,
-                              /*RequiresNullTerminator=*/false);
+    Expected<std::unique_ptr<MemoryBuffer>> MBOrErr = readInputFile(Path);
     if (!MBOrErr) {
-      Ctx.error("cannot open " + Path + ": " + MBOrErr.getError().message());
+      Ctx.error(MBOrErr.takeError());
       continue;
     }
     Expected<std::vector<packager::ModuleManifest>> Modules =
@@ -695,8 +787,16 @@ static Error inspect(Context &Ctx, const Config &C) {
   if (Ctx.errorCount())
     return Error::success();
   if (!C.ExtractDir.empty())
-    if (Error E = extract(Ctx, C, Entries))
+    if (Error E = makeExtractDir(C))
       return E;
+  std::vector<StagedFile> Staged;
+  if (C.Kernels || C.Resources || C.Json || !C.ExtractDir.empty())
+    readImages(Ctx, C, Entries, Staged);
+  // An image that did not decompress was reported: nothing is extracted.
+  if (Ctx.errorCount())
+    return Error::success();
+  if (Error E = extract(Ctx, Staged))
+    return E;
   if (C.Json)
     printJson(Ctx, C, Entries);
   else if (Entries.empty())

@@ -297,20 +297,49 @@ Error encodeEntry(std::string &Out, const FatbinImage &Img, StringRef Payload,
 // Reader
 //===----------------------------------------------------------------------===//
 
+/// Makes room in \p Out for \p N more bytes of an image of at most
+/// \p Limit: its capacity doubles, never past Limit, so what is allocated
+/// follows what the payload really produces, not what its header declares.
+/// Memory that cannot be had (ulimit -v) is an error naming the entry: the
+/// allocation itself would end the process with no word of which file
+/// asked for it. The probe is a malloc of the same size while Out still
+/// holds its bytes, as the reallocation will.
+Error reserveFor(std::string &Out, uint64_t N, uint64_t Limit,
+                 uint64_t EntryOff) {
+  if (Out.capacity() - Out.size() >= N)
+    return Error::success();
+  uint64_t Want = std::max<uint64_t>(
+      Out.size() + N,
+      std::min<uint64_t>(Limit, std::max<uint64_t>(2 * uint64_t(Out.capacity()),
+                                                   uint64_t(1) << 20)));
+  if (void *Probe = std::malloc(Want))
+    std::free(Probe);
+  else
+    return createStringError(
+        std::make_error_code(std::errc::not_enough_memory),
+        "cannot allocate " + Twine(Want) +
+            " bytes to decompress the fatbin entry at offset " + hex(EntryOff) +
+            " (" + Twine(Limit) + " bytes): out of memory");
+  Out.reserve(Want);
+  return Error::success();
+}
+
 /// Decodes one LZ4 block (the format fatbinary --compress-mode=speed
 /// writes) of exactly \p OutSize bytes. Every length is checked against
 /// what remains of the input and the output.
 Expected<std::string> lz4Decompress(StringRef In, uint64_t OutSize,
-                                    uint64_t EntryOff) {
+                                    uint64_t EntryOff, uint64_t Max) {
   auto Bad = [&](const Twine &What) {
     return createStringError(
         "malformed LZ4 payload in fatbin entry at offset " + hex(EntryOff) +
         ": " + What);
   };
-  std::string Out;
   // A header may declare any size up to the limit; an LZ4 input byte yields
   // at most 255 output bytes, so reserve no more than the input can fill.
-  Out.reserve(std::min<uint64_t>(OutSize, uint64_t(In.size()) * 255));
+  std::string Out;
+  uint64_t Bound = std::min({OutSize, uint64_t(In.size()) * 255, Max});
+  if (Error E = reserveFor(Out, Bound, Bound, EntryOff))
+    return std::move(E);
   size_t I = 0;
   auto ReadLength = [&](uint64_t &Len) -> bool {
     if (Len != 15)
@@ -327,14 +356,18 @@ Expected<std::string> lz4Decompress(StringRef In, uint64_t OutSize,
     }
   };
   while (I < In.size()) {
+    if (Out.size() >= Max)
+      return Out.substr(0, Max);
     uint8_t Token = In[I++];
     uint64_t Lit = Token >> 4;
     if (!ReadLength(Lit))
       return Bad("literal length runs past the end");
     if (Lit > In.size() - I || Lit > OutSize - Out.size())
       return Bad("literal run of " + Twine(Lit) + " bytes past the end");
-    Out.append(In.data() + I, Lit);
+    Out.append(In.data() + I, std::min<uint64_t>(Lit, Max - Out.size()));
     I += Lit;
+    if (Out.size() >= Max)
+      return std::move(Out);
     if (I == In.size())
       break; // the last sequence has literals only
     if (In.size() - I < 2)
@@ -350,17 +383,20 @@ Expected<std::string> lz4Decompress(StringRef In, uint64_t OutSize,
     if (MatchLen > OutSize - Out.size())
       return Bad("match of " + Twine(MatchLen) + " bytes past the end");
     size_t From = Out.size() - MatchOff;
-    for (uint64_t K = 0; K < MatchLen; ++K) // may overlap its own output
+    // May overlap its own output; a prefix stops at Max.
+    for (uint64_t K = 0; K < MatchLen && Out.size() < Max; ++K)
       Out.push_back(Out[From + K]);
   }
+  if (Out.size() >= Max)
+    return Out.substr(0, Max);
   if (Out.size() != OutSize)
     return Bad("decodes to " + Twine(Out.size()) + " bytes, header says " +
                Twine(OutSize));
-  return Out;
+  return std::move(Out);
 }
 
 Expected<std::string> zstdDecompress(StringRef In, uint64_t OutSize,
-                                     uint64_t EntryOff) {
+                                     uint64_t EntryOff, uint64_t Max) {
   unsigned long long Declared = ZSTD_getFrameContentSize(In.data(), In.size());
   if (Declared == ZSTD_CONTENTSIZE_ERROR)
     return createStringError(
@@ -378,7 +414,8 @@ Expected<std::string> zstdDecompress(StringRef In, uint64_t OutSize,
                              hex(EntryOff) + ": out of memory");
   scope_exit FreeDCtx([&] { ZSTD_freeDCtx(DCtx); });
   std::string Out;
-  std::vector<char> Chunk(1 << 16);
+  std::vector<char> Chunk(
+      std::min<uint64_t>(1 << 16, std::max<uint64_t>(Max, 1)));
   ZSTD_inBuffer Src{In.data(), In.size(), 0};
   while (true) {
     ZSTD_outBuffer Dst{Chunk.data(), Chunk.size(), 0};
@@ -390,7 +427,11 @@ Expected<std::string> zstdDecompress(StringRef In, uint64_t OutSize,
       return createStringError("zstd frame in fatbin entry at offset " +
                                hex(EntryOff) + " holds more than the " +
                                Twine(OutSize) + " bytes its header says");
+    if (Error E = reserveFor(Out, Dst.pos, std::min(OutSize, Max), EntryOff))
+      return std::move(E);
     Out.append(Chunk.data(), Dst.pos);
+    if (Out.size() >= Max)
+      return Out.substr(0, Max);
     if (Ret == 0 && Src.pos == Src.size)
       break;
     if (Src.pos == Src.size && Dst.pos < Dst.size)
@@ -402,7 +443,7 @@ Expected<std::string> zstdDecompress(StringRef In, uint64_t OutSize,
     return createStringError("zstd frame in fatbin entry at offset " +
                              hex(EntryOff) + " holds " + Twine(N) +
                              " bytes, header says " + Twine(OutSize));
-  return Out;
+  return std::move(Out);
 }
 
 /// Reads the string that the (offset, length) pair at \p PairOff of an
@@ -440,6 +481,7 @@ std::string archName(unsigned SM, uint64_t Flags) {
 /// Reads the entry at \p Off, which must end by \p End. Returns the offset
 /// just past it.
 Expected<uint64_t> readEntry(StringRef Data, uint64_t Off, uint64_t End,
+                             bool Decompress,
                              std::vector<FatbinEntry> &Entries) {
   using namespace support::endian;
   if (EntryHeaderSize > End - Off)
@@ -525,14 +567,11 @@ Expected<uint64_t> readEntry(StringRef Data, uint64_t Off, uint64_t End,
     // decompressed (see the top of this file).
     E.Payload = Payload.str();
     E.Encoded = Data.substr(Off, E.HeaderSize + E.StoredSize).str();
-  } else if (Zstd || LZ4) {
+  } else if ((Zstd || LZ4) && Decompress) {
     Expected<std::string> Out =
-        Zstd ? zstdDecompress(Payload, E.UncompressedSize, Off)
-             : lz4Decompress(Payload, E.UncompressedSize, Off);
-    if (!Out) // a payload error: see readFatbin in Packager.h
-      return createStringError(
-          std::make_error_code(std::errc::illegal_byte_sequence),
-          toString(Out.takeError()));
+        decompressFatbinPayload(Payload, E.Flags, E.UncompressedSize, Off);
+    if (!Out)
+      return Out.takeError();
     E.Payload = std::move(*Out);
   } else {
     E.Payload = Payload.str();
@@ -543,7 +582,7 @@ Expected<uint64_t> readEntry(StringRef Data, uint64_t Off, uint64_t End,
 }
 
 /// Reads the container at \p Off. Returns the offset just past it.
-Expected<uint64_t> readContainer(StringRef Data, uint64_t Off,
+Expected<uint64_t> readContainer(StringRef Data, uint64_t Off, bool Decompress,
                                  std::vector<FatbinEntry> &Entries) {
   using namespace support::endian;
   uint64_t Size = Data.size();
@@ -573,7 +612,7 @@ Expected<uint64_t> readContainer(StringRef Data, uint64_t Off,
                              Twine(Size - Begin) + " follow its header");
   uint64_t End = Begin + EntriesSize;
   for (uint64_t Cur = Begin; Cur != End;) {
-    Expected<uint64_t> Next = readEntry(Data, Cur, End, Entries);
+    Expected<uint64_t> Next = readEntry(Data, Cur, End, Decompress, Entries);
     if (!Next)
       return Next.takeError();
     Cur = *Next;
@@ -661,8 +700,30 @@ std::string fatlink::packager::fatbinOfEntry(StringRef Encoded) {
   return Out;
 }
 
+Expected<std::string>
+fatlink::packager::decompressFatbinPayload(StringRef Stored, uint64_t Flags,
+                                           uint64_t UncompressedSize,
+                                           uint64_t EntryOff, uint64_t Max) {
+  if (!(Flags & (FlagZstd | FlagLZ4)) || (Flags & FlagObfuscated))
+    return Stored.take_front(Max).str();
+  Expected<std::string> Out =
+      Flags & FlagZstd ? zstdDecompress(Stored, UncompressedSize, EntryOff, Max)
+                       : lz4Decompress(Stored, UncompressedSize, EntryOff, Max);
+  if (Out)
+    return Out;
+  // A payload error (see readFatbin), unless memory ran out.
+  std::error_code EC = std::make_error_code(std::errc::illegal_byte_sequence);
+  std::string Msg;
+  handleAllErrors(Out.takeError(), [&](const ErrorInfoBase &Info) {
+    Msg = Info.message();
+    if (Info.convertToErrorCode() == std::errc::not_enough_memory)
+      EC = Info.convertToErrorCode();
+  });
+  return createStringError(EC, Msg);
+}
+
 Expected<std::vector<FatbinEntry>>
-fatlink::packager::readFatbin(StringRef Data) {
+fatlink::packager::readFatbin(StringRef Data, bool Decompress) {
   std::vector<FatbinEntry> Entries;
   uint64_t Off = 0;
   // cuobjdump's rule for what follows a container (docs/packager.md,
@@ -670,7 +731,7 @@ fatlink::packager::readFatbin(StringRef Data) {
   // words of zeros are padding and a container follows them; a tail
   // shorter than a header is ignored.
   do {
-    Expected<uint64_t> End = readContainer(Data, Off, Entries);
+    Expected<uint64_t> End = readContainer(Data, Off, Decompress, Entries);
     if (!End)
       return End.takeError();
     Off = *End;

@@ -227,6 +227,28 @@ Expected<StringRef> ElfReader::string(Loc At, StringRef What) const {
   return Tail.take_front(Nul);
 }
 
+/// The descriptor at \p Desc says its fatbin has \p Size bytes: they must
+/// lie in the section its `fatbin` pointer points into (a size of
+/// 0xffffffffffffff00 was taken, and printed as -256).
+static Error checkFatbin(const ElfReader &R, Loc Desc, uint64_t Size) {
+  Expected<std::optional<Loc>> FatbinOrErr =
+      R.pointer({Desc.Sec, Desc.Off + offsetof(fatlink_module, fatbin)});
+  if (!FatbinOrErr)
+    return FatbinOrErr.takeError();
+  uint64_t Left = 0;
+  if (*FatbinOrErr) {
+    Loc Fatbin = **FatbinOrErr;
+    Left = R.Contents[Fatbin.Sec].size() - Fatbin.Off;
+  }
+  if (Size > Left)
+    return createStringError(
+        R.Name + ": " + R.where(Desc) + ": the descriptor's fatbin_size " +
+        Twine(Size) + " (0x" + utohexstr(Size, true) + ") is more than the " +
+        Twine(Left) + " bytes its fatbin pointer leaves in the section" +
+        (*FatbinOrErr ? "" : " (a null pointer)"));
+  return Error::success();
+}
+
 /// Reads the kernel table of one known descriptor at \p Desc into \p M.
 static Error readKernels(const ElfReader &R, Loc Desc, uint32_t NumKernels,
                          ModuleManifest &M) {
@@ -312,6 +334,18 @@ static Error readKernels(const ElfReader &R, Loc Desc, uint32_t NumKernels,
                                ": the manifest of " + "kernel " + K.Info.Name +
                                " (offset " + Twine(ManOff) +
                                ") runs past the end of its section");
+    // A manifest lies after the table, aligned as its fields are: an
+    // offset into the table or between fields is no manifest (read there,
+    // it looked like "none", version 0).
+    if (ManOff % alignof(fatlink_kernel_manifest) != 0 ||
+        ManOff < uint64_t(NumKernels) * RecSize)
+      return createStringError(
+          R.Name + ": " + R.where(At(Rec)) + ": malformed manifest offset " +
+          Twine(ManOff) + " of kernel " + K.Info.Name + ": " +
+          (ManOff % alignof(fatlink_kernel_manifest)
+               ? "not a multiple of " + Twine(alignof(fatlink_kernel_manifest))
+               : "inside the kernel table of " + Twine(NumKernels) +
+                     " records"));
     const char *Man = Base.data() + ManOff;
     K.ManifestVersion =
         read16le(Man + offsetof(fatlink_kernel_manifest, version));
@@ -432,6 +466,8 @@ static Error readElf(StringRef Data, StringRef Name,
         const char *D = Sec.data() + Desc.Off;
         M.Flags = read32le(D + offsetof(fatlink_module, flags));
         M.FatbinSize = read64le(D + offsetof(fatlink_module, fatbin_size));
+        if (Error E = checkFatbin(R, Desc, M.FatbinSize))
+          return E;
         uint32_t NumKernels =
             read32le(D + offsetof(fatlink_module, num_kernels));
         if (Error E = readKernels(R, Desc, NumKernels, M))

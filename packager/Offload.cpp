@@ -66,13 +66,18 @@ bool isRelocatableCubin(StringRef Data) {
          support::endian::read16le(Data.data() + 16) == ELF::ET_REL;
 }
 
+/// How errors name an image's place: "lib.a(k.o) section .nv_fatbin".
+std::string placeOf(StringRef Origin, StringRef Section) {
+  return Section.empty() ? Origin.str()
+                         : (Origin + " section " + Section).str();
+}
+
 Error addFatbin(StringRef Data, StringRef Origin, StringRef Section,
-                const ObjectInfo &Obj, std::vector<EmbeddedImage> &Out) {
-  Expected<std::vector<FatbinEntry>> Entries = readFatbin(Data);
+                const ObjectInfo &Obj, bool Decompress,
+                std::vector<EmbeddedImage> &Out) {
+  Expected<std::vector<FatbinEntry>> Entries = readFatbin(Data, Decompress);
   if (!Entries)
-    return createFileError(Section.empty() ? Origin
-                                           : Origin + " section " + Section,
-                           Entries.takeError());
+    return createFileError(placeOf(Origin, Section), Entries.takeError());
   for (FatbinEntry &E : *Entries) {
     EmbeddedImage Img;
     Img.Container = EmbeddedImage::ContainerKind::Fatbin;
@@ -92,8 +97,20 @@ Error addFatbin(StringRef Data, StringRef Origin, StringRef Section,
     // fatbin of its own, which nvJitLink and cuobjdump read.
     Img.Data = E.Flags & FlagObfuscated ? fatbinOfEntry(E.Encoded)
                                         : std::move(E.Payload);
-    Img.Relocatable =
-        E.Kind == packager::ImageKind::Cubin && isRelocatableCubin(Img.Data);
+    Img.UncompressedSize = E.UncompressedSize;
+    Img.Compressed = !Decompress && (E.Flags & (FlagZstd | FlagLZ4)) &&
+                     !(E.Flags & FlagObfuscated);
+    if (E.Kind == packager::ImageKind::Cubin && Img.Compressed) {
+      // The ELF header alone says ET_REL.
+      Expected<std::string> Head = decompressFatbinPayload(
+          Img.Data, E.Flags, E.UncompressedSize, E.Offset, /*Max=*/64);
+      if (!Head)
+        return createFileError(placeOf(Origin, Section), Head.takeError());
+      Img.Relocatable = isRelocatableCubin(*Head);
+    } else {
+      Img.Relocatable =
+          E.Kind == packager::ImageKind::Cubin && isRelocatableCubin(Img.Data);
+    }
     if (Obj.Relocatable && Section == "__nv_relfatbin")
       Img.ModuleId = Obj.ModuleId;
     Img.WholeProgram = Obj.Relocatable && Section == ".nv_fatbin";
@@ -130,7 +147,7 @@ Error addOffloadBinaries(StringRef Data, StringRef Origin, StringRef Section,
       });
 }
 
-Error scanObject(StringRef Data, StringRef Origin,
+Error scanObject(StringRef Data, StringRef Origin, bool Decompress,
                  std::vector<EmbeddedImage> &Out) {
   Expected<std::unique_ptr<ObjectFile>> ObjOrErr =
       ObjectFile::createObjectFile(MemoryBufferRef(Data, Origin));
@@ -159,7 +176,7 @@ Error scanObject(StringRef Data, StringRef Origin,
       **ObjOrErr, Origin,
       [&](intake::SectionKind Kind, StringRef Name, StringRef Contents) {
         return Kind == intake::SectionKind::Fatbin
-                   ? addFatbin(Contents, Origin, Name, Info, Out)
+                   ? addFatbin(Contents, Origin, Name, Info, Decompress, Out)
                    : addOffloadBinaries(Contents, Origin, Name, Out);
       });
 }
@@ -167,10 +184,10 @@ Error scanObject(StringRef Data, StringRef Origin,
 /// Scans \p Data. At the top level an unknown format is an error; inside an
 /// archive it is skipped (rlibs hold lib.rmeta, archives hold symbol
 /// tables and text files).
-Error scan(StringRef Data, StringRef Origin, bool InArchive,
+Error scan(StringRef Data, StringRef Origin, bool InArchive, bool Decompress,
            std::vector<EmbeddedImage> &Out) {
   if (isFatbin(Data))
-    return addFatbin(Data, Origin, "", ObjectInfo(), Out);
+    return addFatbin(Data, Origin, "", ObjectInfo(), Decompress, Out);
   switch (identify_magic(Data)) {
   case file_magic::offload_binary:
     return addOffloadBinaries(Data, Origin, "", Out);
@@ -179,12 +196,12 @@ Error scan(StringRef Data, StringRef Origin, bool InArchive,
         MemoryBufferRef(Data, Origin), Origin, intake::ThinArchive::Refuse,
         [&](intake::Member &M) {
           return scan(M.Data.getBuffer(), (Origin + "(" + M.Name + ")").str(),
-                      true, Out);
+                      true, Decompress, Out);
         });
   case file_magic::elf_relocatable:
   case file_magic::elf_executable:
   case file_magic::elf_shared_object:
-    return scanObject(Data, Origin, Out);
+    return scanObject(Data, Origin, Decompress, Out);
   default:
     if (InArchive)
       return Error::success();
@@ -238,9 +255,21 @@ fatlink::packager::writeOffloadObject(ArrayRef<OffloadImage> Images,
 }
 
 Expected<std::vector<EmbeddedImage>>
-fatlink::packager::scanFile(StringRef Data, StringRef Name) {
+fatlink::packager::scanFile(StringRef Data, StringRef Name, bool Decompress) {
   std::vector<EmbeddedImage> Out;
-  if (Error E = scan(Data, Name, false, Out))
+  if (Error E = scan(Data, Name, false, Decompress, Out))
     return std::move(E);
   return Out;
+}
+
+Error fatlink::packager::decompressImage(EmbeddedImage &Img) {
+  if (!Img.Compressed)
+    return Error::success();
+  Expected<std::string> Data = decompressFatbinPayload(
+      Img.Data, Img.Flags, Img.UncompressedSize, Img.Offset);
+  if (!Data)
+    return createFileError(placeOf(Img.Origin, Img.Section), Data.takeError());
+  Img.Data = std::move(*Data);
+  Img.Compressed = false;
+  return Error::success();
 }

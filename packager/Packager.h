@@ -161,12 +161,30 @@ struct FatbinEntry {
 /// containers may follow each other, as in a linked .nv_fatbin section,
 /// with 8-byte words of zeros between them (cuobjdump's rule: see
 /// docs/packager.md). Every size and offset is checked before use;
-/// compressed payloads (zstd, LZ4) are decompressed. An error in a
-/// compressed payload itself (it does not decode to the bytes its header
-/// declares) carries std::errc::illegal_byte_sequence; every other error is
-/// in the container or an entry header, which the runtime's reader
-/// (fatlink_rt_parse_fatbin) checks as well.
-llvm::Expected<std::vector<FatbinEntry>> readFatbin(llvm::StringRef Data);
+/// compressed payloads (zstd, LZ4) are decompressed when \p Decompress,
+/// else their Payload is the compressed bytes as stored (without the
+/// padding), for decompressFatbinPayload to decode when they are needed:
+/// a listing needs only the headers, and a few bytes of zstd may declare
+/// 4 GiB. An error in a compressed payload itself (it does not decode to
+/// the bytes its header declares) carries std::errc::illegal_byte_sequence;
+/// memory that cannot be had for it, std::errc::not_enough_memory; every
+/// other error is in the container or an entry header, which the runtime's
+/// reader (fatlink_rt_parse_fatbin) checks as well.
+llvm::Expected<std::vector<FatbinEntry>> readFatbin(llvm::StringRef Data,
+                                                    bool Decompress = true);
+
+/// The image of a fatbin entry whose flags are \p Flags, from \p Stored,
+/// its compressed bytes (as readFatbin leaves them without Decompress):
+/// decompressed to exactly \p UncompressedSize bytes (zstd, LZ4), or
+/// Stored itself when the entry is not compressed or obfuscated. At most
+/// the first \p Max bytes are decoded and returned (a cubin's ELF header
+/// says whether it is relocatable). \p EntryOff names the entry in errors,
+/// which carry the error codes readFatbin's payload errors do.
+llvm::Expected<std::string> decompressFatbinPayload(llvm::StringRef Stored,
+                                                    uint64_t Flags,
+                                                    uint64_t UncompressedSize,
+                                                    uint64_t EntryOff,
+                                                    uint64_t Max = UINT64_MAX);
 
 /// A fatbin container (16-byte header) that holds exactly \p Encoded, one
 /// entry as readFatbin found it (FatbinEntry::Encoded).
@@ -188,7 +206,12 @@ llvm::Expected<HostArch> parseHostArch(llvm::StringRef Triple);
 /// from the cubin's ELF (readCubinSymbols).
 struct KernelResources {
   unsigned Registers = 0; ///< per thread: EIATTR_REGCOUNT, or sh_info >> 24
-  uint64_t Stack = 0;     ///< bytes: EIATTR_FRAME_SIZE in .nv.info
+  /// Bytes of stack a thread needs, the kernel's frame and its callees':
+  /// EIATTR_MIN_STACK_SIZE in .nv.info, else (relocatable cubins, whose
+  /// calls are not resolved) its own frame, EIATTR_FRAME_SIZE, as
+  /// cuobjdump -res-usage shows it. None (cuobjdump: UNKNOWN) when ptxas
+  /// could not bound it (0xffffffff: recursion, indirect calls).
+  std::optional<uint64_t> Stack = 0;
   uint64_t Shared = 0;    ///< static shared bytes: .nv.shared.<kernel>
   uint64_t Local = 0;     ///< bytes: .nv.local.<kernel>
   uint64_t Constant0 = 0; ///< bank 0 bytes (parameters): .nv.constant0.<kernel>
@@ -294,11 +317,15 @@ struct ModuleSymbols {
 /// as ELF is an error.
 llvm::Expected<ModuleSymbols> readCubinSymbols(llvm::StringRef Cubin);
 
-/// The symbols of a PTX module, from its directives, one a line as nvcc
-/// and LLVM write them: `.visible`/`.weak` `.entry NAME(`, `.func (...)
-/// NAME(`, `.global`/`.const ... NAME` define; `.extern` ones reference.
-/// `.entry` definitions are the kernels, their parameter sizes from the
-/// `.param` declarations (`.u64` 8, `.b8 name[24]` 24).
+/// The symbols of a PTX module, from its directives (comments dropped):
+/// `.visible`/`.weak` `.entry NAME(`, `.func (...) NAME(` definitions (a
+/// body follows; a prototype ending in `;`, as the PTX linker writes
+/// before each definition, defines nothing) and `.global`/`.const ...
+/// NAME` define; `.extern` ones reference. `.entry` definitions, bare ones
+/// too (nvcc's static and anonymous-namespace kernels, which define no
+/// visible symbol), are the kernels, their parameter sizes from the
+/// `.param` declarations of the list up to its `)`, on one line or many
+/// (`.u64` 8, `.b8 name[24]` 24).
 ModuleSymbols readPtxSymbols(llvm::StringRef Ptx);
 
 /// Returns a relocatable ELF object for \p Arch that carries \p Fatbin in
@@ -401,8 +428,13 @@ struct EmbeddedImage {
   uint64_t StoredSize = 0; ///< bytes in the file (fatbin: padded payload)
   /// The (decompressed) image. For an obfuscated fatbin entry
   /// (FlagObfuscated), which cannot be decompressed, a fatbin container
-  /// holding just that entry as stored (fatbinOfEntry).
+  /// holding just that entry as stored (fatbinOfEntry). When Compressed,
+  /// the entry's compressed bytes: decompressImage decodes them.
   std::string Data;
+  /// Data is still compressed (scanFile without Decompress): it decodes to
+  /// UncompressedSize bytes, which the entry header declares.
+  bool Compressed = false;
+  uint64_t UncompressedSize = 0; ///< fatbin entries: from the header
   /// A cubin that is a relocatable ELF (ET_REL: nvcc -dc, -rdc=true), to
   /// be linked by nvlink before it loads; false for a linked one.
   bool Relocatable = false;
@@ -427,8 +459,16 @@ struct EmbeddedImage {
 /// names the file in origins. The result is in file order. Archives,
 /// sections and OffloadBinaries are read by intake/ (intake/Intake.h),
 /// with its checks.
-llvm::Expected<std::vector<EmbeddedImage>> scanFile(llvm::StringRef Data,
-                                                    llvm::StringRef Name);
+/// Compressed fatbin entries are decompressed when \p Decompress; else
+/// they are left Compressed (only the first bytes of a cubin are decoded,
+/// to tell a relocatable one), so that the images of a file take no more
+/// memory than the file, whatever sizes its headers declare.
+llvm::Expected<std::vector<EmbeddedImage>>
+scanFile(llvm::StringRef Data, llvm::StringRef Name, bool Decompress = true);
+
+/// Decompresses \p Img in place when it is Compressed. Errors name its
+/// origin, section and entry offset.
+llvm::Error decompressImage(EmbeddedImage &Img);
 
 } // namespace packager
 } // namespace fatlink

@@ -5,8 +5,9 @@
 // nvcc's code against fatlink's with it (lto/Inputs.cpp), and `inspect`
 // lists the kernels of every entry. Cubins are read as ELF (LLVM's object
 // reader; kernels are the symbols with STO_CUDA_ENTRY, parameters come from
-// `.nv.info.<kernel>`), PTX from its directives, one a line, as nvcc and
-// LLVM write it.
+// `.nv.info.<kernel>`), PTX from its directives: a line that starts one,
+// and for `.entry` and `.func` the parameter list up to its matching `)`
+// and whether a body follows (a definition) or `;` (a prototype).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,7 +19,9 @@
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Support/Endian.h"
 
+#include <cctype>
 #include <map>
+#include <optional>
 
 using namespace llvm;
 
@@ -79,19 +82,25 @@ static std::vector<unsigned> cubinParamSizes(StringRef Info) {
 /// Fills in the resources of \p Kernels from the cubin \p Obj: registers
 /// from the module's `.nv.info` (EIATTR_REGCOUNT, 0x2f: u32 symbol index,
 /// u32 count; else bits 24-31 of `.text.<kernel>`'s sh_info, all that
-/// older cubins have), the stack frame from there too (EIATTR_FRAME_SIZE,
-/// 0x11, laid out alike), shared, local and constant bank 0 from the sizes of
+/// older cubins have), the stack from there too (EIATTR_MIN_STACK_SIZE,
+/// 0x12, laid out alike: the kernel's frame and its callees', 0xffffffff
+/// when ptxas cannot bound it; a relocatable cubin has none, and then its
+/// own frame, EIATTR_FRAME_SIZE, 0x11, is all there is), shared, local and
+/// constant bank 0 from the sizes of
 /// `.nv.shared.<kernel>`, `.nv.local.<kernel>` and
 /// `.nv.constant0.<kernel>`, and declared block sizes from
 /// `.nv.info.<kernel>` (EIATTR_MAX_THREADS 0x05, EIATTR_REQNTID 0x10: three
-/// u32), and the code size from `.text.<kernel>`'s size. Measured against nvcc 13.0's cubins and cuobjdump -res-usage.
+/// u32), and the code size from `.text.<kernel>`'s size. Measured against
+/// nvcc 13.0's cubins and cuobjdump -res-usage.
 static void readResources(const object::ELF64LEObjectFile &Obj,
                           std::vector<KernelInfo> &Kernels) {
   constexpr uint8_t AttrMaxThreads = 0x05, AttrReqNtid = 0x10,
-                    AttrFrameSize = 0x11, AttrRegCount = 0x2f;
+                    AttrFrameSize = 0x11, AttrMinStackSize = 0x12,
+                    AttrRegCount = 0x2f;
+  constexpr uint32_t UnknownStack = 0xffffffff;
   std::map<std::string, KernelResources> Res;
   std::map<uint32_t, std::string> BySymbol; // symbol index -> kernel
-  std::map<std::string, uint64_t> RegCount;
+  std::map<std::string, uint64_t> RegCount, MinStack;
   for (const object::ELFSymbolRef Sym : Obj.symbols()) {
     Expected<StringRef> Name = Sym.getName();
     if (!Name) {
@@ -138,14 +147,18 @@ static void readResources(const object::ELF64LEObjectFile &Obj,
       }
       KernelResources *Own = For(".nv.info.");
       forEachSizedAttr(*Contents, [&](uint8_t Attr, StringRef V) {
-        if ((Attr == AttrFrameSize || Attr == AttrRegCount) &&
+        if ((Attr == AttrFrameSize || Attr == AttrMinStackSize ||
+             Attr == AttrRegCount) &&
             V.size() >= 8 && Name == ".nv.info") {
           auto It = BySymbol.find(support::endian::read32le(V.data()));
           if (It == BySymbol.end())
             return;
           uint32_t Value = support::endian::read32le(V.data() + 4);
-          (Attr == AttrFrameSize ? Res[It->second].Stack
-                                 : RegCount[It->second]) = Value;
+          if (Attr == AttrFrameSize)
+            Res[It->second].Stack = Value;
+          else
+            (Attr == AttrMinStackSize ? MinStack : RegCount)[It->second] =
+                Value;
         } else if ((Attr == AttrMaxThreads || Attr == AttrReqNtid) && Own &&
                    V.size() >= 12) {
           uint32_t *Dims =
@@ -160,6 +173,10 @@ static void readResources(const object::ELF64LEObjectFile &Obj,
   // in sh_info).
   for (auto &[Kernel, Count] : RegCount)
     Res[Kernel].Registers = Count;
+  // EIATTR_MIN_STACK_SIZE, which counts the callees, over the frame.
+  for (auto &[Kernel, Bytes] : MinStack)
+    Res[Kernel].Stack =
+        Bytes == UnknownStack ? std::nullopt : std::optional<uint64_t>(Bytes);
   for (KernelInfo &K : Kernels)
     K.Resources = Res[K.Name];
 }
@@ -250,60 +267,115 @@ static unsigned ptxParamSize(StringRef Decl) {
   return Elem * Count;
 }
 
+/// The parameter list that starts at \p Rest[0] == '(' up to its matching
+/// ')', without the parentheses; \p Rest is left past it. None when it is
+/// not closed.
+static std::optional<StringRef> takeParenthesized(StringRef &Rest) {
+  int Depth = 0;
+  for (size_t I = 0; I < Rest.size(); ++I) {
+    if (Rest[I] == '(') {
+      ++Depth;
+    } else if (Rest[I] == ')' && --Depth == 0) {
+      StringRef Inside = Rest.slice(1, I);
+      Rest = Rest.drop_front(I + 1);
+      return Inside;
+    }
+  }
+  return std::nullopt;
+}
+
+/// Reads the `.entry` or `.func` declaration at the start of \p Rest (past
+/// its linkage): its name, its parameter sizes (the list up to its
+/// matching `)`, split on commas, on one line or many), and whether it is
+/// a definition (a body `{` follows, perhaps after performance directives)
+/// rather than a prototype ending in `;`, which the PTX linker writes
+/// before each definition. False when it cannot be read.
+static bool readFunction(StringRef Rest, bool IsEntry, StringRef &Name,
+                         std::vector<uint32_t> &ParamSizes,
+                         bool &IsDefinition) {
+  Rest = Rest.drop_front(IsEntry ? 7 : 6).ltrim();
+  // `.func (.param .b32 r) name(`: an optional return value list first.
+  if (!IsEntry && Rest.starts_with("(") && !takeParenthesized(Rest))
+    return false;
+  Rest = Rest.ltrim();
+  Name = Rest.take_until([](char C) {
+    return C == '(' || C == ';' || C == '{' || isspace(static_cast<uint8_t>(C));
+  });
+  Rest = Rest.drop_front(Name.size()).ltrim();
+  if (Rest.starts_with("(")) {
+    std::optional<StringRef> Params = takeParenthesized(Rest);
+    if (!Params)
+      return false;
+    SmallVector<StringRef, 8> Decls;
+    Params->split(Decls, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef Decl : Decls) {
+      Decl = Decl.trim();
+      if (Decl.consume_front(".param"))
+        ParamSizes.push_back(ptxParamSize((Decl + " ").str()));
+    }
+  }
+  size_t End = Rest.find_first_of(";{");
+  IsDefinition = End != StringRef::npos && Rest[End] == '{';
+  return !Name.empty();
+}
+
 ModuleSymbols readPtxSymbols(StringRef Ptx) {
   ModuleSymbols S;
   std::vector<std::string> &Defined = S.Defined, &Undefined = S.Undefined;
   std::vector<KernelInfo> &Kernels = S.Kernels;
-  SmallVector<StringRef, 0> Lines;
-  Ptx.split(Lines, '\n');
-  KernelInfo *InEntry = nullptr; // reading this kernel's parameter list
-  for (StringRef Line : Lines) {
+  // Comments could hide or fake a directive or a parenthesis.
+  std::string Text = minifyPtx(Ptx);
+  StringRef Rest = Text;
+  while (!Rest.empty()) {
+    StringRef Line;
+    StringRef From = Rest; // this line and what follows it
+    std::tie(Line, Rest) = Rest.split('\n');
+    size_t Lead = Line.size() - Line.ltrim().size();
+    From = From.drop_front(Lead);
     Line = Line.trim();
-    if (InEntry) {
-      // `.param .u64 name,` one a line, up to `)`.
-      if (Line.consume_front(".param "))
-        InEntry->ParamSizes.push_back(ptxParamSize(Line));
-      if (Line.contains(')'))
-        InEntry = nullptr;
-      continue;
-    }
-    Line = Line.trim();
+    size_t Before = Line.size();
     bool Extern = Line.consume_front(".extern ");
     bool Visible = !Extern && (Line.consume_front(".visible ") ||
                                Line.consume_front(".weak "));
-    if (!Extern && !Visible)
-      continue;
     Line = Line.ltrim();
-    bool IsEntry = Line.starts_with(".entry ");
+    From = From.drop_front(Before - Line.size());
+    bool IsEntry = Line.starts_with(".entry ") || Line.starts_with(".entry\t");
     bool IsFunc = Line.starts_with(".func ");
     bool IsVar = Line.starts_with(".global ") || Line.starts_with(".const ");
+    // A bare `.entry` is a kernel all the same: nvcc writes `static` and
+    // anonymous-namespace kernels so, and the driver loads them by name.
+    // Other bare directives are module-local and not symbols here.
+    if (!Extern && !Visible && !IsEntry)
+      continue;
     if (!IsEntry && !IsFunc && !IsVar)
       continue;
-    StringRef Name;
     if (IsEntry || IsFunc) {
-      // `.func (.param .b32 r) name(`: the name ends at the parameter list
-      // (or the line), after an optional return value list.
-      StringRef Rest = Line.drop_front(IsEntry ? 7 : 6).ltrim();
-      if (Rest.starts_with("("))
-        Rest = Rest.drop_front(Rest.find(')') + 1).ltrim();
-      Name = Rest.take_until(
-          [](char C) { return C == '(' || C == ' ' || C == ';' || C == '\r'; });
-    } else {
-      // `.global .align 4 .u32 name;`, `.global .align 8 .b8 name[16] = ...`
-      StringRef Decl = Line.take_until([](char C) {
-                             return C == ';' || C == '=' || C == '[';
-                           })
-                           .rtrim();
-      Name = Decl.substr(Decl.rfind(' ') + 1);
-    }
-    if (Name.empty())
+      StringRef Name;
+      std::vector<uint32_t> ParamSizes;
+      bool IsDefinition = false;
+      if (!readFunction(From, IsEntry, Name, ParamSizes, IsDefinition))
+        continue;
+      if (Extern) {
+        Undefined.push_back(Name.str());
+        continue;
+      }
+      // A prototype (`;`) names what the module defines further on, or
+      // nothing: only the definition counts, once.
+      if (!IsDefinition)
+        continue;
+      if (Visible)
+        Defined.push_back(Name.str());
+      if (IsEntry)
+        Kernels.push_back({Name.str(), std::move(ParamSizes)});
       continue;
-    (Extern ? Undefined : Defined).push_back(Name.str());
-    if (IsEntry && !Extern) {
-      Kernels.push_back({Name.str(), {}});
-      if (!Line.contains(')'))
-        InEntry = &Kernels.back();
     }
+    // `.global .align 4 .u32 name;`, `.global .align 8 .b8 name[16] = ...`
+    StringRef Decl =
+        Line.take_until([](char C) { return C == ';' || C == '=' || C == '['; })
+            .rtrim();
+    StringRef Name = Decl.substr(Decl.rfind(' ') + 1);
+    if (!Name.empty())
+      (Extern ? Undefined : Defined).push_back(Name.str());
   }
   sortKernels(Kernels);
   return S;

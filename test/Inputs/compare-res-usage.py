@@ -39,6 +39,9 @@ if sys.argv[1] == "--link":
 
 # cuobjdump: "Fatbin elf code:" per cubin, then " Function NAME:" and
 # "  REG:8 STACK:0 SHARED:0 LOCAL:0 [CONSTANT[2]:32] CONSTANT[0]:364 ...".
+# STACK:UNKNOWN (a stack ptxas cannot bound) is null in fatlink's JSON.
+# Device functions (called, not launched) are listed too, without a
+# CONSTANT[0] bank (a kernel's parameters and driver constants): left out.
 cubins = []
 name = None
 for line in open(sys.argv[1]):
@@ -48,10 +51,11 @@ for line in open(sys.argv[1]):
     if m:
         name = m.group(1)
         continue
-    fields = dict(re.findall(r"([A-Z]+(?:\[\d+\])?):(\d+)", line))
+    fields = dict(re.findall(r"([A-Z]+(?:\[\d+\])?):(\d+|UNKNOWN)", line))
+    if name and "REG" in fields and "CONSTANT[0]" in fields:
+        cubins[-1][name] = tuple(None if fields.get(k) == "UNKNOWN" else int(fields.get(k, 0))
+                                 for k in ("REG", "STACK", "SHARED", "LOCAL", "CONSTANT[0]"))
     if name and "REG" in fields:
-        cubins[-1][name] = tuple(int(fields.get(k, 0)) for k in
-                                 ("REG", "STACK", "SHARED", "LOCAL", "CONSTANT[0]"))
         name = None
 
 ours = [e for e in json.load(open(sys.argv[2])) if e["kind"] == "cubin"]
@@ -65,4 +69,4 @@ for entry, theirs in zip(ours, cubins):
         mine = (r["registers"], r["stack"], r["shared"], r["local"], r["constant0"])
         if mine != theirs[k]:
             sys.exit("%s %s: fatlink %s, cuobjdump %s" % (entry["name"], k, mine, theirs[k]))
-        print("same %s %s %s" % (entry["arch"], k, " ".join(map(str, mine))))
+        print("same %s %s %s" % (entry["arch"], k, " ".join("-" if v is None else str(v) for v in mine)))

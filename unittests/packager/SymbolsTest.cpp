@@ -120,8 +120,64 @@ TEST(PtxSymbols, LlvmKernelOnOneLine) {
                                    "{\n\tret;\n}\n");
   ASSERT_EQ(S.Kernels.size(), 2u);
   EXPECT_EQ(S.Kernels[0].Name, "k0");
+  EXPECT_TRUE(S.Kernels[0].ParamSizes.empty());
   EXPECT_EQ(S.Kernels[1].Name, "k1");
+  EXPECT_EQ(S.Kernels[1].ParamSizes, (std::vector<uint32_t>{8}));
   EXPECT_EQ(S.Defined, (std::vector<std::string>{"k0", "k1"}));
+}
+
+TEST(PtxSymbols, ParameterListOnOneLine) {
+  // Valid PTX that ptxas takes: the whole list on the .entry line, and two
+  // parameters on one line of their own. Each parameter counts, up to the
+  // list's own `)` (not the first `)` of a line).
+  ModuleSymbols S = readPtxSymbols(
+      ".version 8.0\n.target sm_80\n.address_size 64\n"
+      ".visible .entry k1(.param .u64 a, .param .u32 b)\n{\n\tret;\n}\n"
+      ".visible .entry k2(\n  .param .u64 a, .param .u32 b\n)\n{\n\tret;\n}\n"
+      ".visible .entry k3(.param .align 8 .b8 s[24], /* ) */ .param .f32 f)"
+      "\n{\n\tret;\n}\n");
+  ASSERT_EQ(S.Kernels.size(), 3u);
+  EXPECT_EQ(S.Kernels[0].Name, "k1");
+  EXPECT_EQ(S.Kernels[0].ParamSizes, (std::vector<uint32_t>{8, 4}));
+  EXPECT_EQ(S.Kernels[1].Name, "k2");
+  EXPECT_EQ(S.Kernels[1].ParamSizes, (std::vector<uint32_t>{8, 4}));
+  EXPECT_EQ(S.Kernels[2].Name, "k3");
+  EXPECT_EQ(S.Kernels[2].ParamSizes, (std::vector<uint32_t>{24, 4}));
+}
+
+TEST(PtxSymbols, LocalKernels) {
+  // nvcc writes static and anonymous-namespace kernels as bare `.entry`:
+  // kernels (the driver loads them by name), but no symbol another module
+  // can resolve against.
+  ModuleSymbols S = readPtxSymbols(
+      ".version 9.0\n.target sm_80\n.address_size 64\n"
+      ".entry _Z8k_staticPf(\n\t.param .u64 _Z8k_staticPf_param_0\n)\n"
+      "{\n\tret;\n}\n"
+      ".visible .entry _Z5k_pubPf(\n\t.param .u64 _Z5k_pubPf_param_0\n)\n"
+      "{\n\tret;\n}\n");
+  ASSERT_EQ(S.Kernels.size(), 2u);
+  EXPECT_EQ(S.Kernels[0].Name, "_Z5k_pubPf");
+  EXPECT_EQ(S.Kernels[1].Name, "_Z8k_staticPf");
+  EXPECT_EQ(S.Kernels[1].ParamSizes, (std::vector<uint32_t>{8}));
+  EXPECT_EQ(S.Defined, (std::vector<std::string>{"_Z5k_pubPf"}));
+}
+
+TEST(PtxSymbols, PrototypesAreNotDefinitions) {
+  // The PTX linker writes a prototype (`;`, no body) before each
+  // definition, performance directives may stand between `)` and `{`:
+  // each kernel and function is defined once.
+  ModuleSymbols S = readPtxSymbols(
+      ".version 8.0\n.target sm_80\n.address_size 64\n"
+      ".visible .entry k(\n\t.param .u64 k_param_0\n)\n;\n"
+      ".visible .func f(\n\t.param .b32 f_param_0\n);\n"
+      ".visible .entry k(\n\t.param .u64 k_param_0\n)\n"
+      ".maxntid 256, 1, 1\n{\n\tret;\n}\n"
+      ".visible .func f(\n\t.param .b32 f_param_0\n)\n{\n\tret;\n}\n");
+  ASSERT_EQ(S.Kernels.size(), 1u);
+  EXPECT_EQ(S.Kernels[0].Name, "k");
+  EXPECT_EQ(S.Kernels[0].ParamSizes, (std::vector<uint32_t>{8}));
+  EXPECT_EQ(sorted(S.Defined), (std::vector<std::string>{"f", "k"}));
+  EXPECT_TRUE(S.Undefined.empty());
 }
 
 TEST(PtxSymbols, NotPtx) {
