@@ -40,14 +40,6 @@ namespace {
 
 } // namespace
 
-/// True for a cubin that is a relocatable ELF (e_type, at 16, ET_REL).
-static bool isRelocatableCubin(StringRef Data) {
-  return Data.size() >= 18 &&
-         Data.starts_with("\x7f"
-                          "ELF") &&
-         support::endian::read16le(Data.data() + 16) == ELF::ET_REL;
-}
-
 /// The kernel table \p Kernels, read from \p TableFile, must list exactly
 /// the kernels of every image, with the same parameter sizes where both
 /// say them: the runtime checks launches against the table and loads the
@@ -149,7 +141,7 @@ static Error package(Context &Ctx, const opt::InputArgList &Args) {
     // nvcc -dc / -rdc=true cubins are ET_REL: the driver loads only linked
     // code, and a host object registers its fatbin as complete.
     if (Image->Kind == packager::ImageKind::Cubin &&
-        isRelocatableCubin(Image->Data)) {
+        packager::isRelocatableCubin(Image->Data)) {
       Ctx.error(Twine(A->getValue()) +
                 ": a relocatable cubin (ET_REL: nvcc -dc or -rdc=true), "
                 "which the driver cannot load: device-link it first "

@@ -43,6 +43,13 @@ using namespace llvm::object;
 using namespace fatlink;
 using namespace fatlink::packager;
 
+bool fatlink::packager::isRelocatableCubin(StringRef Data) {
+  return Data.size() >= 18 &&
+         Data.starts_with("\x7f"
+                          "ELF") &&
+         support::endian::read16le(Data.data() + 16) == ELF::ET_REL;
+}
+
 namespace {
 
 constexpr StringLiteral OffloadingSection = ".llvm.offloading";
@@ -57,14 +64,6 @@ struct ObjectInfo {
   bool Relocatable = false; ///< an ET_REL host object
   std::string ModuleId;     ///< section __nv_module_id, up to its NUL
 };
-
-/// True for a cubin that is a relocatable ELF (e_type ET_REL at 16).
-bool isRelocatableCubin(StringRef Data) {
-  return Data.size() >= 18 &&
-         Data.starts_with("\x7f"
-                          "ELF") &&
-         support::endian::read16le(Data.data() + 16) == ELF::ET_REL;
-}
 
 /// How errors name an image's place: "lib.a(k.o) section .nv_fatbin".
 std::string placeOf(StringRef Origin, StringRef Section) {

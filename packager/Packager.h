@@ -80,6 +80,10 @@ struct FatbinImage {
 /// `f` suffix from the ptxas command line in .note.nv.tkinfo.
 llvm::Expected<FatbinImage> describeImage(llvm::StringRef Data);
 
+/// True for a cubin that is a relocatable ELF (e_type ET_REL): nvcc -dc
+/// or ptxas -c code, which nvlink must link before a GPU can load it.
+bool isRelocatableCubin(llvm::StringRef Data);
+
 /// What describeImage says of \p Data, without a copy of it (Data empty):
 /// for a caller that keeps the bytes and gives them to encodeFatbinEntry.
 llvm::Expected<FatbinImage> identifyImage(llvm::StringRef Data);
