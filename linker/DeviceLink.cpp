@@ -914,6 +914,7 @@ static Error writeJSON(Context &Ctx, const Config &C,
           J.attribute("spill_stores", Spill(&codegen::FunctionSpills::Stores));
           J.attribute("spill_loads", Spill(&codegen::FunctionSpills::Loads));
           J.attribute("shared", int64_t(R.Shared));
+          J.attribute("shared_reserved", int64_t(R.SharedReserved));
           J.attribute("local", int64_t(R.Local));
           J.attribute("constant0", int64_t(R.Constant0));
           J.attribute("code_size", int64_t(R.CodeSize));

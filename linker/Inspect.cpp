@@ -465,8 +465,8 @@ static std::string dims(const uint32_t (&D)[3]) {
 static void printResourceTable(Context &Ctx, ArrayRef<Entry> Entries) {
   std::vector<std::vector<std::string>> Rows;
   Rows.push_back({"name", "arch", "kernel", "regs", "stack", "spill-st",
-                  "spill-ld", "shared", "local", "const0", "code", "maxntid",
-                  "reqntid"});
+                  "spill-ld", "shared", "reserved", "local", "const0", "code",
+                  "maxntid", "reqntid"});
   for (const Entry &E : Entries) {
     if (!E.Kernels)
       continue;
@@ -476,7 +476,8 @@ static void printResourceTable(Context &Ctx, ArrayRef<Entry> Entries) {
       const packager::KernelResources &R = *K.Resources;
       Rows.push_back({E.Name, E.Arch, K.Name, std::to_string(R.Registers),
                       R.Stack ? std::to_string(*R.Stack) : "-", "-", "-",
-                      std::to_string(R.Shared), std::to_string(R.Local),
+                      std::to_string(R.Shared),
+                      std::to_string(R.SharedReserved), std::to_string(R.Local),
                       std::to_string(R.Constant0), std::to_string(R.CodeSize),
                       dims(R.MaxThreads), dims(R.ReqThreads)});
     }
@@ -485,7 +486,7 @@ static void printResourceTable(Context &Ctx, ArrayRef<Entry> Entries) {
     Ctx.Out << "no cubin kernels found\n";
     return;
   }
-  printRows(Ctx, Rows, {3, 4, 5, 6, 7, 8, 9, 10});
+  printRows(Ctx, Rows, {3, 4, 5, 6, 7, 8, 9, 10, 11});
 }
 
 static void printJson(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
@@ -547,6 +548,7 @@ static void printJson(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
                   J.attribute("spill_stores", nullptr);
                   J.attribute("spill_loads", nullptr);
                   J.attribute("shared", int64_t(R.Shared));
+                  J.attribute("shared_reserved", int64_t(R.SharedReserved));
                   J.attribute("local", int64_t(R.Local));
                   J.attribute("constant0", int64_t(R.Constant0));
                   J.attribute("code_size", int64_t(R.CodeSize));

@@ -22,8 +22,9 @@ def kernels : F<"kernels",
   Group<grp_output>;
 def resources : F<"resources",
   "Print every cubin kernel's resources (registers per thread, stack, "
-  "static shared, local and constant bank 0 bytes, declared block size), "
-  "as cuobjdump -res-usage reads them, instead of the entries">,
+  "static shared as the driver counts it and sm_90+'s reserved shared, "
+  "local and constant bank 0 bytes, declared block size), instead of the "
+  "entries">,
   Group<grp_output>;
 def manifest : F<"manifest",
   "Print the kernel manifest fatlink recorded in each module descriptor "

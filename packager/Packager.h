@@ -216,7 +216,16 @@ struct KernelResources {
   /// cuobjdump -res-usage shows it. None (cuobjdump: UNKNOWN) when ptxas
   /// could not bound it (0xffffffff: recursion, indirect calls).
   std::optional<uint64_t> Stack = 0;
-  uint64_t Shared = 0;    ///< static shared bytes: .nv.shared.<kernel>
+  /// Static shared bytes the kernel declares, as the driver reports them
+  /// (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES): .nv.shared.<kernel> less
+  /// SharedReserved.
+  uint64_t Shared = 0;
+  /// The block's system-reserved shared memory at the start of
+  /// .nv.shared.<kernel>, which executable cubins for sm_90 and newer hold
+  /// (those that refer to .nv.reservedSmem.offset0: the value of
+  /// .nv.reservedSmem.cap, 1 KB where the cubin has none). cuobjdump
+  /// -res-usage's SHARED counts it; the driver's shared size does not.
+  uint64_t SharedReserved = 0;
   uint64_t Local = 0;     ///< bytes: .nv.local.<kernel>
   uint64_t Constant0 = 0; ///< bank 0 bytes (parameters): .nv.constant0.<kernel>
   uint64_t CodeSize = 0;  ///< the kernel's bytes of code: .text.<kernel>

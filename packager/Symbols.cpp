@@ -88,10 +88,14 @@ static std::vector<unsigned> cubinParamSizes(StringRef Info) {
 /// own frame, EIATTR_FRAME_SIZE, 0x11, is all there is), shared, local and
 /// constant bank 0 from the sizes of
 /// `.nv.shared.<kernel>`, `.nv.local.<kernel>` and
-/// `.nv.constant0.<kernel>`, and declared block sizes from
+/// `.nv.constant0.<kernel>` (less, for shared, the system-reserved block
+/// that sm_90 and newer executables place at its start: see
+/// KernelResources::SharedReserved), and declared block sizes from
 /// `.nv.info.<kernel>` (EIATTR_MAX_THREADS 0x05, EIATTR_REQNTID 0x10: three
 /// u32), and the code size from `.text.<kernel>`'s size. Measured against
-/// nvcc 13.0's cubins and cuobjdump -res-usage.
+/// nvcc 13.0's cubins and cuobjdump -res-usage, and the shared, local,
+/// register and block-size figures against the CUDA driver's
+/// cuFuncGetAttribute on an H200 (tests/gpu/res_check.cpp).
 static void readResources(const object::ELF64LEObjectFile &Obj,
                           std::vector<KernelInfo> &Kernels) {
   constexpr uint8_t AttrMaxThreads = 0x05, AttrReqNtid = 0x10,
@@ -101,15 +105,33 @@ static void readResources(const object::ELF64LEObjectFile &Obj,
   std::map<std::string, KernelResources> Res;
   std::map<uint32_t, std::string> BySymbol; // symbol index -> kernel
   std::map<std::string, uint64_t> RegCount, MinStack;
+  // The reserved shared memory each kernel's .nv.shared section starts
+  // with: executables for sm_90 and newer, whose code addresses it through
+  // .nv.reservedSmem.offset0 (ptxas's and nvlink's alike; relocatable
+  // cubins leave the reserve to nvlink). sm_100 and newer give its size in
+  // .nv.reservedSmem.cap; sm_90's is 1 KB (the driver reports each
+  // kernel's shared size 1 KB less than its section on an H200).
+  bool Executable = Obj.getELFFile().getHeader().e_type == ELF::ET_EXEC;
+  uint64_t ReservedShared = 0, ReservedCap = 0;
   for (const object::ELFSymbolRef Sym : Obj.symbols()) {
     Expected<StringRef> Name = Sym.getName();
     if (!Name) {
       consumeError(Name.takeError());
       continue;
     }
+    if (*Name == ".nv.reservedSmem.offset0" && Executable)
+      ReservedShared = 1024;
+    if (*Name == ".nv.reservedSmem.cap") {
+      if (auto Raw = Obj.getSymbol(Sym.getRawDataRefImpl()))
+        ReservedCap = (*Raw)->st_value;
+      else
+        consumeError(Raw.takeError());
+    }
     if (any_of(Kernels, [&](const KernelInfo &K) { return K.Name == *Name; }))
       BySymbol[Sym.getRawDataRefImpl().d.b] = Name->str();
   }
+  if (ReservedShared && ReservedCap)
+    ReservedShared = ReservedCap;
   for (const KernelInfo &K : Kernels)
     Res[K.Name];
   for (const object::ELFSectionRef Sec : Obj.sections()) {
@@ -134,7 +156,8 @@ static void readResources(const object::ELF64LEObjectFile &Obj,
         consumeError(Hdr.takeError());
       R->CodeSize = Sec.getSize();
     } else if (KernelResources *R = For(".nv.shared.")) {
-      R->Shared = Sec.getSize();
+      R->SharedReserved = std::min<uint64_t>(Sec.getSize(), ReservedShared);
+      R->Shared = Sec.getSize() - R->SharedReserved;
     } else if (KernelResources *R = For(".nv.local.")) {
       R->Local = Sec.getSize();
     } else if (KernelResources *R = For(".nv.constant0.")) {

@@ -1,7 +1,8 @@
 """compare-res-usage.py CUOBJDUMP_OUTPUT FATLINK_JSON: checks that every
 kernel of every cubin in `fatlink inspect --json` has the resources that
 `cuobjdump -res-usage` prints for it (registers, stack, shared, local,
-constant bank 0), in the same order of cubins; prints one line per kernel
+constant bank 0; shared with the reserved bytes fatlink reports beside it),
+in the same order of cubins; prints one line per kernel
 checked and exits 1 on the first difference.
 
 compare-res-usage.py --link DEVICE_LINK_JSON FATLINK_JSON: the same between
@@ -22,7 +23,7 @@ if sys.argv[1] == "--link":
     for r in link["kernel_resources"]:
         reported.setdefault(r["target"], {})[r["kernel"]] = r
     # The link also knows spills; inspect (the cubin alone) does not.
-    keys = KEYS + ("code_size",)
+    keys = KEYS + ("shared_reserved", "code_size")
     for t in link["targets"]:
         if t["kind"] != "cubin":
             continue
@@ -66,7 +67,11 @@ for entry, theirs in zip(ours, cubins):
     if sorted(kernels) != sorted(theirs):
         sys.exit("%s: kernels %s, cuobjdump %s" % (entry["name"], sorted(kernels), sorted(theirs)))
     for k, r in sorted(kernels.items()):
-        mine = (r["registers"], r["stack"], r["shared"], r["local"], r["constant0"])
+        # cuobjdump's SHARED counts the system-reserved shared memory that
+        # sm_90+ executables place in each kernel's section; fatlink's
+        # "shared" is the driver's figure, without it.
+        mine = (r["registers"], r["stack"], r["shared"] + r["shared_reserved"], r["local"],
+                r["constant0"])
         if mine != theirs[k]:
             sys.exit("%s %s: fatlink %s, cuobjdump %s" % (entry["name"], k, mine, theirs[k]))
         print("same %s %s %s" % (entry["arch"], k, " ".join("-" if v is None else str(v) for v in mine)))
