@@ -32,6 +32,9 @@
 #              the kernel is registered through the __cudaRegisterLinkedBinary
 #              functions fatlink cc defines; it checks every square and the
 #              device global nv_calls (docs/nvcc-host.md)
+#   nvcc_lto_app  as nvcc_app with nv_math.cu as nvcc LTO-IR (code=lto_75),
+#              linked by nvJitLink, kept as a relocatable cubin of its own
+#              where Rust calls into it
 #   nvcc_clang_app  nv_host.cu from nvcc with nv_math.cu from clang, whose
 #              kernel the fatlink runtime registers: one handle, shared
 #   cargo_nvcc_app  examples/cargo-nvcc: a Rust kernel calling nvcc's device
@@ -49,6 +52,10 @@
 #              wmma, libdevice, malloc/printf, __constant__, device function
 #              pointers and virtual calls, Rust calling CUDA C++ (tests/gpu/
 #              corpus_app.cu checks each against the host)
+#   res_check  `fatlink inspect --resources` of fatlink's links (res_kernels.cu,
+#              app_full's, the corpus's) and of nvcc's fatbins and -dc
+#              objects (-O3 and -G) against cuFuncGetAttribute on the loaded
+#              cubins of the GPU's arch (tests/gpu/res_check.cpp)
 # The run takes well under a minute (JIT included); the build about one.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -131,6 +138,12 @@ build() {
   "$FATLINK" embed "$W/libnvcc_calls.rlib" "$W/libfatlink_device.rlib" -o "$W/nvcc_calls_dev.o"
   "$FATLINK" cc "$W/nv_host.o" "$W/nv_math.o" "$W/nvcc_calls_dev.o" -L"$CUDA/lib64" -lcudart \
     -lstdc++ -Wl,-rpath,'$ORIGIN' -o "$OUT/nvcc_app" --fatlink-arch=sm_75,sm_80,sm_90,sm_100,sm_120
+  # nv_math.cu as nvcc LTO-IR (code=lto_75): nvJitLink links it; the Rust
+  # kernel calls its nv_scale, so it also becomes a relocatable cubin of
+  # its own, nvlinked with fatlink's (docs/nvcc.md, LTO-IR).
+  "$NVCC" -dc -gencode arch=compute_75,code=lto_75 "$T/nvcc/nv_math.cu" -o "$W/nv_math_lto.o"
+  "$FATLINK" cc "$W/nv_host.o" "$W/nv_math_lto.o" "$W/nvcc_calls_dev.o" -L"$CUDA/lib64" -lcudart \
+    -lstdc++ -Wl,-rpath,'$ORIGIN' -o "$OUT/nvcc_lto_app" --fatlink-arch=sm_75,sm_80,sm_90,sm_100,sm_120
   "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --offload-new-driver \
     -fgpu-rdc -foffload-lto --offload-arch=sm_75 -O2 -c "$T/nvcc/nv_math.cu" -o "$W/nv_math_clang.o"
   # nvcc calls a kernel's stub by the kernel's name, clang names it
@@ -162,6 +175,22 @@ build() {
     cargo build --release --offline -q --config 'source.crates-io.replace-with="debian"' \
     --config 'source.debian.directory="/usr/share/cargo/registry"')
   cp "$W/cargo-cc-target/release/app" "$OUT/cargo_cc_app"
+  echo "== kernel resources (fatlink inspect --resources) for res_check"
+  "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --cuda-device-only \
+    --offload-arch=sm_75 -fgpu-rdc -O3 -emit-llvm -c "$ROOT/tests/gpu/res_kernels.cu" -o "$W/res_kernels.bc"
+  "$FATLINK" device-link --arch=sm_75,sm_90,sm_100 "$W/res_kernels.bc" -o "$W/kernels_res.o"
+  "$NVCC" -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_100,code=sm_100 \
+    "$ROOT/tests/gpu/res_kernels.cu" -o "$W/res_nvcc.fatbin"
+  "$NVCC" -fatbin -G -gencode arch=compute_90,code=sm_90 "$ROOT/tests/gpu/res_kernels.cu" \
+    -o "$W/res_nvcc_g.fatbin"
+  rm -rf "$OUT/res" && mkdir -p "$OUT/res"
+  local f
+  for f in kernels_res.o res_nvcc.fatbin res_nvcc_g.fatbin kernels_full.o kernels_parts.o kernels_cdp.o kernels_corpus.o; do
+    (cd "$W" && "$FATLINK" inspect --resources "$f" >>"$OUT/res/table.txt" &&
+      "$FATLINK" inspect --extract="$OUT/res" "$f" >/dev/null)
+  done
+  g++ -O2 -I"$CUDA/include" "$ROOT/tests/gpu/res_check.cpp" -L"$CUDA/lib64/stubs" -lcuda \
+    -o "$OUT/res_check"
   echo "== built into $OUT ($(du -sh "$OUT" | cut -f1)); run: tests/gpu/run.sh run $OUT"
   set +e
 }
@@ -172,7 +201,7 @@ fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
 
 run() {
   cd "$OUT" || exit 1
-  for f in app_full app_parts app_ptx app_sm75 app_sm120 app_cdp nvcc_app nvcc_clang_app rust_host rust_typed cargo_app cargo_nvcc_app cargo_cc_app corpus_app; do
+  for f in app_full app_parts app_ptx app_sm75 app_sm120 app_cdp nvcc_app nvcc_lto_app nvcc_clang_app rust_host rust_typed cargo_app cargo_nvcc_app cargo_cc_app corpus_app res_check; do
     [ -x "$f" ] || { echo "FAIL: $OUT/$f missing: run 'tests/gpu/run.sh build' first"; exit 1; }
   done
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader || true
@@ -241,6 +270,12 @@ run() {
   [ $rc -eq 0 ] && grep -q '^ok: 256 squares, nv_calls 1$' nvcc.txt &&
     pass "nvcc_app: nv_square_all (nvcc, calling Rust) squared every value" ||
     fail "nvcc_app (exit $rc)"
+  echo "== nvcc_lto_app: as nvcc_app, nv_math.cu as nvcc LTO-IR (nvJitLink)"
+  timeout 60 ./nvcc_lto_app >nvcc_lto.txt 2>&1; rc=$?
+  cat nvcc_lto.txt
+  [ $rc -eq 0 ] && grep -q '^ok: 256 squares, nv_calls 1$' nvcc_lto.txt &&
+    pass "nvcc_lto_app: nv_square_all from LTO-IR (calling Rust) squared every value" ||
+    fail "nvcc_lto_app (exit $rc)"
   echo "== nvcc_clang_app: nvcc host code, clang's kernel, one shared handle"
   FATLINK_RT_LOG=1 timeout 60 ./nvcc_clang_app >nvcc_clang.txt 2>&1; rc=$?
   cat nvcc_clang.txt
@@ -287,6 +322,13 @@ run() {
     pass "corpus_app: all 15 checks ran" || fail "corpus_app: not all 15 checks ran"
   grep -q '^device_heap_printf: block 0 of 2, sum\[0\] = 0, 0.500000$' corpus.txt &&
     pass "corpus_app: device printf output" || fail "corpus_app: device printf output missing"
+
+  echo "== res_check: fatlink inspect --resources against the driver's attributes"
+  timeout 120 ./res_check res/table.txt res >res.txt 2>&1; rc=$?
+  cat res.txt
+  [ $rc -eq 0 ] && grep -q "^res_check: [1-9][0-9]* kernels in [1-9][0-9]* sm_$CC cubins" res.txt &&
+    pass "res_check: registers, shared memory, block sizes and kernels as the driver reports" ||
+    fail "res_check (exit $rc)"
 
   echo "$PASSED passed, $FAILED failed"
   [ $FAILED -eq 0 ]
