@@ -45,6 +45,9 @@
 #              <<<>>> by its cc-built host code (cudart_static, through
 #              fatlink's registration), and a Rust kernel calling its device
 #              function, cubins sm_75..sm_120 + compute_120 PTX
+#   bazel_app  examples/bazel's app (gpu_device_link for sm_80..sm_120 +
+#              compute_120, gpu_bindings): lists its kernels, checks the
+#              typed bindings and runs saxpy through its typed launch function
 #   corpus_app the corpus (testdata/cuda/corpus, docs/corpus.md), every TU
 #              and the Rust crate corpus_rs in one device link for sm_75..
 #              sm_120 + compute_120: dynamic shared memory across TUs, warp
@@ -175,6 +178,9 @@ build() {
     cargo build --release --offline -q --config 'source.crates-io.replace-with="debian"' \
     --config 'source.debian.directory="/usr/share/cargo/registry"')
   cp "$W/cargo-cc-target/release/app" "$OUT/cargo_cc_app"
+  echo "== the Bazel example (examples/bazel: gpu_device_link, gpu_bindings)"
+  bazel build //examples/bazel:app >/dev/null 2>&1 || bazel build //examples/bazel:app
+  cp -L "$ROOT/bazel-bin/examples/bazel/app" "$OUT/bazel_app" && chmod u+w "$OUT/bazel_app"
   echo "== kernel resources (fatlink inspect --resources) for res_check"
   "$CLANG" -x cuda --cuda-path="$CUDA" -Wno-unknown-cuda-version --cuda-device-only \
     --offload-arch=sm_75 -fgpu-rdc -O3 -emit-llvm -c "$ROOT/tests/gpu/res_kernels.cu" -o "$W/res_kernels.bc"
@@ -201,7 +207,7 @@ fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
 
 run() {
   cd "$OUT" || exit 1
-  for f in app_full app_parts app_ptx app_sm75 app_sm120 app_cdp nvcc_app nvcc_lto_app nvcc_clang_app rust_host rust_typed cargo_app cargo_nvcc_app cargo_cc_app corpus_app res_check; do
+  for f in app_full app_parts app_ptx app_sm75 app_sm120 app_cdp nvcc_app nvcc_lto_app nvcc_clang_app rust_host rust_typed cargo_app cargo_nvcc_app cargo_cc_app bazel_app corpus_app res_check; do
     [ -x "$f" ] || { echo "FAIL: $OUT/$f missing: run 'tests/gpu/run.sh build' first"; exit 1; }
   done
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader || true
@@ -312,6 +318,13 @@ run() {
   cat cargo_cc.txt
   [ $rc -eq 0 ] && grep -q '^ran rust_affine and nv_square_all on 4096 values' cargo_cc.txt &&
     pass "cargo_cc_app: rust_affine and nv_square_all match the host" || fail "cargo_cc_app (exit $rc)"
+
+  echo "== bazel_app: the Bazel example, saxpy through its typed launch function"
+  timeout 60 ./bazel_app >bazel.txt 2>&1; rc=$?
+  cat bazel.txt
+  [ $rc -eq 0 ] && grep -q '^typed bindings: every kernel matches its manifest' bazel.txt &&
+    grep -q "^GPU 0: .* (sm_$CC)" bazel.txt && grep -q '^saxpy: 256 results correct' bazel.txt &&
+    pass "bazel_app: typed saxpy launch correct" || fail "bazel_app (exit $rc)"
 
   echo "== corpus_app: the corpus programs against the host"
   timeout 180 ./corpus_app >corpus.txt 2>&1; rc=$?
