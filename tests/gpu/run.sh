@@ -270,18 +270,18 @@ run() {
     pass "app_cdp: child grids launched from the device scaled the data" ||
     fail "app_cdp (exit $rc)"
 
+  # squares APP WHAT: APP (nv_host.cu's main) squared all 256 values and
+  # read nv_calls back.
+  squares() {
+    timeout 60 "./$1" >"$1.txt" 2>&1; local rc=$?
+    cat "$1.txt"
+    [ $rc -eq 0 ] && grep -q '^ok: 256 squares, nv_calls 1$' "$1.txt" &&
+      pass "$1: $2 squared every value" || fail "$1 (exit $rc)"
+  }
   echo "== nvcc_app: nvcc host code, <<<>>> through fatlink cc's registration"
-  timeout 60 ./nvcc_app >nvcc.txt 2>&1; rc=$?
-  cat nvcc.txt
-  [ $rc -eq 0 ] && grep -q '^ok: 256 squares, nv_calls 1$' nvcc.txt &&
-    pass "nvcc_app: nv_square_all (nvcc, calling Rust) squared every value" ||
-    fail "nvcc_app (exit $rc)"
+  squares nvcc_app "nv_square_all (nvcc, calling Rust)"
   echo "== nvcc_lto_app: as nvcc_app, nv_math.cu as nvcc LTO-IR (nvJitLink)"
-  timeout 60 ./nvcc_lto_app >nvcc_lto.txt 2>&1; rc=$?
-  cat nvcc_lto.txt
-  [ $rc -eq 0 ] && grep -q '^ok: 256 squares, nv_calls 1$' nvcc_lto.txt &&
-    pass "nvcc_lto_app: nv_square_all from LTO-IR (calling Rust) squared every value" ||
-    fail "nvcc_lto_app (exit $rc)"
+  squares nvcc_lto_app "nv_square_all from LTO-IR (calling Rust)"
   echo "== nvcc_clang_app: nvcc host code, clang's kernel, one shared handle"
   FATLINK_RT_LOG=1 timeout 60 ./nvcc_clang_app >nvcc_clang.txt 2>&1; rc=$?
   cat nvcc_clang.txt
