@@ -699,6 +699,63 @@ static fatlink_rt_status checkArguments(const struct fatlink_kernel *K,
   return St;
 }
 
+/* A launch's dynamic shared memory beyond the 48 KB every kernel may have:
+ * the driver wants it allowed first, per function
+ * (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, what
+ * cudaFuncSetAttribute sets in CUDA C++), up to the device's opt-in limit
+ * less the kernel's static shared memory. The runtime raises the allowance
+ * itself, under a lock so that launches side by side only ever raise it,
+ * and says what does not fit. */
+enum { DefaultDynamicShared = 48 * 1024 };
+static pthread_mutex_t DynamicSharedLock = PTHREAD_MUTEX_INITIALIZER;
+
+static fatlink_rt_status allowDynamicShared(const flrt_driver_api *Api,
+                                            const char *Name, CUfunction F,
+                                            int Device, uint32_t Bytes) {
+  int Allowed = 0, Static = 0, OptIn = 0;
+  CUdevice Dev;
+  CUresult R = Api->cuFuncGetAttribute(
+      &Allowed, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, F);
+  if (R == CUDA_SUCCESS && (uint32_t)Allowed >= Bytes)
+    return flrt_ok();
+  if (R == CUDA_SUCCESS)
+    R = Api->cuFuncGetAttribute(&Static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                F);
+  if (R == CUDA_SUCCESS)
+    R = Api->cuDeviceGet(&Dev, Device);
+  if (R == CUDA_SUCCESS)
+    R = Api->cuDeviceGetAttribute(
+        &OptIn, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, Dev);
+  if (R != CUDA_SUCCESS)
+    return flrt_cuda_fail(R,
+                          "cannot launch kernel %s on device %d: cannot read "
+                          "its shared memory limits",
+                          Name, Device);
+  if ((uint64_t)Bytes + (uint64_t)Static > (uint64_t)OptIn)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "cannot launch kernel %s on device %d: %u bytes of "
+                     "dynamic shared memory and its %d static exceed the %d "
+                     "a block may have there (at most %d dynamic)",
+                     Name, Device, Bytes, Static, OptIn,
+                     OptIn > Static ? OptIn - Static : 0);
+  pthread_mutex_lock(&DynamicSharedLock);
+  R = Api->cuFuncGetAttribute(
+      &Allowed, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, F);
+  if (R == CUDA_SUCCESS && (uint32_t)Allowed < Bytes)
+    R = Api->cuFuncSetAttribute(
+        F, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)Bytes);
+  pthread_mutex_unlock(&DynamicSharedLock);
+  if (R != CUDA_SUCCESS)
+    return flrt_cuda_fail(R,
+                          "cannot launch kernel %s on device %d: cannot allow "
+                          "it %u bytes of dynamic shared memory",
+                          Name, Device, Bytes);
+  flrt_log("kernel %s on device %d: dynamic shared memory allowed up to %u "
+           "bytes",
+           Name, Device, Bytes);
+  return flrt_ok();
+}
+
 fatlink_rt_status fatlink_rt_launch(fatlink_rt_kernel Kernel,
                                     fatlink_rt_dim3 Grid, fatlink_rt_dim3 Block,
                                     uint32_t SharedMemBytes,
@@ -728,6 +785,10 @@ fatlink_rt_status fatlink_rt_launch(fatlink_rt_kernel Kernel,
     return S;
   const flrt_driver_api *Api;
   flrt_driver(&Api);
+  if (SharedMemBytes > DefaultDynamicShared &&
+      (S = allowDynamicShared(Api, K->name, F, Device, SharedMemBytes)) !=
+          FATLINK_RT_SUCCESS)
+    return S;
   CUresult R = Api->cuLaunchKernel(F, Grid.x, Grid.y, Grid.z, Block.x, Block.y,
                                    Block.z, SharedMemBytes, (CUstream)Stream,
                                    Args, NULL);

@@ -149,6 +149,7 @@ static void initDriver(void) {
       SYM(cuModuleLoadDataEx, "cuModuleLoadDataEx", 1),
       SYM(cuModuleGetFunction, "cuModuleGetFunction", 1),
       SYM(cuFuncGetAttribute, "cuFuncGetAttribute", 1),
+      SYM(cuFuncSetAttribute, "cuFuncSetAttribute", 1),
       SYM(cuLaunchKernel, "cuLaunchKernel", 1),
       SYM(cuMemAlloc, "cuMemAlloc_v2", 1),
       SYM(cuMemFree, "cuMemFree_v2", 1),

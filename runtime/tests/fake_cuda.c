@@ -60,6 +60,8 @@ CUresult cuDeviceGetAttribute(int *V, int Attr, int D) {
     *V = CC / 10;
   else if (Attr == 76)
     *V = CC % 10;
+  else if (Attr == 97) /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: an A100's */
+    *V = env("FAKE_CUDA_SMEM_OPTIN", 166912);
   else
     *V = 0;
   return 0;
@@ -124,12 +126,47 @@ CUresult cuModuleGetFunction(void **F, void *M, const char *Name) {
   *F = R ? NULL : Names[I];
   return R;
 }
+static void trace(const char *Fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Each function's dynamic shared memory allowance (48 KB until raised),
+ * by handle. */
+static struct {
+  void *F;
+  int Bytes;
+} Allowances[64];
+static int NumAllowances;
+static int *allowance(void *F) {
+  for (int I = 0; I < NumAllowances; ++I)
+    if (Allowances[I].F == F)
+      return &Allowances[I].Bytes;
+  if (NumAllowances == 64)
+    abort();
+  Allowances[NumAllowances].F = F;
+  Allowances[NumAllowances].Bytes = 48 * 1024;
+  return &Allowances[NumAllowances++].Bytes;
+}
+static pthread_mutex_t AllowanceLock = PTHREAD_MUTEX_INITIALIZER;
 CUresult cuFuncGetAttribute(int *V, int Attr, void *F) {
-  (void)F;
-  *V = Attr == 0 ? 1024 : env("FAKE_CUDA_CC", 80);
+  if (Attr == 0) /* MAX_THREADS_PER_BLOCK */
+    *V = 1024;
+  else if (Attr == 1) /* SHARED_SIZE_BYTES */
+    *V = env("FAKE_CUDA_STATIC_SMEM", 0);
+  else if (Attr == 8) { /* MAX_DYNAMIC_SHARED_SIZE_BYTES */
+    pthread_mutex_lock(&AllowanceLock);
+    *V = *allowance(F);
+    pthread_mutex_unlock(&AllowanceLock);
+  } else
+    *V = env("FAKE_CUDA_CC", 80);
   return 0;
 }
-static void trace(const char *Fmt, ...) __attribute__((format(printf, 1, 2)));
+CUresult cuFuncSetAttribute(void *F, int Attr, int V) {
+  if (Attr != 8)
+    return 1; /* CUDA_ERROR_INVALID_VALUE */
+  trace("allow %s dynamic shared %d", (const char *)F, V);
+  pthread_mutex_lock(&AllowanceLock);
+  *allowance(F) = V;
+  pthread_mutex_unlock(&AllowanceLock);
+  return 0;
+}
 static void trace(const char *Fmt, ...) {
   const char *Trace = getenv("FAKE_CUDA_TRACE");
   FILE *T = Trace ? fopen(Trace, "a") : NULL;
@@ -217,6 +254,10 @@ CUresult cuLaunchKernel(void *F, unsigned GX, unsigned GY, unsigned GZ,
   (void)Extra;
   if ((unsigned long long)BX * BY * BZ > 1024)
     return 1; /* CUDA_ERROR_INVALID_VALUE */
+  int Allowed;
+  cuFuncGetAttribute(&Allowed, 8, F);
+  if (Shared > (unsigned)Allowed)
+    return 1; /* CUDA_ERROR_INVALID_VALUE, as the driver returns */
   const char *Name = F;
   char On[32] = "";
   if (Stream)

@@ -25,6 +25,22 @@ __global__ void square_plus_bias(const float *x, float *y, int n) {
     y[i] = x[i] * x[i] + bias;
 }
 
+// Sums n floats staged in dynamic shared memory by one block: n * 4
+// bytes, past the 48 KB a launch gets without asking (the runtime asks).
+extern "C" __global__ void smem_big_sum(const float *x, float *out,
+                                        unsigned n) {
+  extern __shared__ float stage[];
+  for (unsigned i = threadIdx.x; i < n; i += blockDim.x)
+    stage[i] = x[i];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float s = 0;
+    for (unsigned i = 0; i < n; ++i)
+      s += stage[i];
+    *out = s;
+  }
+}
+
 namespace rt = fatlink::rt;
 
 static int Failures = 0;
@@ -190,6 +206,40 @@ static void fatlinkKernels() {
   for (int I = 0; I < N; ++I)
     Ok &= close(Out[I], 0.5 * std::log(1.0 + std::exp((double)In[I])), 1e-5);
   report(Ok, "CUDA C++ cuda_scale by name (reads the __device__ scale_factor)");
+
+  // 100 KB of dynamic shared memory (allowed by the runtime for the
+  // launch), then more than any block may have (refused, with the limit).
+  auto BigSum = rt::Kernel::get("smem_big_sum");
+  if (!BigSum) {
+    fail(BigSum.status(), "get kernel smem_big_sum");
+    return;
+  }
+  const unsigned Big = 25600;
+  std::vector<float> Values(Big), Sum(1);
+  double Expected = 0;
+  for (unsigned I = 0; I < Big; ++I)
+    Expected += Values[I] = (float)(I % 7);
+  auto DValues = rt::DeviceBuffer<float>::from(Values);
+  auto DSum = rt::DeviceBuffer<float>::from(Sum);
+  S = !DValues ? DValues.status() : !DSum ? DSum.status() : rt::Status();
+  if (S)
+    S = BigSum->launchOn({1}, {256}, Big * sizeof(float), nullptr, *DValues,
+                         *DSum, Big);
+  if (S)
+    S = DSum->copyTo(Sum);
+  if (!S) {
+    fail(S, "smem_big_sum with 100 KB of dynamic shared memory");
+    return;
+  }
+  report(Sum[0] == Expected,
+         "smem_big_sum: 100 KB of dynamic shared memory (the runtime allows "
+         "it)");
+  S = BigSum->launchOn({1}, {256}, 300 * 1024, nullptr, *DValues, *DSum, Big);
+  report(!S && S.code() == FATLINK_RT_ERROR_INVALID_VALUE &&
+             S.message().find("exceed the") != std::string::npos,
+         "300 KB of dynamic shared memory is refused with the device's limit");
+  if (!S)
+    printf("  message: %s\n", S.message().c_str());
 
   // A wrong launch is refused with the kernel's parameter sizes.
   S = Saxpy->launch({1}, {32}, 1.5, DX->get(), DY->get());

@@ -225,7 +225,7 @@ run() {
   grep -q 'Rust rust_softplus calling CUDA C++ cuda_softplus' full.txt &&
     grep -q '^PASS: Rust rust_softplus' full.txt &&
     pass "rust_softplus -> cuda_softplus result" || fail "rust_softplus check missing"
-  grep -q '^fatlink-rt: CUDA runtime: registered 1 fatbin, 1 kernel and 1 variable' full.txt &&
+  grep -q '^fatlink-rt: CUDA runtime: registered 1 fatbin, 2 kernels and 1 variable' full.txt &&
     pass "CUDA runtime registration logged" || fail "CUDA runtime registration not logged"
   grep -q "on device 0 .*: expecting cubin sm_" full.txt &&
     pass "image choice logged (cubin)" || fail "no image choice in the log"

@@ -270,8 +270,12 @@ typedef void *fatlink_rt_stream;
 /* Launches Kernel on the current device. Args[i] points to the value of
  * parameter i and ArgSizes[i] is its size in bytes; both arrays have
  * NumArgs elements, which must equal the kernel's parameter count and
- * sizes (ArgSizes may be NULL to check the count only). The launch is
- * asynchronous: errors inside the kernel surface at the next
+ * sizes (ArgSizes may be NULL to check the count only). SharedMemBytes of
+ * dynamic shared memory over 48 KB are allowed for the kernel first (what
+ * cudaFuncSetAttribute(MaxDynamicSharedMemorySize) does in CUDA C++), up to
+ * the device's per-block limit less the kernel's static shared memory;
+ * more is refused with FATLINK_RT_ERROR_INVALID_VALUE naming both. The
+ * launch is asynchronous: errors inside the kernel surface at the next
  * fatlink_rt_synchronize or copy. */
 FATLINK_RT_API fatlink_rt_status
 fatlink_rt_launch(fatlink_rt_kernel Kernel, fatlink_rt_dim3 Grid,
