@@ -756,15 +756,61 @@ static fatlink_rt_status allowDynamicShared(const flrt_driver_api *Api,
   return flrt_ok();
 }
 
-fatlink_rt_status fatlink_rt_launch(fatlink_rt_kernel Kernel,
-                                    fatlink_rt_dim3 Grid, fatlink_rt_dim3 Block,
-                                    uint32_t SharedMemBytes,
-                                    fatlink_rt_stream Stream, void **Args,
-                                    const size_t *ArgSizes, uint32_t NumArgs) {
+/* A cooperative launch (grid.sync() in the kernel) needs every block of
+ * the grid resident at once: the device must support it, and the grid may
+ * have at most the kernel's occupancy per SM (at this block size and
+ * dynamic shared memory) times the SMs. The driver says only
+ * CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE; this says the figures. */
+static fatlink_rt_status checkCooperative(const flrt_driver_api *Api,
+                                          const char *Name, CUfunction F,
+                                          int Device, fatlink_rt_dim3 Grid,
+                                          fatlink_rt_dim3 Block,
+                                          uint32_t SharedMemBytes) {
+  CUdevice Dev;
+  int Supported = 0, Sms = 0, PerSm = 0;
+  unsigned long long Threads = (unsigned long long)Block.x * Block.y * Block.z;
+  CUresult R = Api->cuDeviceGet(&Dev, Device);
+  if (R == CUDA_SUCCESS)
+    R = Api->cuDeviceGetAttribute(&Supported,
+                                  CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, Dev);
+  if (R == CUDA_SUCCESS)
+    R = Api->cuDeviceGetAttribute(
+        &Sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, Dev);
+  if (R == CUDA_SUCCESS && Supported && Threads <= 1024)
+    R = Api->cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        &PerSm, F, (int)Threads, SharedMemBytes);
+  if (R != CUDA_SUCCESS)
+    return flrt_cuda_fail(R,
+                          "cannot launch kernel %s cooperatively on device "
+                          "%d: cannot read its occupancy",
+                          Name, Device);
+  if (!Supported)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "cannot launch kernel %s cooperatively on device %d: "
+                     "the device does not support cooperative launches",
+                     Name, Device);
+  unsigned long long Blocks = (unsigned long long)Grid.x * Grid.y * Grid.z;
+  unsigned long long Resident = (unsigned long long)PerSm * (unsigned)Sms;
+  if (Threads <= 1024 && Blocks > Resident)
+    return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
+                     "cannot launch kernel %s cooperatively on device %d: a "
+                     "grid of %llu blocks exceeds the %llu that can be "
+                     "resident at once (%d per SM x %d SMs, at %llu threads "
+                     "and %u bytes of dynamic shared memory a block)",
+                     Name, Device, Blocks, Resident, PerSm, Sms, Threads,
+                     SharedMemBytes);
+  return flrt_ok();
+}
+
+static fatlink_rt_status
+launch(const char *Fn, fatlink_rt_kernel Kernel, fatlink_rt_dim3 Grid,
+       fatlink_rt_dim3 Block, uint32_t SharedMemBytes, fatlink_rt_stream Stream,
+       void **Args, const size_t *ArgSizes, uint32_t NumArgs, int Cooperative) {
   if (!Kernel)
     return flrt_fail(FATLINK_RT_ERROR_INVALID_VALUE,
-                     "fatlink_rt_launch: the kernel is NULL (did "
-                     "fatlink_rt_get_kernel fail?)");
+                     "%s: the kernel is NULL (did fatlink_rt_get_kernel "
+                     "fail?)",
+                     Fn);
   flrt_module *M = Kernel->module;
   if (atomic_load(&M->unloaded))
     return flrt_module_function(M, Kernel->index, 0, NULL);
@@ -789,9 +835,17 @@ fatlink_rt_status fatlink_rt_launch(fatlink_rt_kernel Kernel,
       (S = allowDynamicShared(Api, K->name, F, Device, SharedMemBytes)) !=
           FATLINK_RT_SUCCESS)
     return S;
-  CUresult R = Api->cuLaunchKernel(F, Grid.x, Grid.y, Grid.z, Block.x, Block.y,
-                                   Block.z, SharedMemBytes, (CUstream)Stream,
-                                   Args, NULL);
+  if (Cooperative &&
+      (S = checkCooperative(Api, K->name, F, Device, Grid, Block,
+                            SharedMemBytes)) != FATLINK_RT_SUCCESS)
+    return S;
+  CUresult R = Cooperative
+                   ? Api->cuLaunchCooperativeKernel(
+                         F, Grid.x, Grid.y, Grid.z, Block.x, Block.y, Block.z,
+                         SharedMemBytes, (CUstream)Stream, Args)
+                   : Api->cuLaunchKernel(F, Grid.x, Grid.y, Grid.z, Block.x,
+                                         Block.y, Block.z, SharedMemBytes,
+                                         (CUstream)Stream, Args, NULL);
   if (R != CUDA_SUCCESS) {
     int MaxThreads = 0;
     unsigned long long Threads =
@@ -807,13 +861,32 @@ fatlink_rt_status fatlink_rt_launch(fatlink_rt_kernel Kernel,
                             K->name, Device, Block.x, Block.y, Block.z,
                             Threads, MaxThreads);
     return flrt_cuda_fail(R,
-                          "cannot launch kernel %s on device %d (grid "
+                          "cannot launch kernel %s%s on device %d (grid "
                           "%ux%ux%u, block %ux%ux%u, %u bytes of shared "
                           "memory)",
-                          K->name, Device, Grid.x, Grid.y, Grid.z, Block.x,
-                          Block.y, Block.z, SharedMemBytes);
+                          K->name, Cooperative ? " cooperatively" : "", Device,
+                          Grid.x, Grid.y, Grid.z, Block.x, Block.y, Block.z,
+                          SharedMemBytes);
   }
   return flrt_ok();
+}
+
+fatlink_rt_status fatlink_rt_launch(fatlink_rt_kernel Kernel,
+                                    fatlink_rt_dim3 Grid, fatlink_rt_dim3 Block,
+                                    uint32_t SharedMemBytes,
+                                    fatlink_rt_stream Stream, void **Args,
+                                    const size_t *ArgSizes, uint32_t NumArgs) {
+  return launch("fatlink_rt_launch", Kernel, Grid, Block, SharedMemBytes,
+                Stream, Args, ArgSizes, NumArgs, 0);
+}
+
+fatlink_rt_status
+fatlink_rt_launch_cooperative(fatlink_rt_kernel Kernel, fatlink_rt_dim3 Grid,
+                              fatlink_rt_dim3 Block, uint32_t SharedMemBytes,
+                              fatlink_rt_stream Stream, void **Args,
+                              const size_t *ArgSizes, uint32_t NumArgs) {
+  return launch("fatlink_rt_launch_cooperative", Kernel, Grid, Block,
+                SharedMemBytes, Stream, Args, ArgSizes, NumArgs, 1);
 }
 
 fatlink_rt_status fatlink_rt_synchronize(void) {

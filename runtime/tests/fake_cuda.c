@@ -62,6 +62,10 @@ CUresult cuDeviceGetAttribute(int *V, int Attr, int D) {
     *V = CC % 10;
   else if (Attr == 97) /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: an A100's */
     *V = env("FAKE_CUDA_SMEM_OPTIN", 166912);
+  else if (Attr == 16) /* MULTIPROCESSOR_COUNT: an A100's */
+    *V = env("FAKE_CUDA_SMS", 108);
+  else if (Attr == 95) /* COOPERATIVE_LAUNCH */
+    *V = env("FAKE_CUDA_COOPERATIVE", 1);
   else
     *V = 0;
   return 0;
@@ -247,6 +251,25 @@ CUresult cuEventElapsedTime_v2(float *Ms, void *Start, void *End) {
   return 0;
 }
 
+/* Blocks of F resident per SM: FAKE_CUDA_OCCUPANCY, 2 by default. */
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *N, void *F,
+                                                     int Threads,
+                                                     size_t Shared) {
+  (void)F;
+  (void)Shared;
+  *N = Threads > 1024 ? 0 : env("FAKE_CUDA_OCCUPANCY", 2);
+  return 0;
+}
+CUresult cuLaunchKernel(void *F, unsigned GX, unsigned GY, unsigned GZ,
+                        unsigned BX, unsigned BY, unsigned BZ, unsigned Shared,
+                        void *Stream, void **Args, void **Extra);
+CUresult cuLaunchCooperativeKernel(void *F, unsigned GX, unsigned GY,
+                                   unsigned GZ, unsigned BX, unsigned BY,
+                                   unsigned BZ, unsigned Shared, void *Stream,
+                                   void **Args) {
+  trace("cooperative:");
+  return cuLaunchKernel(F, GX, GY, GZ, BX, BY, BZ, Shared, Stream, Args, NULL);
+}
 CUresult cuLaunchKernel(void *F, unsigned GX, unsigned GY, unsigned GZ,
                         unsigned BX, unsigned BY, unsigned BZ, unsigned Shared,
                         void *Stream, void **Args, void **Extra) {

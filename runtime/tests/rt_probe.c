@@ -6,8 +6,10 @@
  *   rt_probe manifest                 every kernel's manifest
  *   rt_probe get NAME                 look a kernel up (loads its module)
  *   rt_probe launch NAME SIZE...      launch with arguments of these sizes
- *                                     (PROBE_BLOCK: threads, PROBE_SHARED:
- *                                     bytes of dynamic shared memory)
+ *                                     (PROBE_BLOCK: threads, PROBE_GRID:
+ *                                     blocks, PROBE_SHARED: bytes of
+ *                                     dynamic shared memory,
+ *                                     PROBE_COOPERATIVE: cooperatively)
  *   rt_probe vec_add N                full round trip through vec_add
  *   rt_probe device N                 set device N and print it
  *   rt_probe select CC DRIVER         the image chosen for each module
@@ -181,8 +183,12 @@ int main(int Argc, char **Argv) {
       Block.x = (uint32_t)atoi(B);
     const char *Shared = getenv("PROBE_SHARED");
     uint32_t SharedBytes = Shared ? (uint32_t)strtoul(Shared, NULL, 10) : 0;
-    if ((S = fatlink_rt_launch(K, Grid, Block, SharedBytes, NULL, Args, Sizes,
-                               N)))
+    const char *Grids = getenv("PROBE_GRID");
+    if (Grids)
+      Grid.x = (uint32_t)atoi(Grids);
+    if ((S = (getenv("PROBE_COOPERATIVE") ? fatlink_rt_launch_cooperative
+                                          : fatlink_rt_launch)(
+             K, Grid, Block, SharedBytes, NULL, Args, Sizes, N)))
       return failed(S);
     puts("ok");
     return 0;

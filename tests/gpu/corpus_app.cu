@@ -442,6 +442,53 @@ static void rustMix() {
              "libdevice, atom.sys and a function-pointer table");
 }
 
+// grid_sync_normalize (warp_coop.cu) synchronizes its whole grid
+// (cg::this_grid().sync()): launched cooperatively through fatlink's API,
+// every value is divided by the largest magnitude; a grid too large to be
+// resident at once is refused before the driver sees it.
+static void gridSync() {
+  auto K = rt::Kernel::get("grid_sync_normalize");
+  if (!K) {
+    printf("FAIL: get grid_sync_normalize: %s\n", K.status().message().c_str());
+    ++Failures;
+    return;
+  }
+  const int N = 8192, Blocks = 16;
+  std::vector<float> X(N);
+  float Max = 0;
+  for (int I = 0; I < N; ++I) {
+    X[I] = (float)((I * 37) % 1001) - 500.0f;
+    Max = std::max(Max, std::fabs(X[I]));
+  }
+  auto DX = rt::DeviceBuffer<float>::from(X);
+  auto DMax = rt::DeviceBuffer<float>::zeroed(Blocks);
+  rt::Status S = !DX ? DX.status() : !DMax ? DMax.status() : rt::Status();
+  if (S)
+    S = K->launchCooperative({Blocks}, {256}, 0, nullptr, *DX, *DMax, N);
+  std::vector<float> Out(N);
+  if (S)
+    S = rt::synchronize();
+  if (S)
+    S = DX->copyTo(Out);
+  if (!S) {
+    printf("FAIL: grid_sync_normalize: %s\n", S.message().c_str());
+    ++Failures;
+    return;
+  }
+  bool Ok = true;
+  for (int I = 0; I < N; ++I)
+    Ok &= close(Out[I], X[I] / Max, 1e-6);
+  report(Ok, "grid_sync_normalize: grid.sync() in a cooperative launch "
+             "through fatlink's API");
+  S = K->launchCooperative({1u << 20}, {256}, 0, nullptr, *DX, *DMax, N);
+  report(!S && S.code() == FATLINK_RT_ERROR_INVALID_VALUE &&
+             S.message().find("that can be resident at once") !=
+                 std::string::npos,
+         "a cooperative grid too large to be resident is refused");
+  if (!S)
+    printf("  message: %s\n", S.message().c_str());
+}
+
 int main() {
   int Devices = 0;
   cudaError_t E = cudaGetDeviceCount(&Devices);
@@ -457,6 +504,7 @@ int main() {
   numerics();
   constantsAndDispatch();
   rustMix();
+  gridSync();
   printf("%s\n", Failures ? "corpus_app: FAILED" : "corpus_app: all checks passed");
   return Failures ? 1 : 0;
 }

@@ -331,8 +331,8 @@ run() {
   cat corpus.txt
   [ $rc -eq 0 ] && grep -q '^corpus_app: all checks passed' corpus.txt &&
     pass "corpus_app: every corpus check" || fail "corpus_app (exit $rc)"
-  [ "$(grep -c '^PASS: ' corpus.txt)" -eq 15 ] &&
-    pass "corpus_app: all 15 checks ran" || fail "corpus_app: not all 15 checks ran"
+  [ "$(grep -c '^PASS: ' corpus.txt)" -eq 17 ] &&
+    pass "corpus_app: all 17 checks ran" || fail "corpus_app: not all 17 checks ran"
   grep -q '^device_heap_printf: block 0 of 2, sum\[0\] = 0, 0.500000$' corpus.txt &&
     pass "corpus_app: device printf output" || fail "corpus_app: device printf output missing"
 

@@ -283,6 +283,17 @@ fatlink_rt_launch(fatlink_rt_kernel Kernel, fatlink_rt_dim3 Grid,
                   fatlink_rt_stream Stream, void **Args, const size_t *ArgSizes,
                   uint32_t NumArgs);
 
+/* As fatlink_rt_launch, for a kernel that synchronizes its whole grid
+ * (cooperative groups' grid.sync()): cuLaunchCooperativeKernel, after
+ * checking that the device supports it and that every block of Grid can be
+ * resident at once (the kernel's occupancy at Block and SharedMemBytes
+ * times the SMs); a larger grid is refused with FATLINK_RT_ERROR_INVALID_VALUE
+ * naming those figures. */
+FATLINK_RT_API fatlink_rt_status fatlink_rt_launch_cooperative(
+    fatlink_rt_kernel Kernel, fatlink_rt_dim3 Grid, fatlink_rt_dim3 Block,
+    uint32_t SharedMemBytes, fatlink_rt_stream Stream, void **Args,
+    const size_t *ArgSizes, uint32_t NumArgs);
+
 /* Waits for all work on the current device (cuCtxSynchronize). */
 FATLINK_RT_API fatlink_rt_status fatlink_rt_synchronize(void);
 

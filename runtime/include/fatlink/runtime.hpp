@@ -221,6 +221,24 @@ public:
   template <typename... Args>
   Status launchOn(Dim3 Grid, Dim3 Block, uint32_t SharedMemBytes,
                   fatlink_rt_stream Stream, const Args &...A) const {
+    return launchWith(fatlink_rt_launch, Grid, Block, SharedMemBytes, Stream,
+                      A...);
+  }
+
+  // As launchOn, for a kernel that synchronizes its whole grid
+  // (cooperative groups' grid.sync()): fatlink_rt_launch_cooperative, which
+  // refuses a grid whose blocks cannot all be resident at once.
+  template <typename... Args>
+  Status launchCooperative(Dim3 Grid, Dim3 Block, uint32_t SharedMemBytes,
+                           fatlink_rt_stream Stream, const Args &...A) const {
+    return launchWith(fatlink_rt_launch_cooperative, Grid, Block,
+                      SharedMemBytes, Stream, A...);
+  }
+
+private:
+  template <typename Launch, typename... Args>
+  Status launchWith(Launch L, Dim3 Grid, Dim3 Block, uint32_t SharedMemBytes,
+                    fatlink_rt_stream Stream, const Args &...A) const {
     static_assert(
         (std::is_trivially_copyable<typename LaunchArg<Args>::Value>::value &&
          ...),
@@ -233,14 +251,12 @@ public:
         [&](auto &...V) {
           void *Ptrs[sizeof...(Args) + 1] = {static_cast<void *>(&V)...};
           size_t Sizes[sizeof...(Args) + 1] = {sizeof(V)...};
-          return Status::fromLast(
-              fatlink_rt_launch(Handle, Grid.c(), Block.c(), SharedMemBytes,
-                                Stream, Ptrs, Sizes, sizeof...(Args)));
+          return Status::fromLast(L(Handle, Grid.c(), Block.c(), SharedMemBytes,
+                                    Stream, Ptrs, Sizes, sizeof...(Args)));
         },
         Values);
   }
 
-private:
   fatlink_rt_kernel Handle = nullptr;
 };
 
