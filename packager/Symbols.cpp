@@ -112,26 +112,29 @@ static void readResources(const object::ELF64LEObjectFile &Obj,
   // .nv.reservedSmem.cap; sm_90's is 1 KB (the driver reports each
   // kernel's shared size 1 KB less than its section on an H200).
   bool Executable = Obj.getELFFile().getHeader().e_type == ELF::ET_EXEC;
-  uint64_t ReservedShared = 0, ReservedCap = 0;
+  bool HasReserve = false;
+  uint64_t ReservedShared = 1024;
   for (const object::ELFSymbolRef Sym : Obj.symbols()) {
     Expected<StringRef> Name = Sym.getName();
     if (!Name) {
       consumeError(Name.takeError());
       continue;
     }
-    if (*Name == ".nv.reservedSmem.offset0" && Executable)
-      ReservedShared = 1024;
+    if (*Name == ".nv.reservedSmem.offset0")
+      HasReserve = Executable;
+    // Its raw st_value: nvlink gives it a processor-specific type, whose
+    // value SymbolRef::getValue does not report (0).
     if (*Name == ".nv.reservedSmem.cap") {
       if (auto Raw = Obj.getSymbol(Sym.getRawDataRefImpl()))
-        ReservedCap = (*Raw)->st_value;
+        ReservedShared = (*Raw)->st_value;
       else
         consumeError(Raw.takeError());
     }
     if (any_of(Kernels, [&](const KernelInfo &K) { return K.Name == *Name; }))
       BySymbol[Sym.getRawDataRefImpl().d.b] = Name->str();
   }
-  if (ReservedShared && ReservedCap)
-    ReservedShared = ReservedCap;
+  if (!HasReserve)
+    ReservedShared = 0;
   for (const KernelInfo &K : Kernels)
     Res[K.Name];
   for (const object::ELFSectionRef Sec : Obj.sections()) {

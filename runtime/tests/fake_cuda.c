@@ -165,6 +165,8 @@ CUresult cuFuncGetAttribute(int *V, int Attr, void *F) {
 CUresult cuFuncSetAttribute(void *F, int Attr, int V) {
   if (Attr != 8)
     return 1; /* CUDA_ERROR_INVALID_VALUE */
+  if (env("FAKE_CUDA_SET_ATTRIBUTE", 0))
+    return env("FAKE_CUDA_SET_ATTRIBUTE", 0);
   trace("allow %s dynamic shared %d", (const char *)F, V);
   pthread_mutex_lock(&AllowanceLock);
   *allowance(F) = V;
@@ -258,7 +260,7 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *N, void *F,
   (void)F;
   (void)Shared;
   *N = Threads > 1024 ? 0 : env("FAKE_CUDA_OCCUPANCY", 2);
-  return 0;
+  return env("FAKE_CUDA_OCCUPANCY_ERROR", 0);
 }
 CUresult cuLaunchKernel(void *F, unsigned GX, unsigned GY, unsigned GZ,
                         unsigned BX, unsigned BY, unsigned BZ, unsigned Shared,
