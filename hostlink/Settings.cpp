@@ -10,8 +10,10 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include <algorithm>
 
@@ -174,13 +176,23 @@ std::vector<std::string> environmentNames() {
 
 bool isFatlinkArg(StringRef Arg) { return Arg.starts_with("--fatlink-"); }
 
-/// Reads `key = value` lines; later lines win.
-static Error readConfigFile(StringRef Path, Settings &S) {
+/// Reads `key = value` lines; later lines win. \p NamedBy is the setting
+/// that named the file ("FATLINK_CONFIG", "--fatlink-config=f.conf").
+static Error readConfigFile(StringRef Path, StringRef NamedBy, Settings &S) {
   ErrorOr<std::unique_ptr<MemoryBuffer>> MB = MemoryBuffer::getFile(Path);
-  if (!MB)
-    return createStringError(MB.getError(), "cannot read fatlink config %s: %s",
-                             Path.str().c_str(),
-                             MB.getError().message().c_str());
+  if (!MB) {
+    // A relative path is taken from the linker's directory, which under
+    // cargo is the workspace's root, not the crate's: say which it was.
+    std::string From;
+    SmallString<256> Cwd;
+    if (sys::path::is_relative(Path) && !sys::fs::current_path(Cwd))
+      From =
+          (", relative to " + Cwd + ", the directory the link runs in").str();
+    return createStringError(
+        MB.getError(), "cannot read fatlink config %s (named by %s%s): %s",
+        Path.str().c_str(), NamedBy.str().c_str(), From.c_str(),
+        MB.getError().message().c_str());
+  }
   SmallVector<StringRef, 16> Lines;
   (*MB)->getBuffer().split(Lines, '\n');
   for (auto [I, Line] : enumerate(Lines)) {
@@ -195,7 +207,13 @@ static Error readConfigFile(StringRef Path, Settings &S) {
       return createStringError(inconvertibleErrorCode(),
                                "%s: expected 'key = value', got '%s'",
                                Where.c_str(), Line.str().c_str());
-    if (!findKey(Key) || Key == "config")
+    if (Key == "config")
+      return createStringError(
+          inconvertibleErrorCode(),
+          "%s: a config file cannot name another (config files do not "
+          "nest): name one file with --fatlink-config= or FATLINK_CONFIG",
+          Where.c_str());
+    if (!findKey(Key))
       return unknownKey(Key, Where);
     S.Values[Key] = Value.str();
     S.Sources[Key] = Where;
@@ -225,12 +243,15 @@ collectSettings(ArrayRef<std::string> Args,
 
   Settings S;
   std::optional<std::string> ConfigPath;
-  if (std::optional<StringRef> C = FromArgs.get("config"))
+  std::string ConfigNamedBy = "FATLINK_CONFIG";
+  if (std::optional<StringRef> C = FromArgs.get("config")) {
     ConfigPath = C->str();
-  else if (std::optional<std::string> Env = GetEnv("FATLINK_CONFIG"))
+    ConfigNamedBy = FromArgs.Sources["config"];
+  } else if (std::optional<std::string> Env = GetEnv("FATLINK_CONFIG")) {
     ConfigPath = *Env;
+  }
   if (ConfigPath && !ConfigPath->empty())
-    if (Error E = readConfigFile(*ConfigPath, S))
+    if (Error E = readConfigFile(*ConfigPath, ConfigNamedBy, S))
       return std::move(E);
 
   for (const KeyInfo &K : Keys) {

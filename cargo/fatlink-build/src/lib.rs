@@ -253,7 +253,7 @@ impl Device {
         // fatlink-cc reads its settings from the environment (cargo's [env])
         // and from the file FATLINK_CONFIG names: a change to either must
         // relink. A rerun of this script relinks the crate that uses it.
-        if let Some(config) = fatlink_config_file(&manifest_dir) {
+        if let Some(config) = fatlink_config_file(&manifest_dir)? {
             read.files.insert(config);
         }
         // Sorted and without duplicates: the same lines for any build order.
@@ -304,15 +304,8 @@ impl Device {
 
         // rustc runs in the workspace's root and names the sources of its
         // members relative to it in the dep-info.
-        let mut locate = Command::new(&cargo);
-        locate
-            .args(["locate-project", "--workspace", "--message-format", "plain", "--offline", "--manifest-path"])
-            .arg(&manifest);
-        let ws_manifest = PathBuf::from(
-            run(&mut locate, "cargo locate-project", "cargo runs from PATH or $CARGO")?.trim(),
-        );
-        let ws_root = ws_manifest.parent().map(Path::to_path_buf).unwrap_or_default();
-        read.files.insert(ws_manifest.clone());
+        let ws_root = workspace_root(&manifest)?;
+        read.files.insert(ws_root.join("Cargo.toml"));
         let lock = ws_root.join("Cargo.lock");
         if lock.is_file() {
             read.files.insert(lock);
@@ -480,15 +473,52 @@ const FATLINK_CC_SETTINGS: &[&str] = &[
     "FATLINK_CACHE_POLICY",
 ];
 
-/// The config file FATLINK_CONFIG names, for `rerun-if-changed`: a path
-/// relative to the host crate's directory, where the build script runs
-/// (use an absolute path, or `relative = true` in cargo's `[env]`, for a
-/// file fatlink-cc, which runs in rustc's directory, finds as well). None
-/// when it is unset or names no file (fatlink-cc then fails, naming it).
-fn fatlink_config_file(manifest_dir: &Path) -> Option<PathBuf> {
-    let path = env::var_os("FATLINK_CONFIG").filter(|p| !p.is_empty())?;
-    let path = manifest_dir.join(path);
-    path.is_file().then_some(path)
+/// The config file FATLINK_CONFIG names, for `rerun-if-changed`, found
+/// where fatlink-cc will look for it. fatlink-cc runs in rustc's directory,
+/// which for a workspace member is the workspace's root, not this crate's
+/// directory (where the build script runs): a relative path is taken from
+/// the root. A relative path that names a file only in this crate's
+/// directory is an error, naming both places and the fix, rather than a
+/// build that tracks one file and links with none. None when it is unset
+/// or names no file (fatlink-cc then fails, naming it).
+fn fatlink_config_file(manifest_dir: &Path) -> Result<Option<PathBuf>, Error> {
+    let Some(path) = env::var_os("FATLINK_CONFIG").filter(|p| !p.is_empty()).map(PathBuf::from) else {
+        return Ok(None);
+    };
+    if path.is_absolute() {
+        return Ok(path.is_file().then_some(path));
+    }
+    let root = workspace_root(&manifest_dir.join("Cargo.toml"))?;
+    let at_root = root.join(&path);
+    if at_root.is_file() {
+        return Ok(Some(at_root));
+    }
+    let here = manifest_dir.join(&path);
+    if here.is_file() {
+        return err(format!(
+            "FATLINK_CONFIG={} is relative: fatlink-cc reads it from the directory rustc links in, \
+             the workspace's root {}, which has no such file (it is {}, beside this crate). \
+             Name it {} (from the workspace's root), or by an absolute path, or in .cargo/config.toml \
+             as FATLINK_CONFIG = {{ value = \"...\", relative = true }} (from the directory holding .cargo)",
+            path.display(),
+            root.display(),
+            here.display(),
+            here.strip_prefix(&root).unwrap_or(&here).display()
+        ));
+    }
+    Ok(None)
+}
+
+/// The root directory of the workspace the manifest belongs to (`cargo
+/// locate-project --workspace`).
+fn workspace_root(manifest: &Path) -> Result<PathBuf, Error> {
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let mut locate = Command::new(&cargo);
+    locate
+        .args(["locate-project", "--workspace", "--message-format", "plain", "--offline", "--manifest-path"])
+        .arg(manifest);
+    let ws_manifest = PathBuf::from(run(&mut locate, "cargo locate-project", "cargo runs from PATH or $CARGO")?.trim());
+    Ok(ws_manifest.parent().map(Path::to_path_buf).unwrap_or_default())
 }
 
 /// What the device build read: cargo reruns the build script when one of
