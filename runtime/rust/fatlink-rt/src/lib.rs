@@ -118,6 +118,20 @@ mod sys {
     pub type Stream = *mut c_void;
     pub type Event = *mut c_void;
 
+    /// `fatlink_rt_launch` or `fatlink_rt_launch_cooperative`, which take
+    /// the same arguments: the launch paths share their marshalling and
+    /// differ only in which one they call.
+    pub type LaunchFn = unsafe extern "C" fn(
+        Kernel,
+        Dim3,
+        Dim3,
+        u32,
+        Stream,
+        *mut *mut c_void,
+        *const usize,
+        u32,
+    ) -> c_int;
+
     // `-bundle`: the archive is not copied into this rlib; the final link
     // finds it through the binary's own -L (see the crate docs).
     #[link(name = "fatlink_rt", kind = "static", modifiers = "-bundle")]
@@ -148,6 +162,16 @@ mod sys {
         pub fn fatlink_rt_event_synchronize(e: Event) -> c_int;
         pub fn fatlink_rt_event_elapsed_ms(start: Event, end: Event, ms: *mut f32) -> c_int;
         pub fn fatlink_rt_launch(
+            k: Kernel,
+            grid: Dim3,
+            block: Dim3,
+            shared: u32,
+            stream: *mut c_void,
+            args: *mut *mut c_void,
+            sizes: *const usize,
+            n: u32,
+        ) -> c_int;
+        pub fn fatlink_rt_launch_cooperative(
             k: Kernel,
             grid: Dim3,
             block: Dim3,
@@ -596,7 +620,14 @@ impl RawKernel {
         shared_mem_bytes: u32,
         args: &[&dyn KernelArg],
     ) -> Result<()> {
-        self.launch_raw(grid.into(), block.into(), shared_mem_bytes, std::ptr::null_mut(), args)
+        self.launch_raw(
+            sys::fatlink_rt_launch,
+            grid.into(),
+            block.into(),
+            shared_mem_bytes,
+            std::ptr::null_mut(),
+            args,
+        )
     }
 
     /// [`launch`](RawKernel::launch) on `stream`. Nothing keeps the
@@ -615,11 +646,79 @@ impl RawKernel {
         args: &[&dyn KernelArg],
     ) -> Result<()> {
         stream.check_device()?;
-        self.launch_raw(grid.into(), block.into(), shared_mem_bytes, stream.raw, args)
+        self.launch_raw(
+            sys::fatlink_rt_launch,
+            grid.into(),
+            block.into(),
+            shared_mem_bytes,
+            stream.raw,
+            args,
+        )
+    }
+
+    /// [`launch`](RawKernel::launch) for a kernel that synchronizes its
+    /// whole grid (cooperative groups' `grid.sync()`), which needs every
+    /// block of the grid resident at once: `fatlink_rt_launch_cooperative`
+    /// checks the arguments as `launch` does, then that the device supports
+    /// cooperative launches and that the grid has at most as many blocks
+    /// as can be resident (the kernel's occupancy per SM at this block size
+    /// and dynamic shared memory, times the device's SMs), and launches
+    /// with `cuLaunchCooperativeKernel`. A device without cooperative
+    /// launches, or a larger grid, is refused with
+    /// [`ErrorKind::InvalidValue`] before anything runs; the message names
+    /// the figures ("a grid of 217 blocks exceeds the 216 that can be
+    /// resident at once (2 per SM x 108 SMs, at 32 threads and 0 bytes of
+    /// dynamic shared memory a block)"). A failed occupancy query is the
+    /// driver's error. On the default stream.
+    ///
+    /// # Safety
+    /// As for [`launch`](RawKernel::launch).
+    pub unsafe fn launch_cooperative(
+        &self,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        shared_mem_bytes: u32,
+        args: &[&dyn KernelArg],
+    ) -> Result<()> {
+        self.launch_raw(
+            sys::fatlink_rt_launch_cooperative,
+            grid.into(),
+            block.into(),
+            shared_mem_bytes,
+            std::ptr::null_mut(),
+            args,
+        )
+    }
+
+    /// [`launch_cooperative`](RawKernel::launch_cooperative) on `stream`:
+    /// the same checks, refused in the same cases. As with
+    /// [`launch_on`](RawKernel::launch_on), nothing keeps the arguments'
+    /// buffers borrowed ([`Kernel::launch_cooperative`] does).
+    ///
+    /// # Safety
+    /// As for [`launch_on`](RawKernel::launch_on).
+    pub unsafe fn launch_cooperative_on(
+        &self,
+        stream: &Stream,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        shared_mem_bytes: u32,
+        args: &[&dyn KernelArg],
+    ) -> Result<()> {
+        stream.check_device()?;
+        self.launch_raw(
+            sys::fatlink_rt_launch_cooperative,
+            grid.into(),
+            block.into(),
+            shared_mem_bytes,
+            stream.raw,
+            args,
+        )
     }
 
     unsafe fn launch_raw(
         &self,
+        launch: sys::LaunchFn,
         grid: Dim3,
         block: Dim3,
         shared_mem_bytes: u32,
@@ -628,7 +727,7 @@ impl RawKernel {
     ) -> Result<()> {
         let mut ptrs: Vec<*mut c_void> = args.iter().map(|a| a.arg_ptr() as *mut c_void).collect();
         let sizes: Vec<usize> = args.iter().map(|a| a.arg_size()).collect();
-        check(sys::fatlink_rt_launch(
+        check(launch(
             self.raw,
             grid.c(),
             block.c(),

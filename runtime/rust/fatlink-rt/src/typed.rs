@@ -341,13 +341,63 @@ impl<P: KernelParams> Kernel<P> {
         shared_mem_bytes: u32,
         args: P::Args<'a>,
     ) -> Result<PendingLaunch<'a>> {
+        self.launch_with(
+            sys::fatlink_rt_launch,
+            stream,
+            grid.into(),
+            block.into(),
+            shared_mem_bytes,
+            args,
+        )
+    }
+
+    /// [`launch`](Kernel::launch) for a kernel that synchronizes its whole
+    /// grid (cooperative groups' `grid.sync()`), which needs every block of
+    /// the grid resident at once: checks that the device supports
+    /// cooperative launches and that the grid has at most as many blocks
+    /// as can be resident (the kernel's occupancy per SM at this block size
+    /// and dynamic shared memory, times the device's SMs), then launches
+    /// with `cuLaunchCooperativeKernel` and returns the same guard. A
+    /// device without cooperative launches, or a larger grid, is refused
+    /// with [`ErrorKind::InvalidValue`] naming the figures, and nothing
+    /// runs (see [`RawKernel::launch_cooperative`](crate::RawKernel::launch_cooperative)).
+    ///
+    /// # Safety
+    /// As for [`launch`](Kernel::launch).
+    pub unsafe fn launch_cooperative<'a>(
+        &self,
+        stream: &'a Stream,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        shared_mem_bytes: u32,
+        args: P::Args<'a>,
+    ) -> Result<PendingLaunch<'a>> {
+        self.launch_with(
+            sys::fatlink_rt_launch_cooperative,
+            stream,
+            grid.into(),
+            block.into(),
+            shared_mem_bytes,
+            args,
+        )
+    }
+
+    unsafe fn launch_with<'a>(
+        &self,
+        launch: sys::LaunchFn,
+        stream: &'a Stream,
+        grid: Dim3,
+        block: Dim3,
+        shared_mem_bytes: u32,
+        args: P::Args<'a>,
+    ) -> Result<PendingLaunch<'a>> {
         stream.check_device()?;
         let mut ptrs = [std::ptr::null_mut(); MAX_PARAMS];
         let n = P::arg_ptrs(&args, &mut ptrs);
-        check(sys::fatlink_rt_launch(
+        check(launch(
             self.raw,
-            grid.into().c(),
-            block.into().c(),
+            grid.c(),
+            block.c(),
             shared_mem_bytes,
             stream.raw,
             ptrs.as_mut_ptr(),
