@@ -302,11 +302,22 @@ Expected<std::string> runProgram(Context &Ctx, StringRef Program,
   int RC = -1;
   if (!ExecutionFailed) {
     RunningChild Running(PI.Pid); // stopped by a signal that ends fatlink
-    if (TimeoutSeconds &&
-        !waitForExit(PI.Pid, std::chrono::steady_clock::now() +
-                                 std::chrono::seconds(TimeoutSeconds))) {
-      ::kill(-PI.Pid, SIGKILL); // its group: a wrapper's children too
-      TimedOut = true;
+    if (TimeoutSeconds) {
+      // The time fatlink spends stopped (Ctrl-Z), its children stopped
+      // with it, does not count.
+      auto Deadline = std::chrono::steady_clock::now() +
+                      std::chrono::seconds(TimeoutSeconds);
+      auto Suspended = RunningChild::suspendedTime();
+      while (!waitForExit(PI.Pid, Deadline)) {
+        auto Now = RunningChild::suspendedTime();
+        if (Now == Suspended) {
+          ::kill(-PI.Pid, SIGKILL); // its group: a wrapper's children too
+          TimedOut = true;
+          break;
+        }
+        Deadline += Now - Suspended;
+        Suspended = Now;
+      }
     }
     PI = sys::Wait(PI, std::nullopt, &ErrMsg);
     RC = PI.ReturnCode;

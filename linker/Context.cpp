@@ -172,6 +172,55 @@ void onStopSignal(int Sig, siginfo_t *Info, void *UContext) {
   ::raise(Sig);
 }
 
+/// Steady-clock nanoseconds fatlink has spent stopped (SIGTSTP) so far.
+std::atomic<int64_t> SuspendedNs{0};
+
+int64_t steadyNs() {
+  struct timespec T;
+  ::clock_gettime(CLOCK_MONOTONIC, &T);
+  return int64_t(T.tv_sec) * 1000000000 + T.tv_nsec;
+}
+
+void signalChildren(int Sig) {
+  for (std::atomic<pid_t> &C : Children)
+    if (pid_t P = C.load())
+      ::kill(-P, Sig);
+}
+
+void onSuspend(int Sig, siginfo_t *, void *);
+
+void catchSuspend() {
+  struct sigaction New = {};
+  New.sa_sigaction = onSuspend;
+  New.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&New.sa_mask);
+  ::sigaction(SIGTSTP, &New, nullptr);
+}
+
+/// Ctrl-Z: the terminal stops fatlink's process group, and the children,
+/// each in a group of its own, would run on. Stop them (SIGSTOP to each
+/// group), stop fatlink as the default action would (the shell sees a
+/// job stopped by SIGTSTP), and once continued, continue them and count
+/// the time stopped, which a --ptxas-timeout does not charge to ptxas.
+/// (Where the kernel discards the stop, in an orphaned process group, this
+/// returns at once.) Async-signal-safe.
+void onSuspend(int Sig, siginfo_t *, void *) {
+  int SavedErrno = errno;
+  signalChildren(SIGSTOP);
+  int64_t Start = steadyNs();
+  ::signal(Sig, SIG_DFL);
+  ::raise(Sig); // pending: blocked while this handler runs
+  sigset_t Unblock;
+  sigemptyset(&Unblock);
+  sigaddset(&Unblock, Sig);
+  ::pthread_sigmask(SIG_UNBLOCK, &Unblock, nullptr); // stops here
+  // Continued (SIGCONT).
+  catchSuspend();
+  SuspendedNs += steadyNs() - Start;
+  signalChildren(SIGCONT);
+  errno = SavedErrno;
+}
+
 /// LLVM's SIGPIPE handler removes the temporaries and then calls this.
 void dieOfSigpipe() {
   ::signal(SIGPIPE, SIG_DFL);
@@ -198,6 +247,10 @@ void installSignalHandlers() {
       sigemptyset(&New.sa_mask);
       ::sigaction(StopSignals[I], &New, nullptr);
     }
+    struct sigaction Tstp;
+    ::sigaction(SIGTSTP, nullptr, &Tstp);
+    if ((Tstp.sa_flags & SA_SIGINFO) || Tstp.sa_handler == SIG_DFL)
+      catchSuspend(); // not when ignored, or someone else's
   });
 }
 
@@ -220,6 +273,10 @@ RunningChild::~RunningChild() {
 }
 
 bool RunningChild::stopping() { return Stopping; }
+
+std::chrono::nanoseconds RunningChild::suspendedTime() {
+  return std::chrono::nanoseconds(SuspendedNs.load());
+}
 
 void Context::error(Error E) {
   handleAllErrors(std::move(E), [&](const ErrorInfoBase &EI) {

@@ -31,6 +31,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -137,8 +138,9 @@ llvm::Error checkOutputsAreNotInputs(llvm::ArrayRef<std::string> Outputs,
 /// (SIGTERM, then SIGKILL after 2 s: a wrapper script's children too) and
 /// waits for them before LLVM's handler removes the
 /// temporary files: otherwise they would run on, re-parented to init, and
-/// write into files just removed. Signal-safe slots, the one global state of
-/// a run (a signal handler has no context).
+/// write into files just removed. A SIGTSTP (Ctrl-Z) stops them with
+/// fatlink, and continuing fatlink continues them. Signal-safe slots, the
+/// one global state of a run (a signal handler has no context).
 class RunningChild {
 public:
   explicit RunningChild(int Pid);
@@ -147,6 +149,10 @@ public:
   RunningChild &operator=(const RunningChild &) = delete;
   /// Whether a signal is ending fatlink: start nothing new.
   static bool stopping();
+  /// How long fatlink has been stopped (Ctrl-Z, SIGTSTP) since it
+  /// started: its running children were stopped with it, so a time limit
+  /// on a child leaves this out.
+  static std::chrono::nanoseconds suspendedTime();
 
 private:
   void *Slot = nullptr;
