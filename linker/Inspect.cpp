@@ -3,7 +3,8 @@
 // What `cuobjdump --list-elf --list-ptx --extract-*` does, for every
 // container of GPU code fatlink knows: bare fatbins, host objects, static
 // archives, executables and shared libraries from nvcc, clang (old and new
-// offload driver), fatbinary and fatlink itself. The passes:
+// offload driver), fatbinary and fatlink itself; and, as cuobjdump does, a
+// bare cubin or PTX file, one image. The passes:
 //
 //   parse options -> Config
 //   scan files    -> every fatbin entry and OffloadBinary, in file order
@@ -47,6 +48,8 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/BinaryFormat/ELF.h"
+#include "llvm/BinaryFormat/Magic.h"
 #include "llvm/Demangle/Demangle.h"
 #include "llvm/Option/Arg.h"
 #include "llvm/Option/ArgList.h"
@@ -88,6 +91,7 @@ struct Config {
 struct Entry {
   std::string File; ///< the input path it was found in
   packager::EmbeddedImage Image;
+  bool Bare = false; ///< the file is the image: a cubin or PTX (bareImage)
   std::string Kind;        ///< "cubin", "ptx", "bitcode", ...
   std::string Version;     ///< "8.0" for PTX ISA 8.0; "" when none
   std::string Compression; ///< "none", "zstd", "lz4", "zstd,obfuscated"
@@ -270,6 +274,44 @@ static constexpr unsigned MaxBrokenFiles = 20;
 /// Scans every file; a file that cannot be read is reported and the next
 /// one is still scanned, so one run shows every broken input (up to
 /// MaxBrokenFiles).
+/// A bare device image, as cuobjdump takes one: a cubin (an ELF file for
+/// EM_CUDA: `ptxas -o`, `nvcc -cubin`, a file --extract wrote) or PTX text
+/// (`.version` and `.target` before any other directive). std::nullopt
+/// for any other file, which packager::scanFile reads (or refuses); an
+/// error for a cubin whose ELF is broken.
+static Expected<std::optional<packager::EmbeddedImage>>
+bareImage(StringRef Data, StringRef Path) {
+  bool Elf = Data.starts_with("\x7f"
+                              "ELF");
+  if (Elf) {
+    if (Data.size() < 20 ||
+        support::endian::read16le(Data.data() + 18) != ELF::EM_CUDA)
+      return std::nullopt;
+  } else if (identify_magic(Data) != file_magic::unknown ||
+             !Data.contains(".target")) {
+    // (A fatbin is unknown to LLVM too; PTX has no NUL, and
+    // identifyImage refuses it.)
+    return std::nullopt;
+  }
+  Expected<packager::FatbinImage> Img = packager::identifyImage(Data);
+  if (!Img) {
+    if (Elf)
+      return createFileError(Path, Img.takeError());
+    consumeError(Img.takeError()); // not PTX after all
+    return std::nullopt;
+  }
+  packager::EmbeddedImage I;
+  I.Origin = Path.str();
+  I.Kind = Img->Kind == packager::ImageKind::PTX ? "ptx" : "cubin";
+  I.Arch = Img->Arch;
+  I.Major = Img->Major;
+  I.Minor = Img->Minor;
+  I.StoredSize = Data.size();
+  I.Data = Data.str();
+  I.Relocatable = Elf && packager::isRelocatableCubin(Data);
+  return I;
+}
+
 static std::vector<Entry> scanFiles(Context &Ctx, const Config &C) {
   TimeTraceScope Scope("Scan files");
   std::vector<Entry> Entries;
@@ -284,6 +326,17 @@ static std::vector<Entry> scanFiles(Context &Ctx, const Config &C) {
     if (!MBOrErr) {
       Ctx.error(MBOrErr.takeError());
       ++Broken;
+      continue;
+    }
+    Expected<std::optional<packager::EmbeddedImage>> Bare =
+        bareImage((*MBOrErr)->getBuffer(), Path);
+    if (!Bare) {
+      Ctx.error(Bare.takeError());
+      ++Broken;
+      continue;
+    }
+    if (*Bare) {
+      Entries.push_back({Path, std::move(**Bare), /*Bare=*/true});
       continue;
     }
     // The headers only: compressed entries stay compressed until an
@@ -500,7 +553,9 @@ static void printJson(Context &Ctx, const Config &C, ArrayRef<Entry> Entries) {
         J.attribute("file", E.File);
         J.attribute("origin", I.Origin);
         J.attribute("section", I.Section);
-        J.attribute("container", IsFatbin ? "fatbin" : "offload-binary");
+        J.attribute("container", E.Bare     ? "none"
+                                 : IsFatbin ? "fatbin"
+                                            : "offload-binary");
         J.attribute("offset", int64_t(I.Offset));
         J.attribute("kind", E.Kind);
         J.attribute("arch", E.Arch);

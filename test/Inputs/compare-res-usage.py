@@ -38,7 +38,7 @@ if sys.argv[1] == "--link":
     print("same in the link's report: " + ", ".join(counts))
     sys.exit(0)
 
-# cuobjdump: "Fatbin elf code:" per cubin, then " Function NAME:" and
+# cuobjdump: "Fatbin elf code:" per cubin (none for a bare cubin), then " Function NAME:" and
 # "  REG:8 STACK:0 SHARED:0 LOCAL:0 [CONSTANT[2]:32] CONSTANT[0]:364 ...".
 # STACK:UNKNOWN (a stack ptxas cannot bound) is null in fatlink's JSON.
 # Device functions (called, not launched) are listed too, without a
@@ -51,6 +51,8 @@ for line in open(sys.argv[1]):
     m = re.match(r"\s*Function (\S+):$", line)
     if m:
         name = m.group(1)
+        if not cubins:  # a bare cubin: no "Fatbin elf code:" line
+            cubins.append({})
         continue
     fields = dict(re.findall(r"([A-Z]+(?:\[\d+\])?):(\d+|UNKNOWN)", line))
     if name and "REG" in fields and "CONSTANT[0]" in fields:
