@@ -172,8 +172,12 @@ void onStopSignal(int Sig, siginfo_t *Info, void *UContext) {
   ::raise(Sig);
 }
 
-/// Steady-clock nanoseconds fatlink has spent stopped (SIGTSTP) so far.
+/// Steady-clock nanoseconds fatlink has spent stopped (SIGTSTP) so far,
+/// and when the stop under way began (0: none). Once continued, another
+/// thread may look before the handler has added the stop to SuspendedNs:
+/// SuspendedSince still counts it then.
 std::atomic<int64_t> SuspendedNs{0};
+std::atomic<int64_t> SuspendedSince{0};
 
 int64_t steadyNs() {
   struct timespec T;
@@ -208,6 +212,7 @@ void onSuspend(int Sig, siginfo_t *, void *) {
   int SavedErrno = errno;
   signalChildren(SIGSTOP);
   int64_t Start = steadyNs();
+  SuspendedSince = Start;
   ::signal(Sig, SIG_DFL);
   ::raise(Sig); // pending: blocked while this handler runs
   sigset_t Unblock;
@@ -216,7 +221,8 @@ void onSuspend(int Sig, siginfo_t *, void *) {
   ::pthread_sigmask(SIG_UNBLOCK, &Unblock, nullptr); // stops here
   // Continued (SIGCONT).
   catchSuspend();
-  SuspendedNs += steadyNs() - Start;
+  SuspendedNs += steadyNs() - Start; // then the stop is no longer under way
+  SuspendedSince = 0;
   signalChildren(SIGCONT);
   errno = SavedErrno;
 }
@@ -275,7 +281,9 @@ RunningChild::~RunningChild() {
 bool RunningChild::stopping() { return Stopping; }
 
 std::chrono::nanoseconds RunningChild::suspendedTime() {
-  return std::chrono::nanoseconds(SuspendedNs.load());
+  int64_t Since = SuspendedSince.load();
+  int64_t Total = SuspendedNs.load();
+  return std::chrono::nanoseconds(Total + (Since ? steadyNs() - Since : 0));
 }
 
 void Context::error(Error E) {
