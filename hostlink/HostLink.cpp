@@ -847,6 +847,11 @@ static Expected<std::string> printPlan(Context &Ctx, const DeviceLinkConfig &C,
       planTargets(C.ArchLists, *Facts, C.PtxVersion, C.Names);
   if (!Targets)
     return Targets.takeError();
+  // What the link would refuse before any work (min-driver's PTX ISA).
+  if (C.MinDriver)
+    if (Error E = checkMinDriver(*Targets, *C.MinDriver, C.ArchLists, C.Names,
+                                 &*Facts))
+      return std::move(E);
 
   raw_ostream &OS = Ctx.Out;
   OS << "fatlink: device inputs:\n";

@@ -41,7 +41,8 @@ constexpr KeyInfo Keys[] = {
     {"ptx-version", false, "per arch", "PTX ISA for every target (X.Y)"},
     {"compress", false, "zstd", "fatbin compression: none, zstd, zstd-N"},
     {"min-driver", false, "R550",
-     "oldest NVIDIA driver to load on; before R550: no compression"},
+     "oldest NVIDIA driver to load on; before R550: no compression; its "
+     "PTX ISA limit is checked"},
     {"jobs", false, "all cores", "targets and partitions compiled at once"},
     {"cuda-path", false, "$CUDA_PATH or /usr/local/cuda", "CUDA toolkit"},
     {"ptxas", false, "<cuda-path>/bin/ptxas", "ptxas"},
@@ -72,7 +73,8 @@ constexpr KeyInfo Keys[] = {
     {"ptx-per-arch", true, "off", "generate each arch's PTX on its own"},
     {"warn-spills", true, "off",
      "warn about each kernel that spills registers, per target"},
-    {"cache-policy", false, "prune_interval=20m:prune_after=168h:cache_size_bytes=2g",
+    {"cache-policy", false,
+     "prune_interval=20m:prune_after=168h:cache_size_bytes=2g",
      "the cache's limits, as lld's --thinlto-cache-policy"},
 };
 
@@ -291,6 +293,7 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
   C.Names.Arch = S.nameOf("arch");
   C.Names.PtxVersion = S.nameOf("ptx-version");
   C.Names.CudaPath = S.nameOf("cuda-path");
+  C.Names.MinDriver = S.nameOf("min-driver");
   if (std::optional<StringRef> V = S.get("opt")) {
     V->consume_front("-O");
     V->consume_front("O");
@@ -345,6 +348,10 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
       C.Fatbin = *F;
     else
       Fail(F.takeError());
+    // Checked by chooseCompression; the PTX targets are checked against
+    // it once planned (checkMinDriver).
+    if (std::optional<StringRef> V = S.get("min-driver"))
+      C.MinDriver = parseDriverVersion(*V);
   }
   C.Paths = codegen::resolveToolkitPaths(S.get("cuda-path").value_or(""),
                                 S.get("ptxas").value_or(""), "");

@@ -46,9 +46,16 @@ struct DeviceLinkConfig {
   OutputKind OutKind = OutputKind::Directory;
   std::vector<std::string> ArchLists;
   std::optional<unsigned> PtxVersion;
-  /// How messages name the settings behind ArchLists, PtxVersion and
-  /// Paths.CudaPath: empty for device-link's options (Targets.h).
+  /// How messages name the settings behind ArchLists, PtxVersion,
+  /// MinDriver and Paths.CudaPath: empty for device-link's options
+  /// (Targets.h).
   TargetSettingNames Names;
+  /// The oldest NVIDIA driver the program must load on (--min-driver,
+  /// named by Names.MinDriver): besides the compression it picks (Fatbin),
+  /// every PTX target's PTX ISA must be one it JIT-compiles
+  /// (checkMinDriver, before any work and again wherever the link raises a
+  /// target's PTX ISA).
+  std::optional<DriverVersion> MinDriver;
   lto::LinkOptions Link;
   unsigned Jobs = 0; // 0: all cores
   bool EmitPTX = false;

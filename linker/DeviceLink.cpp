@@ -5,7 +5,8 @@
 //
 //   parse options      -> Config (every bad option reported)
 //   probe the tools    -> what LLVM and ptxas support (asked, not assumed)
-//   plan targets       -> refuse anything the tools cannot serve, up front
+//   plan targets       -> refuse anything the tools cannot serve, up front,
+//                         and PTX the --min-driver driver cannot JIT
 //   read inputs        -> every device image, with its origin (lto/)
 //   check objects      -> relocatable cubins serve their own arch only
 //   link and optimize  -> one optimized module per group of targets (lto/)
@@ -28,6 +29,7 @@
 #include "linker/DeviceBuild.h"
 #include "linker/Linker.h"
 #include "linker/Options.h"
+#include "linker/PtxIsa.h"
 #include "linker/Targets.h"
 #include "lto/LTO.h"
 #include "packager/Packager.h"
@@ -90,27 +92,15 @@ Expected<packager::FatbinOptions> parseCompression(StringRef Name,
   return F;
 }
 
-/// "535", "R535", "550.54.15" -> 535, 550; none for anything else.
-static std::optional<unsigned> parseDriverVersion(StringRef V) {
-  V.consume_front("R") || V.consume_front("r");
-  unsigned Major = 0;
-  if (V.consumeInteger(10, Major) || Major < 100 || Major > 9999)
-    return std::nullopt;
-  // Minor and patch fields: digits separated by dots.
-  if (!V.empty() && (V.front() != '.' ||
-                     V.drop_front().find_first_not_of("0123456789.") !=
-                         StringRef::npos))
-    return std::nullopt;
-  return Major;
-}
-
 Expected<packager::FatbinOptions>
 chooseCompression(const std::optional<NamedValue> &Compress,
                   const std::optional<NamedValue> &MinDriver) {
+  // "535", "R535", "550.54.15": the branch (Targets.h).
   std::optional<unsigned> Driver;
   if (MinDriver) {
-    Driver = parseDriverVersion(MinDriver->Value);
-    if (!Driver)
+    if (std::optional<DriverVersion> D = parseDriverVersion(MinDriver->Value))
+      Driver = D->Fields[0];
+    else
       return createStringError(
           inconvertibleErrorCode(),
           "invalid value for %s: '%s' (expected an NVIDIA driver version "
@@ -303,6 +293,10 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
       C.Fatbin = *F;
     else
       Fail(F.takeError());
+    // Checked by chooseCompression; the PTX targets are checked against
+    // it once planned (checkMinDriver).
+    if (const opt::Arg *A = Args.getLastArg(OPT_min_driver_EQ))
+      C.MinDriver = parseDriverVersion(A->getValue());
   }
   if (Expected<packager::HostArch> H = packager::parseHostArch(
           hostTriple(Args.getLastArgValue(OPT_host_arch_EQ))))
@@ -1039,48 +1033,6 @@ static lto::LinkOptions linkOptions(Context &Ctx, const Config &C,
   return Link;
 }
 
-/// Takes the PTX ISA versions the link chose, with what each input was
-/// compiled for and which targets it serves (-v): an input compiled for
-/// sm_75 serving sm_90 lacks its sm_90-only code.
-static void raisePtxVersions(Context &Ctx, DeviceBuild &B) {
-  for (const lto::InputUse &U : B.Program.Inputs)
-    Ctx.verbose("input " + U.Origin + ": compiled for " +
-                (U.CompiledFor.empty() ? "(no arch)" : U.CompiledFor) +
-                ", serves " + join(U.Targets, ", "));
-  for (auto [T, V] : zip(B.Targets, B.Program.PtxVersions))
-    if (T.PtxVersion != V) {
-      T.PtxVersion = V;
-      Ctx.verbose("target " + T.Name + ": PTX ISA raised to " +
-                  T.ptxVersionString() +
-                  ", the newest its inputs were compiled for");
-    }
-}
-
-/// A PTX target's module links nvcc's PTX into fatlink's, and takes the
-/// newest `.version` of them (codegen::linkPTX): that is the PTX ISA the
-/// target's code needs, which -v, --json and the kernel rows report.
-static void reportLinkedPtxVersions(Context &Ctx, DeviceBuild &B) {
-  for (auto [T, Out] : zip(B.Targets, B.Outputs)) {
-    if (!T.IsPTX)
-      continue;
-    for (StringRef Line : split(StringRef(Out.PTX).take_front(4096), '\n')) {
-      StringRef Directive = Line.trim();
-      if (!Directive.consume_front(".version"))
-        continue;
-      auto [Major, Minor] = Directive.trim().split('.');
-      unsigned X = 0, Y = 0;
-      if (Major.getAsInteger(10, X) || Minor.trim().getAsInteger(10, Y) ||
-          X * 10 + Y <= T.PtxVersion)
-        break;
-      T.PtxVersion = X * 10 + Y;
-      Ctx.verbose("target " + T.Name + ": PTX ISA raised to " +
-                  T.ptxVersionString() +
-                  ", the newest of the nvcc PTX linked into it");
-      break;
-    }
-  }
-}
-
 /// -v: what the linked program holds and how it was optimized.
 static void reportProgram(Context &Ctx, const DeviceBuild &B) {
   for (const lto::KernelInfo &K : B.Program.Kernels)
@@ -1166,6 +1118,10 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   // before the work starts.
   if (Error E = checkObjects(Inputs, B.Targets))
     return std::move(E);
+  // nvcc's PTX comes with its own PTX ISA: the oldest driver named must
+  // JIT-compile the PTX targets that take it.
+  if (Error E = checkNvccPtxDriver(C, Inputs, B.Targets, Facts))
+    return std::move(E);
   // From here on, the set of device images is fixed.
 
   // One LLVM module per group of targets: resolve, internalize, libdevice,
@@ -1176,7 +1132,13 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   if (!Program)
     return Program.takeError();
   B.Program = std::move(*Program);
+  std::vector<unsigned> Planned = ptxVersions(B.Targets);
   raisePtxVersions(Ctx, B);
+  // A PTX target raised to its inputs' PTX ISA must still be one the
+  // oldest driver named JIT-compiles.
+  if (Error E = checkRaisedDriverTargets(C, Planned, B.Targets, Facts,
+                                         PtxIsaSource::Inputs))
+    return std::move(E);
   reportProgram(Ctx, B);
   // From here on, the targets and their PTX ISA versions are fixed.
 
@@ -1224,7 +1186,14 @@ Expected<DeviceBuild> buildDevice(Context &Ctx, const Config &C,
   if (!Outputs)
     return Outputs.takeError();
   B.Outputs = std::move(*Outputs);
+  std::vector<unsigned> Generated = ptxVersions(B.Targets);
   reportLinkedPtxVersions(Ctx, B);
+  // The nvcc code linked into a PTX target (nvJitLink's PTX of LTO-IR
+  // too) may have raised its PTX ISA: refused before anything is packaged
+  // or written when the oldest driver named cannot JIT-compile it.
+  if (Error E = checkRaisedDriverTargets(C, Generated, B.Targets, Facts,
+                                         PtxIsaSource::Nvcc))
+    return std::move(E);
 
   // Every target's code in one fatbin, and that in a host object.
   Ctx.progressStage("package");
@@ -1314,6 +1283,9 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
       if (CheckTargets)
         if (Error E = CheckTargets(B->Targets))
           return std::move(E);
+      // The PTX ISA versions the build ended with; no tools were asked.
+      if (Error E = checkDriverTargets(C, B->Targets, nullptr))
+        return std::move(E);
       for (const std::string &W : B->Program.Warnings)
         Ctx.warn(W);
       warnNoKernels(Ctx, C, *B);
@@ -1333,6 +1305,10 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
   if (CheckTargets)
     if (Error E = CheckTargets(*Targets))
       return std::move(E);
+  // A PTX target the oldest driver named (--min-driver) cannot JIT-compile
+  // is refused before any work, every one of them.
+  if (Error E = checkDriverTargets(C, *Targets, &*Facts))
+    return std::move(E);
   if (Error E = readLtoIrSymbols(Ctx, C, Inputs))
     return std::move(E);
   Expected<DeviceBuild> B =

@@ -64,7 +64,8 @@ defm compress : JS<"compress", "<none|zstd|zstd-N>",
 defm min_driver : JS<"min-driver", "<version>",
   "The oldest NVIDIA driver the output must load on (535, 550.54.15): "
   "picks the best compression it reads (R550 and newer: zstd, the "
-  "default; older: none)">, Group<grp_output>;
+  "default; older: none) and refuses PTX targets whose PTX ISA it cannot "
+  "JIT-compile">, Group<grp_output>;
 defm host_arch : JS<"host-arch", "<x86_64|aarch64>",
   "Host architecture of a .o output (default: this machine's)">,
   Group<grp_output>;

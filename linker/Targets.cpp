@@ -1,7 +1,9 @@
 //===- linker/Targets.cpp - From --arch to code generation targets -------===//
 //
 // See Targets.h for the rules. Messages name the target and the tool that
-// cannot serve it, and say what would.
+// cannot serve it, and say what would. --min-driver reads the runtime's
+// table of which driver first loads each PTX ISA
+// (runtime/lib/PtxReleases.def), included here as it is, not copied.
 //
 //===----------------------------------------------------------------------===//
 
@@ -281,6 +283,207 @@ planTargets(ArrayRef<std::string> Lists, const ToolFacts &Facts,
   if (Errors)
     return std::move(Errors);
   return Targets;
+}
+
+//===----------------------------------------------------------------------===//
+// --min-driver
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// One row of runtime/lib/PtxReleases.def.
+struct PtxRelease {
+  unsigned PtxVersion; ///< times ten: 82 for 8.2
+  unsigned Cuda;       ///< 1000 * major + 10 * minor: 12020 for 12.2
+  const char *Linux;   ///< the release's minimum Linux driver
+};
+
+} // namespace
+
+/// Oldest first, as the runtime reads it.
+static constexpr PtxRelease PtxReleases[] = {
+#define FATLINK_PTX_RELEASE(Major, Minor, Cuda, Linux)                         \
+  {(Major)*10 + (Minor), (Cuda), (Linux)},
+#include "runtime/lib/PtxReleases.def"
+};
+
+std::optional<DriverVersion> parseDriverVersion(StringRef V) {
+  DriverVersion D;
+  D.Given = V.str();
+  V.consume_front("R") || V.consume_front("r");
+  SmallVector<StringRef, 4> Fields;
+  V.split(Fields, '.');
+  for (StringRef F : Fields) {
+    unsigned N = 0;
+    if (F.empty() || F.find_first_not_of("0123456789") != StringRef::npos ||
+        F.getAsInteger(10, N))
+      return std::nullopt;
+    D.Fields.push_back(N);
+  }
+  if (D.Fields[0] < 100 || D.Fields[0] > 9999)
+    return std::nullopt;
+  return D;
+}
+
+/// Whether a driver as old as \p D loads what \p Release ("580.65.06")
+/// does, comparing the fields D gives: a branch ("580") stands for each of
+/// its releases, as NVIDIA's tables name a release's branch.
+static bool atLeast(const DriverVersion &D, StringRef Release) {
+  std::optional<DriverVersion> R = parseDriverVersion(Release);
+  assert(R && "the table's drivers are driver versions");
+  for (auto [Have, Need] : zip(D.Fields, R->Fields))
+    if (Have != Need)
+      return Have > Need;
+  return true;
+}
+
+static const PtxRelease *findRelease(unsigned PtxVersion) {
+  for (const PtxRelease &R : PtxReleases)
+    if (R.PtxVersion == PtxVersion)
+      return &R;
+  return nullptr;
+}
+
+/// The newest PTX ISA a driver as old as \p D loads; none if it is older
+/// than the first release of the table.
+static const PtxRelease *newestLoaded(const DriverVersion &D) {
+  const PtxRelease *Best = nullptr;
+  for (const PtxRelease &R : PtxReleases)
+    if (atLeast(D, R.Linux))
+      Best = &R;
+  return Best;
+}
+
+static std::string cudaString(unsigned Cuda) {
+  return std::to_string(Cuda / 1000) + "." + std::to_string(Cuda % 1000 / 10);
+}
+
+/// A value of --ptx-version or --min-driver as the user would give it:
+/// "--min-driver=535 or newer" for device-link, "driver 535 or newer
+/// (FATLINK_MIN_DRIVER)" for a wrapper's setting.
+static std::string asSetting(StringRef Option, StringRef Noun,
+                             StringRef Setting, StringRef Value,
+                             StringRef Qualifier = "") {
+  if (Setting.empty())
+    return (Option + "=" + Value + Qualifier).str();
+  return (Noun + " " + Value + Qualifier + " (" + Setting + ")").str();
+}
+
+/// "A", "A or B", "A, B, or C".
+static std::string joinChoices(ArrayRef<std::string> Choices) {
+  std::string Out;
+  for (auto [I, C] : enumerate(Choices)) {
+    if (I)
+      Out += I + 1 < Choices.size() ? ", "
+             : Choices.size() > 2   ? ", or "
+                                    : " or ";
+    Out += C;
+  }
+  return Out;
+}
+
+/// Why the driver named cannot JIT-compile PTX target \p T, and what to
+/// do; none if it can.
+static std::optional<std::string>
+minDriverProblem(const lto::Target &T, const DriverVersion &D,
+                 ArrayRef<StringRef> Named, const TargetSettingNames &From,
+                 const ToolFacts *Facts, PtxIsaSource Source,
+                 StringRef Origin) {
+  const PtxRelease *R = findRelease(T.PtxVersion);
+  if (R && atLeast(D, R->Linux))
+    return std::nullopt;
+  // PTX for compute_XX runs on GPUs of arch XX and newer, and a driver
+  // drives none of them if it does not load the oldest PTX ISA arch XX
+  // allows (R535 and all-major's compute_121): that driver never sees the
+  // target, which serves the newer drivers of those GPUs.
+  if (const lto::ArchInfo *A = Facts ? findLLVMArch(*Facts, T.Cpu) : nullptr)
+    if (const PtxRelease *First = findRelease(A->MinPtxVersion))
+      if (!atLeast(D, First->Linux))
+        return std::nullopt;
+  std::string Isa = lto::ptxVersionString(T.PtxVersion);
+  std::string Driver =
+      asSetting("--min-driver", "driver", From.MinDriver, D.Given);
+  const PtxRelease *Newest = newestLoaded(D);
+
+  std::string Msg = "target " + T.Name + inArch(From) + ": PTX ISA " + Isa;
+  if (Source == PtxIsaSource::Inputs)
+    Msg += ", the newest its inputs were compiled for,";
+  else if (Source == PtxIsaSource::Nvcc && !Origin.empty())
+    Msg += ", the .version of nvcc's PTX in " + Origin.str() + ",";
+  else if (Source == PtxIsaSource::Nvcc)
+    Msg += ", the .version of the nvcc code linked into it,";
+  if (R) {
+    Msg += " needs CUDA " + cudaString(R->Cuda) + " (Linux driver " + R->Linux +
+           " or newer) to be JIT-compiled, but " + Driver + " is older";
+    Msg += Newest ? " and loads PTX ISA " +
+                        lto::ptxVersionString(Newest->PtxVersion) + " at most"
+                  : " than every driver that loads PTX";
+  } else {
+    // Not in the table: newer than this fatlink knows (or no such
+    // version). Which driver loads it is unknown, so no driver is
+    // promised.
+    const PtxRelease &First = PtxReleases[0];
+    const PtxRelease &Last = std::end(PtxReleases)[-1];
+    Msg += " is not in fatlink's table of the drivers that JIT-compile each "
+           "PTX ISA (" +
+           lto::ptxVersionString(First.PtxVersion) + " to " +
+           lto::ptxVersionString(Last.PtxVersion) + ", CUDA " +
+           cudaString(First.Cuda) + " to " + cudaString(Last.Cuda) +
+           "), so whether " + Driver + " loads it is unknown";
+  }
+
+  // What to use instead (a lower PTX ISA, a newer driver), then the target
+  // to drop.
+  std::vector<std::string> Choices;
+  if (Newest && Newest->PtxVersion < T.PtxVersion) {
+    std::string Lower = lto::ptxVersionString(Newest->PtxVersion);
+    const lto::ArchInfo *A = Facts ? findLLVMArch(*Facts, T.Cpu) : nullptr;
+    bool ArchAllows =
+        !A || !A->MinPtxVersion || A->MinPtxVersion <= Newest->PtxVersion;
+    // nvcc's PTX is linked in as nvcc wrote it; the PTX of nvcc's LTO-IR
+    // (no single input: Origin is empty) as the toolkit's nvJitLink does.
+    std::string Cuda = "CUDA " + cudaString(Newest->Cuda) + " or older";
+    if (Source == PtxIsaSource::Nvcc && !Origin.empty())
+      Choices.push_back(Cuda + " for nvcc (its PTX is linked in as nvcc "
+                               "wrote it)");
+    else if (Source == PtxIsaSource::Nvcc)
+      Choices.push_back(Cuda + " for nvcc and " + cudaPathName(From) +
+                        " (nvJitLink writes the PTX of nvcc's LTO-IR)");
+    else if (ArchAllows)
+      Choices.push_back(asSetting("--ptx-version", "PTX ISA", From.PtxVersion,
+                                  Lower, " or older"));
+  }
+  if (R)
+    Choices.push_back(asSetting("--min-driver", "driver", From.MinDriver,
+                                R->Linux, " or newer"));
+  bool Use = !Choices.empty();
+  auto Preset = find_if(
+      Named, [&](StringRef N) { return N == "all" || N == "all-major"; });
+  if (is_contained(Named, T.Name) || Preset == Named.end())
+    Choices.push_back("drop " + T.Name + inArch(From));
+  else
+    Choices.push_back("list the targets without " + T.Name + " in place of " +
+                      Preset->str() + inArch(From));
+  return Msg + ": " + (Use ? "use " : "") + joinChoices(Choices);
+}
+
+Error checkMinDriver(ArrayRef<lto::Target> Targets, const DriverVersion &D,
+                     ArrayRef<std::string> Lists,
+                     const TargetSettingNames &From, const ToolFacts *Facts,
+                     PtxIsaSource Source, ArrayRef<std::string> Origins) {
+  assert((Origins.empty() || Origins.size() == Targets.size()) &&
+         "one origin per target, or none");
+  SmallVector<StringRef, 8> Named = targetNames(Lists);
+  Error Errors = Error::success();
+  for (auto [I, T] : enumerate(Targets)) {
+    if (!T.IsPTX)
+      continue; // a cubin loads on any driver that knows its arch
+    if (std::optional<std::string> Msg =
+            minDriverProblem(T, D, Named, From, Facts, Source,
+                             Origins.empty() ? "" : Origins[I]))
+      Errors = joinErrors(std::move(Errors), createStringError(*Msg));
+  }
+  return Errors;
 }
 
 } // namespace fatlink

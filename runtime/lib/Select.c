@@ -13,7 +13,7 @@
  *  - PTX for compute_XY is JIT-compiled for any GPU >= X.Y; compute_XYa only
  *    for X.Y, compute_XYf for the family X.Z, Z >= Y.
  *  - The driver loads PTX ISA A.B only if it is at least the driver of the
- *    CUDA release that introduced A.B (table below).
+ *    CUDA release that introduced A.B (PtxReleases.def).
  *  - Compressed entries need a driver that decodes them: LZ4
  *    (fatbinary --compress-mode=speed) R525 / CUDA 12.0, zstd (size,
  *    balance; fatlink's default) R550 / CUDA 12.4, as NVIDIA's fatbinary
@@ -28,30 +28,16 @@
 #include <string.h>
 
 /* PTX ISA version -> the first CUDA release (and its minimum Linux driver)
- * that loads it. Sources: PTX ISA "Release History" table
- * (docs.nvidia.com/cuda/parallel-thread-execution, as mirrored by NVIDIA's
- * cuda.bindings.utils.get_minimal_required_cuda_ver_from_ptx_ver) and the
- * CUDA Toolkit Release Notes' "CUDA Toolkit and Corresponding Driver
- * Versions" table. PTX ISA 8.6 shipped with the R565 driver (CUDA 12.7),
- * which had no toolkit release. */
+ * that loads it: PtxReleases.def, which the linker's --min-driver check
+ * reads too. */
 static const struct PtxRelease {
   unsigned short Major, Minor;
   int Cuda;
   const char *Linux;
 } PtxReleases[] = {
-    {6, 0, 9000, "384.81"},     {6, 1, 9010, "387.26"},
-    {6, 2, 9020, "396.26"},     {6, 3, 10000, "410.48"},
-    {6, 4, 10010, "418.39"},    {6, 5, 10020, "440.33"},
-    {7, 0, 11000, "450.36.06"}, {7, 1, 11010, "455.23"},
-    {7, 2, 11020, "460.27.03"}, {7, 3, 11030, "465.19.01"},
-    {7, 4, 11040, "470.42.01"}, {7, 5, 11050, "495.29.05"},
-    {7, 6, 11060, "510.39.01"}, {7, 7, 11070, "515.43.04"},
-    {7, 8, 11080, "520.61.05"}, {8, 0, 12000, "525.60.13"},
-    {8, 1, 12010, "530.30.02"}, {8, 2, 12020, "535.54.03"},
-    {8, 3, 12030, "545.23.06"}, {8, 4, 12040, "550.54.14"},
-    {8, 5, 12050, "555.42.02"}, {8, 6, 12070, "565.57.01"},
-    {8, 7, 12080, "570.26"},    {8, 8, 12090, "575.51.03"},
-    {9, 0, 13000, "580.65.06"}, {9, 1, 13010, "590.44.01"},
+#define FATLINK_PTX_RELEASE(Major, Minor, Cuda, Linux)                         \
+  {Major, Minor, Cuda, Linux},
+#include "PtxReleases.def"
 };
 enum { NumPtxReleases = sizeof(PtxReleases) / sizeof(PtxReleases[0]) };
 

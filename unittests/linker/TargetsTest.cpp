@@ -341,6 +341,188 @@ TEST(PlanTargets, EveryBadTargetReported) {
 }
 
 //===----------------------------------------------------------------------===//
+// --min-driver: the driver must JIT-compile every PTX target
+//===----------------------------------------------------------------------===//
+
+TEST(ParseDriverVersion, BranchOrRelease) {
+  auto Fields = [](StringRef V) -> std::optional<SmallVector<unsigned, 3>> {
+    if (std::optional<DriverVersion> D = parseDriverVersion(V))
+      return D->Fields;
+    return std::nullopt;
+  };
+  EXPECT_THAT(Fields("535"), Optional(ElementsAre(535u)));
+  EXPECT_THAT(Fields("R535"), Optional(ElementsAre(535u)));
+  EXPECT_THAT(Fields("r470"), Optional(ElementsAre(470u)));
+  EXPECT_THAT(Fields("550.54.15"), Optional(ElementsAre(550u, 54u, 15u)));
+  EXPECT_THAT(Fields("450.36.06"), Optional(ElementsAre(450u, 36u, 6u)));
+  EXPECT_EQ(parseDriverVersion("R550")->Given, "R550");
+}
+
+TEST(ParseDriverVersion, RejectsOtherForms) {
+  // CUDA versions, empty fields, anything but digits and dots.
+  for (StringRef V : {"12.2", "13", "", "R", "550.", "550..1", ".550",
+                      "550.54a", "99999", "5e2", "-535", "+535", "R 535"})
+    EXPECT_EQ(parseDriverVersion(V), std::nullopt) << V.str();
+}
+
+/// A PTX target as planTargets makes one.
+lto::Target ptxTarget(unsigned Sm, unsigned PtxVersion) {
+  lto::Target T;
+  T.Name = "compute_" + std::to_string(Sm);
+  T.Cpu = "sm_" + std::to_string(Sm);
+  T.Sm = Sm;
+  T.IsPTX = true;
+  T.PtxVersion = PtxVersion;
+  return T;
+}
+
+DriverVersion driver(StringRef V) {
+  std::optional<DriverVersion> D = parseDriverVersion(V);
+  EXPECT_TRUE(D) << V.str();
+  return D.value_or(DriverVersion{});
+}
+
+TEST(CheckMinDriver, PtxIsaNewerThanTheDriverLoads) {
+  // PTX ISA 9.0 came with CUDA 13.0, Linux driver 580.65.06; R535 loads
+  // up to 8.2 (CUDA 12.2).
+  EXPECT_THAT_ERROR(
+      checkMinDriver({ptxTarget(75, 90)}, driver("535"), {"compute_75"}, {},
+                     nullptr),
+      FailedWithMessage("target compute_75: PTX ISA 9.0 needs CUDA 13.0 "
+                        "(Linux driver 580.65.06 or newer) to be "
+                        "JIT-compiled, but --min-driver=535 is older and "
+                        "loads PTX ISA 8.2 at most: use --ptx-version=8.2 or "
+                        "older, --min-driver=580.65.06 or newer, or drop "
+                        "compute_75"));
+}
+
+TEST(CheckMinDriver, ReleaseOrBranchThatLoadsIt) {
+  std::vector<lto::Target> T = {ptxTarget(75, 90)};
+  EXPECT_THAT_ERROR(checkMinDriver(T, driver("580.65.06"), {}, {}),
+                    Succeeded());
+  EXPECT_THAT_ERROR(checkMinDriver(T, driver("580.95.05"), {}, {}),
+                    Succeeded());
+  EXPECT_THAT_ERROR(checkMinDriver(T, driver("590"), {}, {}), Succeeded());
+  // A branch stands for each of its releases, as NVIDIA's tables say
+  // "R580".
+  EXPECT_THAT_ERROR(checkMinDriver(T, driver("R580"), {}, {}), Succeeded());
+  // An earlier release of the branch is older.
+  EXPECT_THAT_ERROR(
+      checkMinDriver(T, driver("580.60"), {}, {}),
+      FailedWithMessage(HasSubstr("but --min-driver=580.60 is older and "
+                                  "loads PTX ISA 8.8 at most: use "
+                                  "--ptx-version=8.8 or older")));
+  // The oldest PTX ISA of each arch loads on drivers of its day: sm_75's
+  // 6.3 on R410, sm_90's 7.8 on R520.
+  EXPECT_THAT_ERROR(checkMinDriver({ptxTarget(75, 63), ptxTarget(90, 78)},
+                                   driver("520.61.05"), {}, {}),
+                    Succeeded());
+}
+
+TEST(CheckMinDriver, CubinTargetsAreNotChecked) {
+  lto::Target Cubin = ptxTarget(80, 90);
+  Cubin.Name = "sm_80";
+  Cubin.IsPTX = false;
+  EXPECT_THAT_ERROR(checkMinDriver({Cubin}, driver("R384"), {}, {}),
+                    Succeeded());
+}
+
+TEST(CheckMinDriver, EveryTargetReported) {
+  ToolFacts F = cuda13Facts();
+  EXPECT_THAT_ERROR(
+      checkMinDriver({ptxTarget(75, 90), ptxTarget(80, 70), ptxTarget(90, 90)},
+                     driver("R535"), {"compute_75,compute_80,compute_90"}, {},
+                     &F),
+      FailedWithMessageArray(ElementsAre(
+          HasSubstr("target compute_75: PTX ISA 9.0 needs CUDA 13.0"),
+          "target compute_90: PTX ISA 9.0 needs CUDA 13.0 (Linux driver "
+          "580.65.06 or newer) to be JIT-compiled, but --min-driver=R535 is "
+          "older and loads PTX ISA 8.2 at most: use --ptx-version=8.2 or "
+          "older, --min-driver=580.65.06 or newer, or drop compute_90")));
+}
+
+TEST(CheckMinDriver, ArchTheDriverDoesNotDrive) {
+  // sm_120 needs PTX ISA 8.7 (CUDA 12.8, R570): R535 drives no GPU that
+  // compute_120's PTX runs on, so the target is none of its concern; R570
+  // does, and must load the target's PTX ISA.
+  ToolFacts F = cuda13Facts();
+  EXPECT_THAT_ERROR(checkMinDriver({ptxTarget(120, 90)}, driver("R535"),
+                                   {"compute_120"}, {}, &F),
+                    Succeeded());
+  EXPECT_THAT_ERROR(
+      checkMinDriver({ptxTarget(120, 90)}, driver("570.26"), {"compute_120"},
+                     {}, &F),
+      FailedWithMessage(HasSubstr("loads PTX ISA 8.7 at most: use "
+                                  "--ptx-version=8.7 or older")));
+  // Without facts about the arch, the PTX ISA alone decides.
+  EXPECT_THAT_ERROR(
+      checkMinDriver({ptxTarget(120, 90)}, driver("R535"), {"compute_120"}, {}),
+      Failed());
+}
+
+TEST(CheckMinDriver, PtxIsaTheTableDoesNotKnow) {
+  // Newer than the runtime's table: refused whatever the driver, since
+  // which one loads it is unknown.
+  for (StringRef D : {"535", "9999"})
+    EXPECT_THAT_ERROR(
+        checkMinDriver({ptxTarget(75, 99)}, driver(D), {}, {}),
+        FailedWithMessage(HasSubstr(
+            "target compute_75: PTX ISA 9.9 is not in fatlink's table of the "
+            "drivers that JIT-compile each PTX ISA (6.0 to 9.1, CUDA 9.0 to "
+            "13.1), so whether --min-driver=" +
+            D.str() + " loads it is unknown: use --ptx-version=")));
+}
+
+TEST(CheckMinDriver, MessagesNameTheSetting) {
+  TargetSettingNames From{"FATLINK_ARCH", "FATLINK_PTX_VERSION",
+                          "FATLINK_CUDA_PATH", "FATLINK_MIN_DRIVER"};
+  EXPECT_THAT_ERROR(
+      checkMinDriver({ptxTarget(75, 90)}, driver("535"), {"compute_75"}, From),
+      FailedWithMessage("target compute_75 in FATLINK_ARCH: PTX ISA 9.0 needs "
+                        "CUDA 13.0 (Linux driver 580.65.06 or newer) to be "
+                        "JIT-compiled, but driver 535 (FATLINK_MIN_DRIVER) is "
+                        "older and loads PTX ISA 8.2 at most: use PTX ISA 8.2 "
+                        "or older (FATLINK_PTX_VERSION), driver 580.65.06 or "
+                        "newer (FATLINK_MIN_DRIVER), or drop compute_75 in "
+                        "FATLINK_ARCH"));
+  // A target a preset brought in: the preset is named.
+  EXPECT_THAT_ERROR(
+      checkMinDriver({ptxTarget(120, 87)}, driver("535"), {"all-major"}, From),
+      FailedWithMessage(HasSubstr(
+          "or list the targets without compute_120 in place of all-major in "
+          "FATLINK_ARCH")));
+}
+
+TEST(CheckMinDriver, RaisedPtxIsaSaysWhatRaisedIt) {
+  EXPECT_THAT_ERROR(
+      checkMinDriver({ptxTarget(90, 88)}, driver("535"), {"compute_90"}, {},
+                     nullptr, PtxIsaSource::Inputs),
+      FailedWithMessage(HasSubstr("target compute_90: PTX ISA 8.8, the newest "
+                                  "its inputs were compiled for, needs CUDA "
+                                  "12.9 (Linux driver 575.51.03 or newer)")));
+  // nvcc's PTX: --ptx-version would not lower it.
+  EXPECT_THAT_ERROR(
+      checkMinDriver({ptxTarget(90, 90)}, driver("535"), {"compute_90"}, {},
+                     nullptr, PtxIsaSource::Nvcc, {"a.o(__nv_relfatbin[0])"}),
+      FailedWithMessage(
+          "target compute_90: PTX ISA 9.0, the .version of nvcc's PTX in "
+          "a.o(__nv_relfatbin[0]), needs CUDA 13.0 (Linux driver 580.65.06 "
+          "or newer) to be JIT-compiled, but --min-driver=535 is older and "
+          "loads PTX ISA 8.2 at most: use CUDA 12.2 or older for nvcc (its "
+          "PTX is linked in as nvcc wrote it), --min-driver=580.65.06 or "
+          "newer, or drop compute_90"));
+  EXPECT_THAT_ERROR(
+      checkMinDriver({ptxTarget(90, 90)}, driver("535"), {"compute_90"}, {},
+                     nullptr, PtxIsaSource::Nvcc),
+      FailedWithMessage(HasSubstr(
+          "the .version of the nvcc code linked into it, needs CUDA 13.0 "
+          "(Linux driver 580.65.06 or newer) to be JIT-compiled, but "
+          "--min-driver=535 is older and loads PTX ISA 8.2 at most: use CUDA "
+          "12.2 or older for nvcc and --cuda-path (nvJitLink writes the PTX "
+          "of nvcc's LTO-IR)")));
+}
+
+//===----------------------------------------------------------------------===//
 // namedCpus: whose PTX ISA a link needs (probeTools fills only those)
 //===----------------------------------------------------------------------===//
 
