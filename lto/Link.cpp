@@ -59,6 +59,7 @@
 #include "llvm/Demangle/Demangle.h"
 #include "llvm/IR/Comdat.h"
 #include "llvm/IR/Constants.h"
+#include "llvm/IR/DebugInfo.h"
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
@@ -366,6 +367,7 @@ struct ModuleFacts {
   };
   SourceLanguage Language = SourceLanguage::Unknown;
   unsigned PtxVersion = 0; ///< requiredPtxVersion
+  bool Dwarf = false;      ///< hasDwarf
   /// External declarations and definitions (not LLVM's own), in order.
   std::vector<Symbol> Decls, Defs;
   /// `extern __shared__` declarations: name and alignment.
@@ -377,6 +379,16 @@ struct ModuleFacts {
 };
 
 static unsigned requiredPtxVersion(const Module &M);
+
+/// Whether M's debug info makes the NVPTX backend write DWARF sections
+/// (`.target sm_NN, debug`): a compile unit with full debug info or line
+/// tables (rustc -g, clang -g). Line directives alone (.loc, .file) do not.
+static bool hasDwarf(const Module &M) {
+  return any_of(M.debug_compile_units(), [](const DICompileUnit *CU) {
+    return CU->getEmissionKind() == DICompileUnit::FullDebug ||
+           CU->getEmissionKind() == DICompileUnit::LineTablesOnly;
+  });
+}
 
 /// Whether GV, a function or variable, has source types (debug info) that
 /// say more than its IR type.
@@ -394,6 +406,7 @@ static ModuleFacts factsOf(const Module &M, bool Alone) {
   ModuleFacts F;
   F.Language = moduleLanguage(M);
   F.PtxVersion = requiredPtxVersion(M);
+  F.Dwarf = hasDwarf(M);
   for (const GlobalValue &GV : M.global_values()) {
     if (GV.hasLocalLinkage() || !GV.hasName() || isLLVMReserved(GV))
       continue;
@@ -719,6 +732,9 @@ void setTargetAttributes(Module &M, const Target &T) {
 
 static Error optimize(Module &M, const Target &T, unsigned OptLevel) {
   TimeTraceScope Scope("Optimize", T.Name);
+  // ptxas refuses to optimize code with DWARF (choosePtxVersions).
+  if (OptLevel > 0)
+    StripDebugInfo(M);
   Expected<std::unique_ptr<TargetMachine>> TMOrErr =
       createTargetMachine(T, OptLevel);
   if (!TMOrErr)
@@ -1235,6 +1251,20 @@ Error DeviceLinker::choosePtxVersions(ArrayRef<ModuleFacts> Facts,
       Required = V;
       By = I;
     }
+  // Debug info: ptxas optimizes no code with DWARF ("Optimized debugging
+  // not supported"), so above -O0 optimize() drops it, as nvcc without -G
+  // does; at -O0 it stays for cuda-gdb, and the labels the backend defines
+  // in the DWARF sections need PTX ISA 7.0 (sm_75's own minimum is 6.3).
+  auto Dwarf = find_if(Facts, [](const ModuleFacts &F) { return F.Dwarf; });
+  if (Dwarf != Facts.end() && Opts.OptLevel > 0 && Opts.Verbose)
+    Opts.Verbose("debug info of " +
+                 Inputs.Images[G.Images[Dwarf - Facts.begin()]].Origin +
+                 " and any other input dropped: ptxas cannot optimize code "
+                 "with DWARF; link at -O0 to keep it for device debugging");
+  if (Dwarf != Facts.end() && Opts.OptLevel == 0 && Required < 70) {
+    Required = 70;
+    By = Dwarf - Facts.begin();
+  }
   if (Opts.KeepPtxVersion || Required == 0)
     return Error::success();
   if (Opts.MaxPtxVersion && Required > Opts.MaxPtxVersion)

@@ -25,7 +25,7 @@
 //! minimal examples of docs/cargo.md and docs/bazel.md, the benchmark's
 //! generated crates): `offset`, `gpu::global_index`. Kernels use
 //! fatlink-device's typed API instead (`grid::global_x`, `ptr.add(i)`).
-#![feature(no_core, lang_items, intrinsics, rustc_attrs, auto_traits, decl_macro, link_llvm_intrinsics)]
+#![feature(no_core, lang_items, intrinsics, rustc_attrs, auto_traits, decl_macro, link_llvm_intrinsics, cfg_version)]
 #![no_core]
 #![allow(internal_features)]
 
@@ -50,6 +50,35 @@ pub unsafe auto trait Sync {}
 /// Every type is `Freeze` here (there is no `UnsafeCell`).
 #[lang = "freeze"]
 pub unsafe auto trait Freeze {}
+
+/// Every type may be moved once pinned here (there is no `Pin`); rustc asks
+/// for the trait when it optimizes a `&mut self` method (opt-level 1, `s`,
+/// or with debug info).
+#[lang = "unpin"]
+pub auto trait Unpin {}
+
+/// The same question for what a `&mut` may alias (no `UnsafePinned` here).
+#[lang = "unsafe_unpin"]
+pub unsafe auto trait UnsafeUnpin {}
+
+/// Drop glue: rustc's own code for dropping a value, which a `static`
+/// needs (it checks that the value has none to run) and so does a value
+/// dropped by a generic function. No type here has a `Drop` impl, so it
+/// does nothing. The lang item is `drop_in_place` (taking `*mut T`) up to
+/// rustc 1.95 and `drop_glue` (taking `&mut T`) from 1.96 on
+/// (rust-lang/rust#154327).
+#[cfg(not(version("1.96")))]
+#[lang = "drop_in_place"]
+#[allow(unconditional_recursion)]
+pub unsafe fn drop_in_place<T: PointeeSized>(to_drop: *mut T) {
+    unsafe { drop_in_place(to_drop) }
+}
+#[cfg(version("1.96"))]
+#[lang = "drop_glue"]
+#[allow(unconditional_recursion)]
+pub unsafe fn drop_glue<T: PointeeSized>(to_drop: &mut T) {
+    unsafe { drop_glue(to_drop) }
+}
 
 /// `&self` and `&mut self` receivers.
 #[lang = "legacy_receiver"]

@@ -41,7 +41,7 @@
 #![feature(abi_ptx, link_llvm_intrinsics, asm_experimental_arch, allow_internal_unstable)]
 #![cfg_attr(
     not(fatlink_device_core),
-    feature(lang_items, intrinsics, rustc_attrs, auto_traits, decl_macro)
+    feature(lang_items, intrinsics, rustc_attrs, auto_traits, decl_macro, cfg_version)
 )]
 #![allow(internal_features)]
 
