@@ -99,18 +99,23 @@ static Expected<DeviceLinkConfig> llbcConfig(const opt::InputArgList &Args,
     else
       return N.takeError();
   }
-  // A +ptxNN feature from rustc's -C target-feature picks the PTX ISA.
-  for (StringRef Features : Args.getAllArgValues(OPT_target_feature)) {
-    SmallVector<StringRef, 4> Parts;
-    Features.split(Parts, ',');
-    for (StringRef F : Parts) {
-      unsigned V;
-      if (F.consume_front("+ptx") && !F.getAsInteger(10, V) && !C->PtxVersion) {
-        C->PtxVersion = V;
-        C->Names.PtxVersion = "rustc's -C target-feature=+ptx" + F.str();
+  // A +ptxNN feature from rustc's -C target-feature picks the PTX ISA,
+  // unless the setting does. rustc passes every version the one asked for
+  // implies (+ptx80 arrives as +ptx32,+ptx40,...,+ptx80): the newest is
+  // the one asked for.
+  if (!S.get("ptx-version"))
+    for (StringRef Features : Args.getAllArgValues(OPT_target_feature)) {
+      SmallVector<StringRef, 16> Parts;
+      Features.split(Parts, ',');
+      for (StringRef F : Parts) {
+        unsigned V;
+        if (F.consume_front("+ptx") && !F.getAsInteger(10, V) &&
+            V > C->PtxVersion) {
+          C->PtxVersion = V;
+          C->Names.PtxVersion = "rustc's -C target-feature=+ptx" + F.str();
+        }
       }
     }
-  }
   C->Link.ExportSymbols = Args.getAllArgValues(OPT_export_symbol);
   std::vector<std::string> Dirs = Args.getAllArgValues(OPT_lib_dir);
   for (const opt::Arg *A : Args.filtered(OPT_INPUT))
