@@ -12,13 +12,12 @@ without a driver; Rust gets a `Kernels` struct of typed
 signature does, and a cc_binary that includes the header recompiles then.
 """
 
+load(":providers.bzl", "GpuDeviceLinkInfo")
 load(":toolchain.bzl", "TOOLCHAIN_TYPE", "fatlink_toolchain_info")
 
 def _gpu_bindings_impl(ctx):
     tc = fatlink_toolchain_info(ctx)
-    objects = ctx.attr.device_link[DefaultInfo].files.to_list()
-    if len(objects) != 1:
-        fail("%s: device_link must be one gpu_device_link (its host object)" % ctx.label)
+    host_object = ctx.attr.device_link[GpuDeviceLinkInfo].host_object
     ext = ".h" if ctx.attr.lang == "c++" else ".rs"
     out = ctx.actions.declare_file(ctx.attr.out or ctx.label.name + ext)
     args = ctx.actions.args()
@@ -28,12 +27,12 @@ def _gpu_bindings_impl(ctx):
         if ctx.attr.lang != "c++":
             fail("%s: namespace is for lang = \"c++\"" % ctx.label)
         args.add("--namespace=" + ctx.attr.namespace)
-    args.add(objects[0])
+    args.add(host_object)
     args.add("-o", out)
     ctx.actions.run(
         executable = tc.fatlink,
         arguments = [args],
-        inputs = objects,
+        inputs = [host_object],
         outputs = [out],
         env = tc.env,
         mnemonic = "GpuBindgen",
@@ -56,6 +55,8 @@ gpu_bindings = rule(
     attrs = {
         "device_link": attr.label(
             mandatory = True,
+            # Anything else is an analysis error that names the attribute.
+            providers = [GpuDeviceLinkInfo],
             doc = "The gpu_device_link whose kernels to bind.",
         ),
         "lang": attr.string(

@@ -22,7 +22,7 @@ load(
     _rust_gpu_library = "rust_gpu_library",
     _rust_gpu_proc_macro = "rust_gpu_proc_macro",
 )
-load(":providers.bzl", _GpuLibraryInfo = "GpuLibraryInfo")
+load(":providers.bzl", _GpuDeviceLinkInfo = "GpuDeviceLinkInfo", _GpuLibraryInfo = "GpuLibraryInfo")
 load(":toolchain.bzl", _FatlinkToolchainInfo = "FatlinkToolchainInfo", _fatlink_toolchain = "fatlink_toolchain")
 
 rust_gpu_library = _rust_gpu_library
@@ -32,6 +32,7 @@ gpu_device_link = _gpu_device_link
 gpu_bindings = _gpu_bindings
 fatlink_toolchain = _fatlink_toolchain
 GpuLibraryInfo = _GpuLibraryInfo
+GpuDeviceLinkInfo = _GpuDeviceLinkInfo
 RustProcMacroInfo = _RustProcMacroInfo
 FatlinkToolchainInfo = _FatlinkToolchainInfo
 DEFAULT_ARCHS = _DEFAULT_ARCHS

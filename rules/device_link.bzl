@@ -25,12 +25,19 @@ and the packaging always run. Each A.cubin is byte-identical to
 PTX targets (compute_XX) stay one action: the driver JITs one module.
 
 The targets come from `--//rules:archs` when it is given, else from `archs`.
+What fatlink would reject only after the link is rejected at analysis, with
+the attribute and the value: a target that is not sm_NN[a|f] or
+compute_NN[a|f], a `compress` fatlink does not know, a CUDA C++ library
+anywhere in deps whose offload_arch is newer than the oldest target (its
+bitcode cannot serve that target; fatlink's own message would tell a
+command-line user to recompile with --offload-arch), and a toolchain
+without ptxas or libdevice.
 """
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
-load(":library.bzl", "CC_TOOLCHAIN_ATTRS", "archive_objects")
-load(":providers.bzl", "GpuLibraryInfo")
-load(":toolchain.bzl", "ArchsInfo", "TOOLCHAIN_TYPE", "fatlink_toolchain_info")
+load(":library.bzl", "CC_TOOLCHAIN_ATTRS", "archive_objects", "offload_archs")
+load(":providers.bzl", "GpuDeviceLinkInfo", "GpuLibraryInfo")
+load(":toolchain.bzl", "ArchsInfo", "TOOLCHAIN_TYPE", "fatlink_toolchain_info", "parse_arch", "require_tools")
 
 DEFAULT_ARCHS = ["sm_75", "sm_80", "sm_90", "sm_100", "sm_120", "compute_120"]
 
@@ -43,14 +50,66 @@ HOST_ARCHS = {
 }
 
 def _targets(ctx):
-    archs = ctx.attr._archs[ArchsInfo].archs or ctx.attr.archs or DEFAULT_ARCHS
+    """The GPU targets, without duplicates, in order, and where they come from.
+
+    Entries are stripped of spaces, as --//rules:archs's are ("sm_80 " is
+    sm_80, not a file "sm_80 .cubin").
+    """
+    flag = ctx.attr._archs[ArchsInfo].archs
+    if flag:
+        archs, source = flag, "--%s" % ctx.attr._archs.label
+    elif ctx.attr.archs:
+        archs, source = [a.strip() for a in ctx.attr.archs], "its archs"
+    else:
+        archs, source = DEFAULT_ARCHS, "the default archs"
     seen = {}
     for a in archs:
-        if not (a.startswith("sm_") or a.startswith("compute_")):
-            fail("%s: GPU target '%s' is not sm_XX[a|f] or compute_XX[a|f] " % (ctx.label, a) +
+        if not parse_arch(a):
+            fail("%s: GPU target '%s' in %s is not sm_XX[a|f] or compute_XX[a|f] " % (ctx.label, a, source) +
                  "(presets such as all-major are not expanded here: list the targets)")
         seen[a] = True
-    return seen.keys()
+    return seen.keys(), source
+
+# What fatlink's --compress accepts (linker/DeviceLink.cpp, parseCompression).
+_COMPRESS = ["none", "zstd"] + ["zstd-%d" % n for n in range(1, 23)]
+
+def _check_compress(ctx):
+    if ctx.attr.compress and ctx.attr.compress not in _COMPRESS:
+        fail(("%s: compress = \"%s\" is not none, zstd or zstd-1 to zstd-22 (zstd-N: zstd at " +
+              "level N); leave it unset for fatlink's default, zstd-19") % (ctx.label, ctx.attr.compress))
+
+def _check_offload_archs(ctx, infos, targets, source):
+    """Every CUDA C++ library in deps can serve every target.
+
+    fatlink's rule (lto/Link.cpp, planGroups): bitcode for sm_NN serves the
+    targets of sm_NN and newer; bitcode for an arch-specific sm_NNa (or
+    family sm_NNf) serves that arch only.
+    """
+    parsed = [(t, parse_arch(t)) for t in targets]
+    oldest, oldest_arch = parsed[0]
+    for t, p in parsed:
+        if p.sm < oldest_arch.sm:
+            oldest, oldest_arch = t, p
+    errors = []
+    libraries = depset(transitive = [offload_archs(i) for i in infos]).to_list()
+    for label, arch in sorted(libraries):
+        a = parse_arch(arch)
+        if not a:
+            continue  # cuda_gpu_library checks its own
+        if a.suffix:
+            bad = [t for t, p in parsed if p.cpu != a.cpu]
+            why = "whose code runs on %s only, not on %s, a target" % (a.cpu, bad[0]) if bad else ""
+        else:
+            bad = [t for t, p in parsed if p.sm < a.sm]
+            why = "newer than %s, the oldest target" % oldest
+        if bad:
+            errors.append(
+                ("%s: cuda_gpu_library %s has offload_arch = \"%s\", %s of %s (%s): set " +
+                 "offload_arch = \"sm_%d\" on %s (the bitcode of one arch serves every target " +
+                 "at or above it)") % (ctx.label, label, arch, why, ctx.label, source, oldest_arch.sm, label),
+            )
+    if errors:
+        fail("\n".join(errors))
 
 def _path(f):
     return f.path
@@ -83,8 +142,15 @@ def _gpu_device_link_impl(ctx):
     if not host_arch:
         fail("%s: no fatlink host object format for CPU '%s' (x86_64 and aarch64 only)" %
              (ctx.label, cc_toolchain.cpu))
-    targets = _targets(ctx)
+    require_tools(ctx, tc, ["ptxas"])
+    targets, source = _targets(ctx)
+    _check_compress(ctx)
     infos = [d[GpuLibraryInfo] for d in ctx.attr.deps]
+    _check_offload_archs(ctx, infos, targets, source)
+    n = ctx.attr.partitions
+    if n < 0 or n > 256:
+        fail("%s: partitions = %d: give 1 to 256 (or 0: one code generation action per target)" %
+             (ctx.label, n))
     # Sorted by path: the module order (and so the bytes) then does not
     # depend on the order of deps, only on what is linked.
     device_inputs = sorted(
@@ -116,10 +182,6 @@ def _gpu_device_link_impl(ctx):
 
     # 2. Code generation and ptxas, one action per target, or per (cubin
     # target, partition) with a join per target.
-    n = ctx.attr.partitions
-    if n < 0 or n > 256:
-        fail("%s: partitions = %d: give 1 to 256 (or 0: one code generation action per target)" %
-             (ctx.label, n))
     pieces = []
     if n and any([not t.startswith("compute_") for t in targets]):
         pieces = [ctx.actions.declare_file("%s/parts/part-%d.bc" % (name, k)) for k in range(n)]
@@ -215,6 +277,12 @@ def _gpu_device_link_impl(ctx):
     return [
         DefaultInfo(files = depset([host_object])),
         cc_info,
+        GpuDeviceLinkInfo(
+            host_object = host_object,
+            fatbin = fatbin,
+            bitcode = program,
+            targets = targets,
+        ),
         OutputGroupInfo(
             fatbin = depset([fatbin]),
             bitcode = depset([program]),
@@ -233,8 +301,8 @@ gpu_device_link = rule(
             doc = "rust_gpu_library and cuda_gpu_library targets; their dependencies are linked too.",
         ),
         "archs": attr.string_list(
-            doc = "GPU targets: sm_XX[a|f] (cubin) and compute_XX[a|f] (PTX for JIT). " +
-                  "--//rules:archs overrides it; default " + ",".join(DEFAULT_ARCHS) + ".",
+            doc = "GPU targets: sm_XX[a|f] (cubin) and compute_XX[a|f] (PTX for JIT), spaces " +
+                  "stripped. --//rules:archs overrides it; default " + ",".join(DEFAULT_ARCHS) + ".",
         ),
         "link_opts": attr.string_list(
             doc = "Extra `fatlink device-link` options for the link (e.g. --ftz, --export-symbol=NAME, -O2).",
@@ -250,7 +318,7 @@ gpu_device_link = rule(
                   "0 (default): one code generation action per target.",
         ),
         "compress": attr.string(
-            doc = "Fatbin entry compression: none, zstd or zstd-N (default: fatlink's, zstd-19, which needs an R550+ driver).",
+            doc = "Fatbin entry compression: none, zstd or zstd-1 to zstd-22 (default: fatlink's, zstd-19, which needs an R550+ driver).",
         ),
         "_archs": attr.label(default = Label("//rules:archs")),
     }),

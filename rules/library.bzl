@@ -19,6 +19,15 @@ so that calls across crates and across languages are optimized away.
   `.llvm.offloading`. The objects go to `cc_binary` through CcInfo and to
   the device link through GpuLibraryInfo.
 
+Output paths cannot collide with another target's: a crate's rlib (or a
+proc-macro's library) is `lib<crate>.rlib` beside the BUILD file when the
+crate is named as its target, else `_rust/<target>/lib<crate>.rlib` (two
+targets may name the same crate: rustc tells them apart by the hash of
+their -Cmetadata when it finds both under -L dependency=); a CUDA C++
+library's objects and archive are in its own `_objs/<target>/`, each object
+named by its source's path with the extension kept (`a/util.cu.o`,
+`util.cc.o`), so sources that share a base name keep apart too.
+
 Both are deterministic: rustc runs with `-Zremap-cwd-prefix=.` (else the
 sandbox directory ends up in the rlib's metadata) and `-C metadata` made of
 the label and the configuration (see _crate_metadata); clang sees relative
@@ -27,7 +36,7 @@ paths only and no debug info is made.
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 load(":providers.bzl", "GpuLibraryInfo")
-load(":toolchain.bzl", "TOOLCHAIN_TYPE", "fatlink_toolchain_info")
+load(":toolchain.bzl", "TOOLCHAIN_TYPE", "fatlink_toolchain_info", "parse_arch", "require_tools")
 
 def _merge_cc(cc_infos):
     return cc_common.merge_cc_infos(cc_infos = cc_infos) if cc_infos else CcInfo()
@@ -69,14 +78,26 @@ def _crate_metadata(ctx):
     """
     return "-Cmetadata=%s@%s" % (ctx.label, ctx.bin_dir.path)
 
+def _crate_output(ctx, crate_name, ext):
+    """lib<crate>.<ext>: beside the BUILD file when the crate is named as its
+    target, else in _rust/<target>/.
+
+    Two targets of one package may give the same crate_name (and "a-b"
+    and "a_b" the same default one): only the target named exactly as its
+    crate gets the plain path, so no two outputs meet. Dependents find
+    both through -L dependency=<dir>, and rustc picks the one whose hash
+    (of -Cmetadata, which holds the label) the dependent recorded.
+    """
+    name = "lib%s.%s" % (crate_name, ext)
+    if crate_name == ctx.label.name:
+        return ctx.actions.declare_file(name)
+    return ctx.actions.declare_file("_rust/%s/%s" % (ctx.label.name, name))
+
 def _rust_gpu_library_impl(ctx):
     tc = fatlink_toolchain_info(ctx)
-    if not tc.rustc:
-        fail("rustc not found when @fatlink_gpu_toolchain was fetched: set " +
-             "FATLINK_RUSTC to a rustc built on LLVM <= 22 (or put rustc in PATH) " +
-             "and run `bazel sync --only=fatlink_gpu_toolchain`")
+    require_tools(ctx, tc, ["rustc"])
     crate_name = ctx.attr.crate_name or ctx.label.name.replace("-", "_")
-    rlib = ctx.actions.declare_file("lib%s.rlib" % crate_name)
+    rlib = _crate_output(ctx, crate_name, "rlib")
 
     args = ctx.actions.args()
     args.add("--target=nvptx64-nvidia-cuda")
@@ -140,8 +161,13 @@ def _rust_gpu_library_impl(ctx):
                 transitive = [d[GpuLibraryInfo].device_inputs for d in ctx.attr.deps],
             ),
             cc_info = _merge_cc([d[GpuLibraryInfo].cc_info for d in ctx.attr.deps]),
+            offload_archs = depset(transitive = [offload_archs(d[GpuLibraryInfo]) for d in ctx.attr.deps]),
         ),
     ]
+
+def offload_archs(info):
+    """GpuLibraryInfo.offload_archs; empty for a provider made without it."""
+    return getattr(info, "offload_archs", None) or depset()
 
 def _dependency_dir(f):
     return f.dirname
@@ -185,8 +211,42 @@ rust_gpu_library = rule(
     incompatible_use_toolchain_transition = True,
 )
 
+def _check_offload_arch(ctx):
+    arch = parse_arch(ctx.attr.offload_arch)
+    if not arch or arch.kind != "sm":
+        fail(("%s: offload_arch = \"%s\" is not of the form sm_NN, sm_NNa or sm_NNf: give " +
+              "the oldest target of the device links that use this library, e.g. \"sm_80\"") %
+             (ctx.label, ctx.attr.offload_arch))
+
+def _package_path(ctx, src):
+    """The path of src from the library's package, or from the workspace
+    root (external/<repo>/... for another repository's) when src lives in
+    another package. Generated sources count from their output root."""
+    path = src.path[len(src.root.path) + 1:] if src.root.path else src.path
+    pkg = "/".join([p for p in [ctx.label.workspace_root, ctx.label.package] if p])
+    if pkg and path.startswith(pkg + "/"):
+        return path[len(pkg) + 1:]
+    return path
+
+def _object_paths(ctx):
+    """_objs/<name>/<package path of the source>.o for each source, in srcs
+    order: a/util.cu -> a/util.cu.o, util.cc -> util.cc.o, so that sources
+    that share a base name (or a stem) get objects of their own."""
+    objects = {}
+    for src in ctx.files.srcs:
+        obj = "_objs/%s/%s.o" % (ctx.label.name, _package_path(ctx, src))
+        if objects.get(obj) == src:
+            continue  # the same file twice (a filegroup and its member)
+        if obj in objects:
+            fail(("%s: srcs %s and %s would both compile to %s: move one of them, or put it " +
+                  "in a cuda_gpu_library of its own") % (ctx.label, objects[obj].owner, src.owner, obj))
+        objects[obj] = src
+    return objects
+
 def _cuda_gpu_library_impl(ctx):
     tc = fatlink_toolchain_info(ctx)
+    require_tools(ctx, tc, ["clang", "cuda"])
+    _check_offload_arch(ctx)
     cc_toolchain = find_cpp_toolchain(ctx)
     feature_configuration = cc_common.configure_features(
         ctx = ctx,
@@ -225,8 +285,8 @@ def _cuda_gpu_library_impl(ctx):
     common.add_all(ctx.attr.copts)
 
     objects = []
-    for src in ctx.files.srcs:
-        obj = ctx.actions.declare_file("_objs/%s/%s.o" % (ctx.label.name, src.basename.rsplit(".", 1)[0]))
+    for path, src in _object_paths(ctx).items():
+        obj = ctx.actions.declare_file(path)
         objects.append(obj)
         ctx.actions.run(
             executable = tc.clang,
@@ -241,7 +301,9 @@ def _cuda_gpu_library_impl(ctx):
             progress_message = "Compiling CUDA C++ %s (%s)" % (src.short_path, ctx.label),
         )
 
-    archive = _archive(ctx, cc_toolchain, "lib%s.a" % ctx.label.name, objects)
+    # In _objs/<name>/ with the objects: a gpu_device_link named K writes
+    # lib<K>_device.a, which a library named K_device beside it would too.
+    archive = _archive(ctx, cc_toolchain, "_objs/%s/lib%s.a" % (ctx.label.name, ctx.label.name), objects)
     library = cc_common.create_library_to_link(
         actions = ctx.actions,
         feature_configuration = feature_configuration,
@@ -267,6 +329,10 @@ def _cuda_gpu_library_impl(ctx):
             transitive_rlibs = depset(),
             device_inputs = depset(objects, transitive = [g.device_inputs for g in gpu_deps]),
             cc_info = host_cc,
+            offload_archs = depset(
+                [(str(ctx.label), ctx.attr.offload_arch)],
+                transitive = [offload_archs(g) for g in gpu_deps],
+            ),
         ),
     ]
 
@@ -310,8 +376,9 @@ cuda_gpu_library = rule(
         "defines": attr.string_list(doc = "Preprocessor definitions for these sources."),
         "offload_arch": attr.string(
             default = "sm_75",
-            doc = "The one GPU arch the device bitcode is compiled for (its __CUDA_ARCH__); " +
-                  "it must be the oldest target of every device link that uses this library. " +
+            doc = "The one GPU arch the device bitcode is compiled for (its __CUDA_ARCH__), " +
+                  "sm_NN[a|f]; it must not be newer than the oldest target of any device link " +
+                  "that uses this library (gpu_device_link checks). " +
                   "sm_75 is the oldest that CUDA 13's ptxas accepts.",
         ),
     }),
@@ -336,12 +403,9 @@ def proc_macro_link_env(cc_toolchain):
 
 def _rust_gpu_proc_macro_impl(ctx):
     tc = fatlink_toolchain_info(ctx)
-    if not tc.rustc:
-        fail("rustc not found when @fatlink_gpu_toolchain was fetched: set " +
-             "FATLINK_RUSTC to a rustc built on LLVM <= 22 (or put rustc in PATH) " +
-             "and run `bazel sync --only=fatlink_gpu_toolchain`")
+    require_tools(ctx, tc, ["rustc"])
     crate_name = ctx.attr.crate_name or ctx.label.name.replace("-", "_")
-    dylib = ctx.actions.declare_file("lib%s.so" % crate_name)
+    dylib = _crate_output(ctx, crate_name, "so")
     # rustc links the library with the C++ toolchain's compiler driver
     # (proc_macro_link_env).
     cc_toolchain = find_cpp_toolchain(ctx)

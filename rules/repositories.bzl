@@ -13,7 +13,12 @@ this machine's OS and CPU (the paths are this machine's):
   CUDA   $CUDA_PATH, else /usr/local/cuda
 
 A tool that is missing is not an error here (fatlink itself builds without
-rustc); the rule that needs it fails with the variable to set. The versions
+rustc): the toolchain records it in `missing`, with where it looked, and
+the rule that needs it fails at analysis with the variable to set
+(rules/toolchain.bzl, require_tools). CUDA counts as found for clang when
+the toolkit has include/cuda_runtime.h and nvvm/libdevice/libdevice.10.bc
+(clang's CUDA mode needs both), and for the device link when it has
+bin/ptxas and libdevice (fatlink runs the one and links the other). The versions
 become part of every action's key, so a refetch after a compiler upgrade
 (`bazel sync --only=fatlink_gpu_toolchain`, or any change of those
 variables) rebuilds the device code.
@@ -35,7 +40,15 @@ def _run(ctx, argv):
         return None
     return result.stdout.strip()
 
+def _why_not(ctx, var, path, version_flag):
+    """Why the tool at path (from $var, if set) does not run: for `missing`."""
+    where = ("%s=%s" % (var, path)) if var in ctx.os.environ else path
+    if not ctx.path(path).exists:
+        return where + ": no such file"
+    return "%s: `%s %s` fails" % (where, path, version_flag)
+
 def _find_rustc(ctx):
+    """(rustc, its version, None), or (None, None, where it looked)."""
     rustc = ctx.os.environ.get("FATLINK_RUSTC", "")
     if not rustc:
         found = ctx.which("rustc")
@@ -45,25 +58,58 @@ def _find_rustc(ctx):
         elif home and ctx.path(home + "/.cargo/bin/rustc").exists:
             rustc = home + "/.cargo/bin/rustc"
     if not rustc:
-        return None, None
+        return None, None, "FATLINK_RUSTC is not set and no rustc is in PATH or ~/.cargo/bin"
     sysroot = _run(ctx, [rustc, "--print", "sysroot"])
     if sysroot and ctx.path(sysroot + "/bin/rustc").exists:
         # The real compiler, not the rustup proxy in front of it.
         rustc = sysroot + "/bin/rustc"
     version = _run(ctx, [rustc, "-V"])
-    return (rustc, version) if version else (None, None)
+    if not version:
+        return None, None, _why_not(ctx, "FATLINK_RUSTC", rustc, "-V")
+    return rustc, version, None
 
-def _fatlink_gpu_toolchain_impl(ctx):
-    rustc, rustc_version = _find_rustc(ctx)
-
+def _find_clang(ctx):
+    """(clang, its version or None, None or where it looked)."""
     clang = ctx.os.environ.get("FATLINK_CLANG", "")
     if not clang:
         found = ctx.which("clang++-22")
-        clang = str(found) if found else "/usr/bin/clang++-22"
-    clang_version = _run(ctx, [clang, "--version"])
+        if not found:
+            return "/usr/bin/clang++-22", None, "FATLINK_CLANG is not set and no clang++-22 is in PATH"
+        clang = str(found)
+    version = _run(ctx, [clang, "--version"])
+    if not version:
+        return clang, None, _why_not(ctx, "FATLINK_CLANG", clang, "--version")
+    return clang, version, None
+
+def _cuda_lacks(ctx, cuda, files):
+    """Where the toolkit is and which of files it lacks, or None if it has them all."""
+    absent = [f for f in files if not ctx.path(cuda + "/" + f).exists]
+    if not absent:
+        return None
+    where = ("CUDA_PATH=" + cuda) if "CUDA_PATH" in ctx.os.environ else (cuda + " (CUDA_PATH is not set)")
+    return "%s: no %s" % (where, ", ".join(absent))
+
+_LIBDEVICE = "nvvm/libdevice/libdevice.10.bc"
+
+def _fatlink_gpu_toolchain_impl(ctx):
+    missing = {}
+    rustc, rustc_version, why = _find_rustc(ctx)
+    if why:
+        missing["rustc"] = why
+
+    clang, clang_version, why = _find_clang(ctx)
+    if why:
+        missing["clang"] = why
 
     cuda = ctx.os.environ.get("CUDA_PATH", "/usr/local/cuda")
     ptxas_version = _run(ctx, [cuda + "/bin/ptxas", "--version"])
+    # What clang's CUDA mode needs (its wrapper headers include
+    # cuda_runtime.h; it links libdevice into the bitcode), and what the
+    # device link needs (fatlink runs ptxas and links libdevice).
+    for tool, files in [("cuda", ["include/cuda_runtime.h", _LIBDEVICE]), ("ptxas", ["bin/ptxas", _LIBDEVICE])]:
+        why = _cuda_lacks(ctx, cuda, files)
+        if why:
+            missing[tool] = why
 
     # The CUDA runtime as a cc target (static: no rpath, no runfiles).
     cudart = ""
@@ -101,6 +147,9 @@ fatlink_toolchain(
     cuda_path = {cuda},
     cudart = {cudart_label},
     tool_versions = {versions},
+    # Not found when this repository was fetched: the rules that need these
+    # fail at analysis with the variable to set.
+    missing = {missing},
 )
 
 # The tools are this machine's paths: only actions that run on an OS and CPU
@@ -122,6 +171,7 @@ toolchain(
         cuda = repr(cuda),
         cudart_label = repr(":cudart") if cudart else "None",
         versions = repr("; ".join(versions)),
+        missing = repr(missing),
     ))
 
 fatlink_gpu_toolchain = repository_rule(

@@ -13,6 +13,10 @@
 #     --host_cxxopt; and one LLVM-heavy fatlink library (//intake, whose
 #     LLVM headers fail under the toolchain's -std=c++0x) actually compiled
 #     in the exec configuration.
+#   both: on a machine without clang or the CUDA toolkit (FATLINK_CLANG or
+#     CUDA_PATH pointing nowhere: @fatlink_gpu_toolchain is fetched again),
+#     a cuda_gpu_library and the gpu_device_link fail at analysis with the
+#     variable to set and `bazel sync`, not with execvp or clang errors.
 #   --full: builds and runs the whole program: fatlink compiled from
 #     scratch for the exec configuration (every path differs from the main
 #     workspace's, so nothing is reused: many minutes on 2 cores), the
@@ -77,6 +81,13 @@ cat >> "$WS/BUILD.bazel" <<'BUILD'
 
 # outside_test.sh: fatlink and one of its libraries in the exec configuration.
 load(":outside_test.bzl", "exec_files")
+load("@fatlink//rules:defs.bzl", "cuda_gpu_library")
+
+# outside_test.sh: a CUDA C++ library, for the checks without clang or CUDA.
+cuda_gpu_library(
+    name = "softplus",
+    srcs = ["@fatlink//testdata:cuda/softplus.cu"],
+)
 
 exec_files(
     name = "exec_fatlink",
@@ -151,6 +162,27 @@ else
     pass "the program carries sm_80, sm_90 and compute_90"
   else fail "fatlink inspect bazel-bin/app"; (cd "$WS" && "$FATLINK" inspect bazel-bin/app); fi
 fi
+
+# 4. No clang, no CUDA toolkit: the toolchain's fetch records it, and the
+# rule that needs the tool fails at analysis, naming the variable to set.
+# missing_tool NAME VAR=VALUE TARGET MESSAGE
+missing_tool() {
+  local name="$1" env="$2" target="$3" want="$4" start=$SECONDS rc
+  (cd "$WS" && env "$env" "$BAZEL" --output_base="$OB" build --nobuild "$target") > "$WORK/$name.out" 2>&1
+  rc=$?
+  if [ "$rc" -ne 0 ] && grep -qF -- "$want" "$WORK/$name.out"; then
+    pass "$env: $target fails at analysis: ${want:0:90}... ($((SECONDS - start)) s)"
+  else
+    fail "$env: $target (exit $rc) does not say: $want"; grep -E 'ERROR|Error' "$WORK/$name.out" | head -5
+  fi
+}
+SYNC='and run `bazel sync --only=fatlink_gpu_toolchain`'
+missing_tool no-clang FATLINK_CLANG=/nowhere/clang++ //:softplus \
+  "//:softplus: clang++ not found when @fatlink_gpu_toolchain was fetched (FATLINK_CLANG=/nowhere/clang++: no such file): set FATLINK_CLANG to clang++ 22 or newer (or put clang++-22 in PATH) $SYNC"
+missing_tool no-cuda CUDA_PATH=/nowhere //:softplus \
+  "//:softplus: the CUDA toolkit for clang not found when @fatlink_gpu_toolchain was fetched (CUDA_PATH=/nowhere: no include/cuda_runtime.h, nvvm/libdevice/libdevice.10.bc): set CUDA_PATH to a CUDA toolkit $SYNC"
+missing_tool no-ptxas CUDA_PATH=/nowhere //:kernels \
+  "//:kernels: ptxas and libdevice for the device link not found when @fatlink_gpu_toolchain was fetched (CUDA_PATH=/nowhere: no bin/ptxas, nvvm/libdevice/libdevice.10.bc): set CUDA_PATH to a CUDA toolkit $SYNC"
 
 echo "$PASSED passed, $FAILED failed ($SECONDS s)"
 [ "$FAILED" -eq 0 ]

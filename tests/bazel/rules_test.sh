@@ -12,7 +12,13 @@
 #      any library;
 #   3. the same tree builds to the same bytes: again after an edit is undone,
 #      and from scratch in another working directory (standalone instead of
-#      the sandbox); no output holds an absolute path.
+#      the sandbox); no output holds an absolute path;
+#   4. outputs that used to collide (tests/bazel/names/BUILD.bazel) build,
+#      and each piece reaches the program: one cuda_gpu_library's sources
+#      with one base name or one stem, two crates (and two proc-macros) of
+#      one name in one package, a library named like a device link's
+#      archive. (The rules' analysis errors are analysis tests:
+#      tests/bazel/analysis, run by `bazel test //...`.)
 # Usage: tests/bazel/rules_test.sh   (from anywhere; BAZEL= picks the binary)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -68,8 +74,8 @@ expect_spawns() {
 
 # Every file the GPU rules and the host link write for the test graph
 # (relative to bazel-bin/tests/bazel; fails if one is missing).
-OUTPUTS=(libfatlink_device.rlib libvecmath.rlib libsaxpy.rlib libscale.rlib _objs/softplus/softplus.o
-  libsoftplus.a kernels.bc kernels/sm_75.cubin kernels/sm_90.cubin kernels/compute_90.ptx
+OUTPUTS=(libfatlink_device.rlib libvecmath.rlib libsaxpy.rlib libscale.rlib
+  _objs/softplus/testdata/cuda/softplus.cu.o _objs/softplus/libsoftplus.a kernels.bc kernels/sm_75.cubin kernels/sm_90.cubin kernels/compute_90.ptx
   kernels.o kernels.fatbin libkernels_device.a app
   kernels_split.bc kernels_split/parts/part-{0,1,2,3}.bc kernels_split/sm_{75,90}/part-{0,1,2,3}.cubin
   kernels_split/sm_75.cubin kernels_split/sm_90.cubin kernels_split/compute_90.ptx
@@ -187,8 +193,8 @@ build scratch --spawn_strategy=standalone
 expect_spawns "from scratch, unsandboxed: every action whose output was deleted ran again" scratch \
 "CppLink: Linking tests/bazel/app
 CudaGpuCompile: Compiling CUDA C++ testdata/cuda/softplus.cu (//tests/bazel:softplus)
+GpuArchive: Archiving tests/bazel/_objs/softplus/libsoftplus.a
 GpuArchive: Archiving tests/bazel/libkernels_device.a
-GpuArchive: Archiving tests/bazel/libsoftplus.a
 GpuBindgen: Generating c++ bindings tests/bazel/kernels_api.h
 GpuCodegen: Generating compute_90 code for //tests/bazel:kernels
 GpuCodegen: Generating compute_90 code for //tests/bazel:kernels_split
@@ -220,6 +226,57 @@ check "from scratch, unsandboxed: every output equals the baseline, byte for byt
 EXECROOT=$("$BAZEL" info execution_root 2>/dev/null)
 check "no output holds an absolute path (execroot, output base, sandbox, HOME)" bash -c \
   "cd bazel-bin/$PKG && ! strings -a ${OUTPUTS[*]} | grep -E '$EXECROOT|$(dirname "$(dirname "$EXECROOT")")|/sandbox/|$HOME/'"
+
+# 5. Outputs that used to collide, in one program (tests/bazel/names): built
+# from scratch each time (an earlier run's outputs deleted first), so that
+# every action runs and writes its own file.
+NAMES="bazel-bin/$PKG/names"
+find "bazel-bin/$PKG/names" bazel-out/*-exec-*/bin/"$PKG"/names -prune -exec chmod -R u+w {} + \
+  -exec rm -rf {} + 2>/dev/null
+TARGETS=(//tests/bazel/names:app)
+build names
+expect_spawns "one base name, one stem, one crate name twice, a library named <link>_device: every action of //$PKG/names:app runs" names \
+"CppCompile: Compiling tests/bazel/names/main.cc
+CppLink: Linking tests/bazel/names/app
+CudaGpuCompile: Compiling CUDA C++ tests/bazel/names/a/util.cu (//tests/bazel/names:kernels_device)
+CudaGpuCompile: Compiling CUDA C++ tests/bazel/names/util.cc (//tests/bazel/names:kernels_device)
+CudaGpuCompile: Compiling CUDA C++ tests/bazel/names/util.cu (//tests/bazel/names:kernels_device)
+GpuArchive: Archiving tests/bazel/names/_objs/kernels_device/libkernels_device.a
+GpuArchive: Archiving tests/bazel/names/libkernels_device.a
+GpuCodegen: Generating compute_75 code for //tests/bazel/names:kernels
+GpuCodegen: Generating sm_75 code for //tests/bazel/names:kernels
+GpuDeviceLink: Device-linking //tests/bazel/names:kernels for sm_75,compute_75
+GpuPackage: Packaging tests/bazel/names/kernels.o
+RustGpuCompile: Compiling Rust device crate top (//tests/bazel/names:top)
+RustGpuCompile: Compiling Rust device crate twin (//tests/bazel/names:twin_a)
+RustGpuCompile: Compiling Rust device crate twin (//tests/bazel/names:twin_b)
+RustGpuCompile: Compiling Rust device crate user_a (//tests/bazel/names:user_a)
+RustGpuCompile: Compiling Rust device crate user_b (//tests/bazel/names:user_b)
+RustProcMacro: Compiling Rust proc-macro crate twin_macro (//tests/bazel/names:macro_a)
+RustProcMacro: Compiling Rust proc-macro crate twin_macro (//tests/bazel/names:macro_b)"
+check "names: an object per source (a/util.cu.o, util.cc.o, util.cu.o), all three in the library's archive in its _objs" \
+  bash -c "cd '$NAMES/_objs/kernels_device' && ls a/util.cu.o util.cc.o util.cu.o >/dev/null &&
+    [ \"\$(ar t libkernels_device.a | tr '\n' ' ')\" = 'util.cu.o util.cc.o util.cu.o ' ]"
+check "names: the device link's own archive holds its host object" \
+  bash -c "[ \"\$(ar t '$NAMES/libkernels_device.a')\" = kernels.o ]"
+check "names: two crates named twin, each in its _rust/<target>/" \
+  test -f "$NAMES/_rust/twin_a/libtwin.rlib" -a -f "$NAMES/_rust/twin_b/libtwin.rlib"
+check "names: two proc-macros named twin_macro (exec configuration), each in its _rust/<target>/" \
+  bash -c "ls bazel-out/*-exec-*/bin/$PKG/names/_rust/macro_a/libtwin_macro.so \
+    bazel-out/*-exec-*/bin/$PKG/names/_rust/macro_b/libtwin_macro.so >/dev/null"
+# Each kernel's store: the CUDA C++ kernels 3.0, 4.0, 5.0 (one per source);
+# user_a 1 + 10 = 11 and user_b 2 + 20 = 22 (its own twin and twin_macro
+# each); top's twins 11 + 22 = 33 (both users, so both twins, in one rustc).
+kernel_stores() {
+  awk '/\.entry/ { k = $3; sub(/\(.*/, "", k) }
+       /st\.global/ && k { v = $NF; sub(/;$/, "", v); print k, v; k = "" }' "$NAMES/kernels/compute_75.ptx" |
+    sort | tr '\n' ' '
+}
+f32() { python3 -c "import struct, sys; print(*[struct.unpack('<I', struct.pack('<f', float(x)))[0] for x in sys.argv[1:]])" "$@"; }
+read -r F3 F4 F5 F11 F22 F33 <<<"$(f32 3 4 5 11 22 33)"
+WANT="a_util_cu $F5 twins $F33 user_a $F11 user_b $F22 util_cc $F4 util_cu $F3 "
+check "names: every kernel in the program, each with its own crate's and source's value ($(kernel_stores))" \
+  test "$(kernel_stores)" = "$WANT"
 
 echo "$PASSED passed, $FAILED failed ($SECONDS s)"
 [ "$FAILED" -eq 0 ]

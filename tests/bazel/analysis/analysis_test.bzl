@@ -194,26 +194,67 @@ def _failure_test_impl(ctx):
             return _result(ctx, [])
     return _result(ctx, [_diff("analysis error of %s" % target.label, ctx.attr.message, messages)])
 
-def _failure_test_rule(toolchain):
+def _failure_test_rule(toolchain, settings = {}):
     return rule(
         implementation = _failure_test_impl,
         analysis_test = True,
         attrs = {
             "target_under_test": attr.label(
                 mandatory = True,
-                cfg = analysis_test_transition(settings = {
+                cfg = analysis_test_transition(settings = dict(settings, **{
                     "//command_line_option:extra_toolchains": [toolchain],
                     "//command_line_option:allow_analysis_failures": True,
-                }),
+                })),
             ),
             "message": attr.string(mandatory = True, doc = "text the analysis error must contain"),
         },
     )
 
 # The analysis of target_under_test fails with message, under the test
-# toolchain (gpu_failure_test) or one without rustc.
+# toolchain (gpu_failure_test; gpu_failure_archs_test with
+# --//rules:archs=sm_80,compute_80), or one that lacks tools: rustc (a
+# fatlink_toolchain of one's own with rustc = ""), or, as the generated
+# toolchain records them in `missing`, clang, or CUDA (clang's headers and
+# libdevice, ptxas).
 gpu_failure_test = _failure_test_rule(_TEST_TOOLCHAIN)
+gpu_failure_archs_test = _failure_test_rule(_TEST_TOOLCHAIN, {"//rules:archs": "sm_80,compute_80"})
 gpu_failure_no_rustc_test = _failure_test_rule("//tests/bazel/analysis:no_rustc_toolchain")
+gpu_failure_no_clang_test = _failure_test_rule("//tests/bazel/analysis:no_clang_toolchain")
+gpu_failure_no_cuda_test = _failure_test_rule("//tests/bazel/analysis:no_cuda_toolchain")
+
+def _outputs_test_impl(ctx):
+    target = ctx.attr.target_under_test[0]
+    if AnalysisFailureInfo in target:
+        return _result(ctx, ["analysis of %s failed: %s" % (
+            target.label,
+            [c.message for c in target[AnalysisFailureInfo].causes.to_list()],
+        )])
+    subst = {"{bin}": _bin_dir(target)}
+    errors = []
+    for group, expected in ctx.attr.output_groups.items():
+        got = sorted([f.path for f in getattr(target[OutputGroupInfo], group).to_list()])
+        want = sorted([_expand(s, subst) for s in expected])
+        if got != want:
+            errors.append(_diff("output group " + group, want, got))
+    return _result(ctx, errors)
+
+# target_under_test analyses (under the test toolchain), and its output
+# groups hold exactly these files: for what the rules accept and would
+# otherwise be tempted to refuse.
+gpu_outputs_test = rule(
+    implementation = _outputs_test_impl,
+    analysis_test = True,
+    attrs = {
+        "target_under_test": attr.label(
+            mandatory = True,
+            cfg = analysis_test_transition(settings = {
+                "//command_line_option:extra_toolchains": [_TEST_TOOLCHAIN],
+                "//command_line_option:allow_analysis_failures": True,
+            }),
+        ),
+        "output_groups": attr.string_list_dict(doc = "output group -> exact files ({bin} for the output root)"),
+    },
+)
 
 def _metadata(target):
     for a in target.actions:
