@@ -1216,6 +1216,16 @@ static void hostLinkCommand(Context &Ctx, ArrayRef<const char *> Args,
   // --help belongs to the host linker; fatlink's own is --fatlink-help.
   if (is_contained(Args, StringRef("--fatlink-help")))
     return printSettingsHelp(Ctx.Out, "fatlink cc");
+  // cargo's `linker = "fatlink-cc"` under [target.nvptx64-nvidia-cuda]:
+  // the host compiler would take `--target` for `--target-help`, print
+  // pages of help and exit 0 without writing the PTX.
+  if (isLlbcCommandLine(Args))
+    return Ctx.error("this is rustc's nvptx64 device-linker command line "
+                     "(--target-cpu sm_XX), which fatlink-cc, a host "
+                     "linker, does not take: name fatlink-llbc as that "
+                     "target's linker ([target.nvptx64-nvidia-cuda] linker "
+                     "= \"fatlink-llbc\" in .cargo/config.toml, or -C "
+                     "linker=fatlink-llbc), or run 'fatlink llbc'");
   LineParser Parser(Saver);
   Expected<HostLinkLine> Line = Parser.parse(Args);
   if (!Line)

@@ -32,6 +32,11 @@ int hostLinkMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
 int llbcMain(llvm::ArrayRef<const char *> Args, llvm::raw_ostream &Out,
              llvm::raw_ostream &Err);
 
+/// Whether \p Args is rustc's nvptx64 device-linker line (`--target-cpu
+/// sm_XX`, `--target nvptx64-nvidia-cuda`): what `fatlink llbc` takes, and
+/// what a cc (which reads `--target` as `--target-help`) must never see.
+bool isLlbcCommandLine(llvm::ArrayRef<const char *> Args);
+
 } // namespace fatlink
 
 #endif // FATLINK_HOSTLINK_HOSTLINK_H

@@ -163,6 +163,22 @@ static void llbc(Context &Ctx, ArrayRef<const char *> Args,
   Ctx.stopProgress();
 }
 
+bool isLlbcCommandLine(ArrayRef<const char *> Args) {
+  for (size_t I = 0; I < Args.size(); ++I) {
+    StringRef A = Args[I];
+    if (A == "--target-cpu" || A.starts_with("--target-cpu="))
+      return true;
+    StringRef Triple = A;
+    if (A == "--target" && I + 1 < Args.size())
+      Triple = Args[I + 1];
+    else if (!Triple.consume_front("--target="))
+      continue;
+    if (Triple.starts_with("nvptx64-"))
+      return true;
+  }
+  return false;
+}
+
 int llbcMain(ArrayRef<const char *> Args, raw_ostream &Out, raw_ostream &Err) {
   return runCommand(Args, Out, Err, llbc);
 }

@@ -11,6 +11,7 @@
 #include "lto/LTO.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
@@ -61,13 +62,9 @@ void printUsage(raw_ostream &OS) {
 /// `-C linker=`), the name it should have been given. \p First is the
 /// argument taken for a command.
 std::string linkerHint(StringRef First, ArrayRef<const char *> Rest) {
-  // rustc's llvm-bitcode-linker interface: --target nvptx64-nvidia-cuda,
-  // --target-cpu sm_XX.
-  auto IsLlbc = [](StringRef A) {
-    return A == "--target-cpu" || A.starts_with("--target-cpu=") ||
-           A.starts_with("nvptx64-") || A.starts_with("--target=nvptx64-");
-  };
-  if (IsLlbc(First) || any_of(Rest, [&](const char *A) { return IsLlbc(A); }))
+  SmallVector<const char *, 16> All{First.data()};
+  append_range(All, Rest);
+  if (fatlink::isLlbcCommandLine(All))
     return " (this is rustc's nvptx64 linker command line: name "
            "fatlink-llbc as the linker, -C linker=fatlink-llbc, or run "
            "'fatlink llbc')";
