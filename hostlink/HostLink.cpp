@@ -837,54 +837,6 @@ static int runHostLinker(Context &Ctx, StringRef Linker,
   return RC;
 }
 
-/// --fatlink-dry-run: what a link would do, without doing it.
-static Expected<std::string> printPlan(Context &Ctx, const DeviceLinkConfig &C,
-                                       const lto::InputSet &Inputs) {
-  Expected<ToolFacts> Facts = probeTools(Ctx, C);
-  if (!Facts)
-    return Facts.takeError();
-  Expected<std::vector<lto::Target>> Targets =
-      planTargets(C.ArchLists, *Facts, C.PtxVersion, C.Names);
-  if (!Targets)
-    return Targets.takeError();
-  // What the link would refuse before any work (min-driver's PTX ISA).
-  if (C.MinDriver)
-    if (Error E = checkMinDriver(*Targets, *C.MinDriver, C.ArchLists, C.Names,
-                                 &*Facts))
-      return std::move(E);
-
-  raw_ostream &OS = Ctx.Out;
-  OS << "fatlink: device inputs:\n";
-  for (const lto::DeviceImage &Image : Inputs.Images)
-    OS << "  " << Image.Origin
-       << (Image.Arch.empty() ? "" : " [" + Image.Arch + "]") << "\n";
-  for (const lto::DeviceObject &O : Inputs.Objects)
-    OS << "  " << O.Origin << " [" << O.Arch << ", relocatable cubin]\n";
-  OS << "fatlink: targets:";
-  for (const lto::Target &T : *Targets)
-    OS << " " << T.Name << " (" << (T.IsPTX ? "ptx" : "cubin") << ", PTX ISA "
-       << T.ptxVersionString() << ")";
-  OS << "\nfatlink: would run:\n  link and optimize (O" << C.Link.OptLevel
-     << ")\n";
-  for (const lto::Target &T : *Targets) {
-    OS << "  " << C.Paths.Ptxas << " -arch=" << (T.IsPTX ? T.Name : T.Cpu);
-    if (!T.IsPTX)
-      OS << " -O" << C.Link.OptLevel;
-    OS << " <" << T.Name << ".ptx>";
-    if (!T.IsPTX)
-      OS << " -o <" << T.Name << ".cubin>";
-    OS << "\n";
-  }
-  OS << "  package: fatbin ("
-     << (C.Fatbin.Compress == packager::Compression::None
-             ? std::string("uncompressed")
-             : "zstd-" + std::to_string(C.Fatbin.ZstdLevel))
-     << ") in a host object\n";
-  if (!C.CacheDir.empty())
-    OS << "  cache: " << C.CacheDir << "/" << deviceLinkKey(C, Inputs) << "\n";
-  return std::string("<fatlink-device.o>");
-}
-
 namespace {
 
 /// What the device half of the link adds to the host link.
@@ -963,17 +915,21 @@ static Expected<DeviceResult> deviceLinkForHost(Context &Ctx,
   Expected<DeviceLinkConfig> C = deviceConfigFromSettings(S, "all-major");
   if (!C)
     return C.takeError();
-  Expected<packager::HostArch> Host =
-      packager::parseHostArch(hostTripleOf(Line));
-  if (!Host)
-    return Host.takeError();
-  C->HostArch = *Host;
+  // The host object is for the line's --target (else this machine), unless
+  // the host-arch setting names the arch: a cross cc (aarch64-linux-gnu-gcc)
+  // takes no --target.
+  if (!S.get("host-arch")) {
+    Expected<packager::HostArch> Host =
+        packager::parseHostArch(hostTripleOf(Line));
+    if (!Host)
+      return Host.takeError();
+    C->HostArch = *Host;
+  }
 
   if (DryRun) {
-    Expected<std::string> Placeholder = printPlan(Ctx, *C, *Inputs);
-    if (!Placeholder)
-      return Placeholder.takeError();
-    return DeviceResult{*Placeholder, ""};
+    if (Error E = printDevicePlan(Ctx, *C, *Inputs))
+      return std::move(E);
+    return DeviceResult{"<fatlink-device.o>", ""};
   }
 
   C->RequireKernels = !S.flag("allow-no-kernels");
@@ -1215,7 +1171,7 @@ static void hostLinkCommand(Context &Ctx, ArrayRef<const char *> Args,
                             StringSaver &Saver) {
   // --help belongs to the host linker; fatlink's own is --fatlink-help.
   if (is_contained(Args, StringRef("--fatlink-help")))
-    return printSettingsHelp(Ctx.Out, "fatlink cc");
+    return printSettingsHelp(Ctx.Out, SettingsTool::Cc);
   // cargo's `linker = "fatlink-cc"` under [target.nvptx64-nvidia-cuda]:
   // the host compiler would take `--target` for `--target-help`, print
   // pages of help and exit 0 without writing the PTX.
@@ -1246,16 +1202,10 @@ static void hostLinkCommand(Context &Ctx, ArrayRef<const char *> Args,
     Ctx.warn(W);
   if (progressWanted(Ctx.Err, S->flag("quiet")))
     Ctx.startProgress(progressDelay());
-  if (std::optional<StringRef> Dir = S->get("save-temps")) {
-    std::string D = (*Dir == "1" || Dir->empty())
-                        ? sys::path::parent_path(Line->Output).str()
-                        : Dir->str();
-    // Named after the executable (app -> app.device.o, app.sm_80.ptx).
-    StringRef Stem = sys::path::stem(Line->Output);
-    if (Error E =
-            Ctx.Temps.saveIn(D.empty() ? "." : D, Stem.empty() ? "a" : Stem))
-      return Ctx.error(std::move(E));
-  }
+  if (Expected<std::string> Prefix =
+          saveTempsFromSettings(Ctx, *S, Line->Output);
+      !Prefix)
+    return Ctx.error(Prefix.takeError());
   std::string TimeTrace = S->get("time-trace").value_or("").str();
   if (!TimeTrace.empty())
     timeTraceProfilerInitialize(500, "fatlink-cc");
@@ -1269,12 +1219,10 @@ static void hostLinkCommand(Context &Ctx, ArrayRef<const char *> Args,
   // earlier build left; a failed link also shows the plan, which rustc
   // hides from a successful one (docs/cargo.md, "fatlink-cc settings").
   bool DryRun = S->flag("dry-run");
-  if (DryRun && Ctx.exitCode() == 0 && sys::Process::GetEnv("CARGO_CRATE_NAME"))
-    Ctx.error("dry run (" + S->nameOf("dry-run") + "): nothing was linked " +
-              "and " + (Line->Output.empty() ? "a.out" : Line->Output) +
-              " was not written (the plan is on standard output); under " +
-              "cargo that is an error, so that no earlier executable passes " +
-              "for this build's: unset " + S->nameOf("dry-run") + " to link");
+  if (Ctx.exitCode() == 0)
+    if (std::optional<std::string> Msg =
+            dryRunUnderCargo(*S, Line->Output.empty() ? "a.out" : Line->Output))
+      Ctx.error(*Msg);
   Ctx.Log = nullptr;
   // A dry run's output is the plan: an earlier link's log describes an
   // output that this link did not write, so it goes.

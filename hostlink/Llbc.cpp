@@ -90,7 +90,8 @@ static Expected<DeviceLinkConfig> llbcConfig(const opt::InputArgList &Args,
     C->RunPtxas = false;
   }
 
-  if (const opt::Arg *A = Args.getLastArg(OPT_opt_level)) {
+  // As for the arch and the PTX ISA, a setting outranks what rustc passes.
+  if (const opt::Arg *A = Args.getLastArg(OPT_opt_level); A && !S.get("opt")) {
     StringRef L = A->getValue();
     if (L == "s" || L == "z")
       C->Link.OptLevel = 2;
@@ -126,7 +127,7 @@ static Expected<DeviceLinkConfig> llbcConfig(const opt::InputArgList &Args,
 static void llbc(Context &Ctx, ArrayRef<const char *> Args,
                  StringSaver &Saver) {
   if (is_contained(Args, StringRef("--fatlink-help")))
-    return printSettingsHelp(Ctx.Out, "fatlink llbc");
+    return printSettingsHelp(Ctx.Out, SettingsTool::Llbc);
   // fatlink's own settings travel among rustc's arguments.
   SmallVector<const char *, 64> Argv(Args.begin(), Args.end());
   if (Error E = expandResponseFiles(Argv, Saver))
@@ -141,8 +142,8 @@ static void llbc(Context &Ctx, ArrayRef<const char *> Args,
       parseCommandLine(Ctx, Table, Rest, Saver,
                        {"fatlink llbc [options] <inputs...>",
                         "fatlink llbc: rustc's nvptx64 device linker (-C "
-                        "linker=fatlink-llbc); --fatlink-* settings as for "
-                        "fatlink cc",
+                        "linker=fatlink-llbc); fatlink's --fatlink-* "
+                        "settings: see --fatlink-help",
                         OPT_UNKNOWN, OPT_help, OPT_version});
   if (!List)
     return;
@@ -156,10 +157,29 @@ static void llbc(Context &Ctx, ArrayRef<const char *> Args,
   Expected<DeviceLinkConfig> C = llbcConfig(*List, *S);
   if (!C)
     return Ctx.error(C.takeError());
+  Expected<std::string> Prefix = saveTempsFromSettings(Ctx, *S, C->Output);
+  if (!Prefix)
+    return Ctx.error(Prefix.takeError());
+  C->Link.SaveTempsPrefix = *Prefix;
   if (progressWanted(Ctx.Err, S->flag("quiet")))
     Ctx.startProgress(progressDelay());
-  if (Error E = runDeviceLink(Ctx, *C, [&] { return probeTools(Ctx, *C); }))
-    Ctx.error(std::move(E));
+  if (S->flag("dry-run")) {
+    // The plan, and no output: rustc shows it only when the link fails,
+    // as it does under cargo.
+    Expected<lto::InputSet> Inputs =
+        lto::readInputs(C->Inputs, lto::InputMode::Device, C->Link.ErrorLimit);
+    if (!Inputs)
+      Ctx.error(Inputs.takeError());
+    else if (Error E = printDevicePlan(Ctx, *C, *Inputs))
+      Ctx.error(std::move(E));
+    else if (std::optional<std::string> Msg = dryRunUnderCargo(*S, C->Output))
+      Ctx.error(*Msg);
+  } else {
+    runTracedAndCommit(Ctx, *C, [&](std::vector<StagedFile> &Pending) {
+      return runDeviceLink(
+          Ctx, *C, [&] { return probeTools(Ctx, *C); }, &Pending);
+    });
+  }
   Ctx.stopProgress();
 }
 

@@ -14,6 +14,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/TargetParser/Host.h"
 
 #include <algorithm>
 
@@ -51,19 +53,20 @@ constexpr KeyInfo Keys[] = {
     {"quiet", true, "off",
      "no progress line (on a terminal, for a device link over 2 s)"},
     {"allow-no-kernels", true, "off",
-     "cc: link device code without kernels (else an error)"},
+     "link device code without kernels (else an error)"},
     {"allow-abi-mismatch", false, "none",
      "symbols (comma-separated) whose declarations may disagree with their "
      "definition"},
     {"log-file", false, "<output>.fatlink.log",
-     "cc: where the link's messages go, -v or not; off: none"},
+     "where the link's messages go, -v or not; off: none"},
     {"dry-run", true, "off", "print the plan; run nothing"},
     {"save-temps", true, "off",
      "keep the device object, PTX and cubins (beside the output, or =DIR)"},
     {"time-trace", false, "none", "write a Chrome trace of the link to FILE"},
     {"config", false, "none",
      "a file of key = value lines (argument or environment only)"},
-    {"host-arch", false, "this machine", "host object arch: x86_64, aarch64"},
+    {"host-arch", false, "the link's --target, else this machine",
+     "host object arch: x86_64, aarch64"},
     {"cache-dir", false, "$XDG_CACHE_HOME/fatlink/device-links",
      "where finished device links are reused; off disables"},
     {"partitions", false, "0 (one per 8 kernels up to 32, then by size)",
@@ -353,6 +356,22 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
     if (std::optional<StringRef> V = S.get("min-driver"))
       C.MinDriver = parseDriverVersion(*V);
   }
+  if (std::optional<StringRef> V = S.get("host-arch")) {
+    if (Expected<packager::HostArch> H = packager::parseHostArch(*V)) {
+      C.HostArch = *H;
+    } else {
+      consumeError(H.takeError()); // it names device-link's option
+      Fail(createStringError(inconvertibleErrorCode(),
+                             "invalid value for %s: '%s' (expected x86_64 "
+                             "or aarch64)",
+                             S.nameOf("host-arch").c_str(), V->str().c_str()));
+    }
+  } else if (Expected<packager::HostArch> H =
+                 packager::parseHostArch(sys::getDefaultTargetTriple())) {
+    C.HostArch = *H;
+  } else {
+    consumeError(H.takeError()); // another machine: x86_64 as before
+  }
   C.Paths = codegen::resolveToolkitPaths(S.get("cuda-path").value_or(""),
                                 S.get("ptxas").value_or(""), "");
   if (S.get("ptxas"))
@@ -384,19 +403,65 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
   return C;
 }
 
-void printSettingsHelp(raw_ostream &OS, StringRef Tool) {
-  OS << "OVERVIEW: " << Tool
-     << ": fatlink's settings; every other argument goes to the host "
-        "linker\n\n"
-        "Each key is set, in order of precedence, by --fatlink-<key>[=<value>],\n"
-        "by the environment variable FATLINK_<KEY>, or by a `key = value` line\n"
+void printSettingsHelp(raw_ostream &OS, SettingsTool Tool) {
+  bool Llbc = Tool == SettingsTool::Llbc;
+  OS << "OVERVIEW: " << (Llbc ? "fatlink llbc" : "fatlink cc")
+     << ": fatlink's settings; every other argument "
+     << (Llbc ? "is rustc's" : "goes to the host linker") << "\n\n"
+     << "Each key is set, in order of precedence, by "
+        "--fatlink-<key>[=<value>],\n"
+        "by the environment variable FATLINK_<KEY>, or by a `key = value` "
+        "line\n"
         "of the file --fatlink-config= or FATLINK_CONFIG names.\n\nSETTINGS:\n";
   for (const KeyInfo &K : Keys) {
+    StringRef Key = K.Key, Default = K.Default;
+    // fatlink llbc runs no host linker and writes no link log; rustc's
+    // -C target-cpu and -C opt-level stand in for the unset arch and opt.
+    if (Llbc &&
+        (Key == "linker" || Key == "allow-no-kernels" || Key == "log-file"))
+      continue;
+    if (Llbc && Key == "arch")
+      Default = "rustc's -C target-cpu for a .ptx output, else all-major";
+    if (Llbc && Key == "opt")
+      Default = "rustc's -C opt-level";
     std::string Arg = std::string("--fatlink-") + K.Key + (K.IsFlag ? "" : "=");
     OS << "  " << left_justify(Arg, 31) << left_justify(envName(K.Key), 28)
-       << K.Help << " (default: " << K.Default << ")\n";
+       << K.Help << " (default: " << Default << ")\n";
   }
-  OS << "\n--fatlink-help prints this; --help is the host linker's.\n";
+  OS << "\n--fatlink-help prints this; --help "
+     << (Llbc ? "lists the rustc arguments fatlink llbc reads"
+              : "is the host linker's")
+     << ".\n";
+}
+
+Expected<std::string> saveTempsFromSettings(Context &Ctx, const Settings &S,
+                                            StringRef Output) {
+  std::optional<StringRef> Dir = S.get("save-temps");
+  if (!Dir)
+    return "";
+  std::string D = (*Dir == "1" || Dir->empty())
+                      ? sys::path::parent_path(Output).str()
+                      : Dir->str();
+  StringRef Stem = sys::path::stem(Output);
+  if (Stem.empty())
+    Stem = "a";
+  if (Error E = Ctx.Temps.saveIn(D.empty() ? "." : D, Stem))
+    return std::move(E);
+  SmallString<256> Prefix(Ctx.Temps.saveDir());
+  sys::path::append(Prefix, Stem);
+  return std::string(Prefix);
+}
+
+std::optional<std::string> dryRunUnderCargo(const Settings &S,
+                                            StringRef Output) {
+  if (!S.flag("dry-run") || !sys::Process::GetEnv("CARGO_CRATE_NAME"))
+    return std::nullopt;
+  return "dry run (" + S.nameOf("dry-run") + "): nothing was linked and " +
+         Output.str() +
+         " was not written (the plan is on standard output); under cargo "
+         "that is an error, so that no earlier output passes for this "
+         "build's: unset " +
+         S.nameOf("dry-run") + " to link";
 }
 
 } // namespace fatlink

@@ -48,9 +48,28 @@ struct Settings {
   std::string nameOf(llvm::StringRef Key) const;
 };
 
-/// `--fatlink-help`: every setting, its argument, environment variable,
-/// default and meaning. \p Tool is "fatlink cc" or "fatlink llbc".
-void printSettingsHelp(llvm::raw_ostream &OS, llvm::StringRef Tool);
+/// The wrappers that read the settings.
+enum class SettingsTool {
+  Cc,   ///< fatlink cc: the rest of the line is the host linker's
+  Llbc, ///< fatlink llbc: the rest is rustc's; no host linker, no log
+};
+
+/// `--fatlink-help`: every setting \p Tool reads, its argument, environment
+/// variable, default and meaning.
+void printSettingsHelp(llvm::raw_ostream &OS, SettingsTool Tool);
+
+/// The save-temps setting: the intermediates of the link of \p Output are
+/// kept beside it (or in the directory named), named after it
+/// (app -> app.device.o, app.sm_80.ptx). The path prefix they get (empty
+/// when the setting is off).
+llvm::Expected<std::string>
+saveTempsFromSettings(Context &Ctx, const Settings &S, llvm::StringRef Output);
+
+/// The message that ends a dry run under cargo (CARGO_CRATE_NAME set),
+/// where exit 0 would make cargo report a finished build and keep, or run,
+/// the \p Output an earlier build left; none elsewhere.
+std::optional<std::string> dryRunUnderCargo(const Settings &S,
+                                            llvm::StringRef Output);
 
 /// Whether Arg is one of fatlink's own (`--fatlink-...`).
 bool isFatlinkArg(llvm::StringRef Arg);
@@ -72,7 +91,8 @@ unknownSettingVariables(llvm::ArrayRef<std::string> EnvNames);
 std::vector<std::string> environmentNames();
 
 /// The device-link configuration the settings describe, for a host object
-/// output. DefaultArch applies when no `arch` is set.
+/// output (for this machine's arch unless `host-arch` names one).
+/// DefaultArch applies when no `arch` is set.
 llvm::Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
                                                           llvm::StringRef DefaultArch);
 

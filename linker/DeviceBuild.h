@@ -139,7 +139,9 @@ using CheckTargetsFn =
 /// completes Inputs: nvcc LTO-IR objects get their symbols (from
 /// nvJitLink), which only a build needs. CheckTargets, if given, runs
 /// right after the targets are planned (or read from the cache), before
-/// any work: its error ends the link, and nothing is stored.
+/// any work: its error ends the link, and nothing is stored. While the
+/// intermediates are kept (Ctx.Temps saving), the cache is left alone:
+/// the link runs whole and makes them all.
 llvm::Expected<DeviceBuild> buildDeviceCached(Context &Ctx,
                                               const DeviceLinkConfig &C,
                                               lto::InputSet &Inputs,
@@ -153,6 +155,23 @@ llvm::Expected<DeviceBuild> buildDeviceCached(Context &Ctx,
 llvm::Error runDeviceLink(Context &Ctx, const DeviceLinkConfig &C,
                           ProbeFn Probe,
                           std::vector<StagedFile> *Pending = nullptr);
+
+/// Runs Link, which stages the outputs in Pending, then commits them
+/// together with C.TimeTracePath's Chrome trace of it (when set): every
+/// file or none. A failed link commits nothing but its trace; a link whose
+/// outputs name an input, or each other, is refused before it starts, and
+/// writes no trace.
+void runTracedAndCommit(
+    Context &Ctx, const DeviceLinkConfig &C,
+    llvm::function_ref<llvm::Error(std::vector<StagedFile> &)> Link);
+
+/// A dry run (the wrappers' dry-run setting): prints on Ctx.Out what a
+/// link of Inputs under C would do (the device inputs, the planned targets,
+/// the ptxas commands, the packaging and the cache entry), after the checks
+/// a link makes before any work (the targets, --min-driver), and does none
+/// of it.
+llvm::Error printDevicePlan(Context &Ctx, const DeviceLinkConfig &C,
+                            const lto::InputSet &Inputs);
 
 /// A split link (linker/SplitLink.cpp; docs/lto.md, "Partitions as build
 /// actions"). splitModule: --split=N, the files to write (<dir>/part-K.bc

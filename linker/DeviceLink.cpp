@@ -1270,9 +1270,17 @@ static void warnSpills(Context &Ctx, const Config &C, const DeviceBuild &B) {
   }
 }
 
-Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &C,
+Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &Given,
                                         lto::InputSet &Inputs, ProbeFn Probe,
                                         CheckTargetsFn CheckTargets) {
+  // Kept intermediates come from a link that runs: a cached link, or
+  // partition, makes none.
+  Config C = Given;
+  if (Ctx.Temps.saving() && !C.CacheDir.empty()) {
+    Ctx.verbose("fatlink: cache " + C.CacheDir +
+                " not used: the intermediates are being kept (save-temps)");
+    C.CacheDir.clear();
+  }
   // Bitcode outputs feed build systems, which cache them themselves.
   bool UseCache = !C.CacheDir.empty() && C.OutKind != OutputKind::Bitcode &&
                   !C.Piece && C.Join.empty();
@@ -1401,6 +1409,73 @@ Error runDeviceLink(Context &Ctx, const Config &Given, ProbeFn Probe,
   return commitOrHandOver(Staged, Pending);
 }
 
+Error printDevicePlan(Context &Ctx, const Config &C,
+                      const lto::InputSet &Inputs) {
+  Expected<ToolFacts> Facts = probeTools(Ctx, C);
+  if (!Facts)
+    return Facts.takeError();
+  Expected<std::vector<lto::Target>> Targets =
+      planTargets(C.ArchLists, *Facts, C.PtxVersion, C.Names);
+  if (!Targets)
+    return Targets.takeError();
+  if (C.MinDriver)
+    if (Error E = checkMinDriver(*Targets, *C.MinDriver, C.ArchLists, C.Names,
+                                 &*Facts))
+      return E;
+
+  raw_ostream &OS = Ctx.Out;
+  OS << "fatlink: device inputs:\n";
+  for (const lto::DeviceImage &Image : Inputs.Images)
+    OS << "  " << Image.Origin
+       << (Image.Arch.empty() ? "" : " [" + Image.Arch + "]") << "\n";
+  for (const lto::DeviceObject &O : Inputs.Objects)
+    OS << "  " << O.Origin << " [" << O.Arch << ", relocatable cubin]\n";
+  OS << "fatlink: targets:";
+  for (const lto::Target &T : *Targets)
+    OS << " " << T.Name << " (" << (T.IsPTX || !C.RunPtxas ? "ptx" : "cubin")
+       << ", PTX ISA " << T.ptxVersionString() << ")";
+  OS << "\nfatlink: would run:\n  link and optimize (O" << C.Link.OptLevel
+     << ")\n";
+  if (C.RunPtxas)
+    for (const lto::Target &T : *Targets) {
+      OS << "  " << C.Paths.Ptxas << " -arch=" << (T.IsPTX ? T.Name : T.Cpu);
+      if (!T.IsPTX)
+        OS << " -O" << C.Link.OptLevel;
+      OS << " <" << T.Name << ".ptx>";
+      if (!T.IsPTX)
+        OS << " -o <" << T.Name << ".cubin>";
+      OS << "\n";
+    }
+  else
+    OS << "  generate PTX (no ptxas)\n";
+  std::string Fatbin = "fatbin (" +
+                       (C.Fatbin.Compress == packager::Compression::None
+                            ? std::string("uncompressed")
+                            : "zstd-" + std::to_string(C.Fatbin.ZstdLevel)) +
+                       ")";
+  switch (C.OutKind) {
+  case OutputKind::HostObject:
+    OS << "  package: " << Fatbin << " in a host object ("
+       << (C.HostArch == packager::HostArch::AArch64 ? "aarch64" : "x86_64")
+       << ")";
+    break;
+  case OutputKind::Fatbin:
+    OS << "  package: " << Fatbin;
+    break;
+  case OutputKind::File:
+  case OutputKind::Directory:
+  case OutputKind::Bitcode:
+    OS << "  write the target's code";
+    break;
+  }
+  if (!C.Output.empty())
+    OS << " as " << C.Output;
+  OS << "\n";
+  if (!C.CacheDir.empty())
+    OS << "  cache: " << C.CacheDir << "/" << deviceLinkKey(C, Inputs) << "\n";
+  return Error::success();
+}
+
 static Error deviceLink(Context &Ctx, const Config &C,
                         std::vector<StagedFile> &Pending) {
   if (C.ListTargets) {
@@ -1424,11 +1499,8 @@ static Expected<StagedFile> stageTimeTrace(StringRef Path) {
   return StagedFile::create(Path, Text);
 }
 
-/// `fatlink device-link`, once its arguments are parsed.
-static void deviceLinkCommand(Context &Ctx, opt::InputArgList &Args) {
-  Config C = parseConfig(Ctx, Args);
-  if (Ctx.errorCount())
-    return;
+void runTracedAndCommit(Context &Ctx, const Config &C,
+                        function_ref<Error(std::vector<StagedFile> &)> Link) {
   // Before the trace starts: a run refused for an output that is an input
   // (or another output) writes no trace over it.
   if (!C.ListTargets)
@@ -1436,21 +1508,15 @@ static void deviceLinkCommand(Context &Ctx, opt::InputArgList &Args) {
       return Ctx.error(std::move(E));
   if (!C.TimeTracePath.empty())
     timeTraceProfilerInitialize(C.TimeTraceGranularity, "fatlink");
-  // The stage and partitions done, on a terminal, for a long link.
-  if (progressWanted(Ctx.Err, Args.hasArg(OPT_quiet)))
-    Ctx.startProgress(progressDelay());
-
   // The outputs (and --json) are staged; the time trace joins them, and
   // they are committed together: a trace that cannot be written leaves the
   // previous output in place.
   std::vector<StagedFile> Pending;
   {
     TimeTraceScope Scope("device-link");
-    if (Error E = deviceLink(Ctx, C, Pending))
+    if (Error E = Link(Pending))
       Ctx.error(std::move(E));
   }
-
-  Ctx.stopProgress();
   if (timeTraceProfilerEnabled()) {
     Expected<StagedFile> Trace = stageTimeTrace(C.TimeTracePath);
     timeTraceProfilerCleanup();
@@ -1469,6 +1535,20 @@ static void deviceLinkCommand(Context &Ctx, opt::InputArgList &Args) {
     return;
   if (Error E = commitOutputs(Pending))
     Ctx.error(std::move(E));
+}
+
+/// `fatlink device-link`, once its arguments are parsed.
+static void deviceLinkCommand(Context &Ctx, opt::InputArgList &Args) {
+  Config C = parseConfig(Ctx, Args);
+  if (Ctx.errorCount())
+    return;
+  // The stage and partitions done, on a terminal, for a long link.
+  if (progressWanted(Ctx.Err, Args.hasArg(OPT_quiet)))
+    Ctx.startProgress(progressDelay());
+  runTracedAndCommit(Ctx, C, [&](std::vector<StagedFile> &Pending) {
+    return deviceLink(Ctx, C, Pending);
+  });
+  Ctx.stopProgress();
 }
 
 int deviceLinkMain(ArrayRef<const char *> Args, raw_ostream &Out,
