@@ -18,6 +18,8 @@
 #include "fatlink/runtime.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/Bitcode/LLVMBitCodes.h"
+#include "llvm/Bitstream/BitstreamWriter.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -373,4 +375,75 @@ TEST(FuzzRegression, OffloadArchWithNul) {
                                                  packager::HostArch::X86_64))
                 .find("holds a NUL byte"),
             std::string::npos);
+}
+
+/// A bitcode module of MODULE_CODE_VERSION 2 for nvptx64 whose one global
+/// variable, i32 @g (external, no initializer), names the partition at
+/// PartitionOffset/PartitionSize in the string table "g"; with
+/// StrtabFollows false, no string table follows the module.
+std::string bitcodeWithPartition(uint64_t PartitionOffset,
+                                 uint64_t PartitionSize, bool StrtabFollows) {
+  SmallVector<char, 0> Buf;
+  BitstreamWriter W(Buf);
+  for (char C : {'B', 'C'})
+    W.Emit(unsigned(C), 8);
+  for (unsigned Nibble : {0x0, 0xC, 0xE, 0xD})
+    W.Emit(Nibble, 4);
+  W.EnterSubblock(bitc::MODULE_BLOCK_ID, 3);
+  W.EmitRecord(bitc::MODULE_CODE_VERSION, ArrayRef<uint64_t>{2});
+  StringRef Triple = "nvptx64-nvidia-cuda";
+  W.EmitRecord(bitc::MODULE_CODE_TRIPLE,
+               SmallVector<uint64_t>(Triple.begin(), Triple.end()));
+  W.EnterSubblock(bitc::TYPE_BLOCK_ID_NEW, 4);
+  W.EmitRecord(bitc::TYPE_CODE_NUMENTRY, ArrayRef<uint64_t>{1});
+  W.EmitRecord(bitc::TYPE_CODE_INTEGER, ArrayRef<uint64_t>{32});
+  W.ExitBlock();
+  // [name offset, name size, type, explicit type (2), no initializer,
+  //  external, align, section, visibility, TLS, unnamed_addr, ext. init,
+  //  DLL storage, comdat, attributes, dso_local, partition offset, size]
+  W.EmitRecord(bitc::MODULE_CODE_GLOBALVAR,
+               ArrayRef<uint64_t>{0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                  0, PartitionOffset, PartitionSize});
+  W.ExitBlock();
+  if (StrtabFollows) {
+    W.EnterSubblock(bitc::STRTAB_BLOCK_ID, 3);
+    auto Abbrev = std::make_shared<BitCodeAbbrev>();
+    Abbrev->Add(BitCodeAbbrevOp(bitc::STRTAB_BLOB));
+    Abbrev->Add(BitCodeAbbrevOp(BitCodeAbbrevOp::Blob));
+    unsigned Id = W.EmitAbbrev(std::move(Abbrev));
+    W.EmitRecordWithBlob(Id, ArrayRef<uint64_t>{bitc::STRTAB_BLOB}, "g");
+    W.ExitBlock();
+  }
+  return std::string(Buf.begin(), Buf.end());
+}
+
+// link (heap-buffer-overflow, then in fatlink itself a SIGSEGV outside
+// crash recovery, in the split-link piece check): a global variable's
+// partition name ran 3 MB past a 430-byte string table. LLVM's reader
+// checks a function's and an alias's partition against the table, not a
+// global variable's; fatlink checks it at intake, before LLVM reads.
+TEST(FuzzRegression, GlobalPartitionPastStringTable) {
+  // In bounds: a partition named "g" reads.
+  TempFile Good(bitcodeWithPartition(0, 1, true));
+  EXPECT_EQ(errorOf(lto::readInputs({std::string(Good.Path)})), "<success>");
+
+  TempFile Past(bitcodeWithPartition(0, 3151370, true));
+  std::string Path(Past.Path);
+  EXPECT_EQ(errorOf(lto::readInputs({Path})),
+            Path + ": corrupt bitcode: a global variable's partition name "
+                   "lies outside the module's string table (the module's "
+                   "string table has 1 bytes; the name ends at byte 3151370)");
+  // An offset far past it.
+  TempFile Far(bitcodeWithPartition(uint64_t(1) << 40, 1, true));
+  EXPECT_NE(errorOf(lto::readInputs({std::string(Far.Path)}))
+                .find("the name ends at byte 1099511627777)"),
+            std::string::npos);
+  TempFile NoTable(bitcodeWithPartition(0, 1, false));
+  EXPECT_NE(errorOf(lto::readInputs({std::string(NoTable.Path)}))
+                .find("lies outside the module's string table (the module's "
+                      "string table has 0 bytes"),
+            std::string::npos);
+  // The split link's piece check reads it without crashing: not a piece.
+  EXPECT_FALSE(lto::readPartitionTag(
+      MemoryBufferRef(bitcodeWithPartition(0, 3151370, true), "past.bc")));
 }

@@ -84,5 +84,20 @@ for t in $TARGETS; do
     "$(( ${execs:-0} / (${secs:-1} > 0 ? ${secs:-1} : 1) ))" "$corpus" "$result"
 done
 echo "fuzz/run.sh: $(( $(date +%s) - start )) s in all"
+# A CI machine keeps nothing but this output: each failure's report, and
+# its input (when small) in base64, so that it can be reproduced elsewhere.
+for t in $TARGETS; do
+  crash=$(ls "$B/crashes" | grep "^$t-" | head -1 || true)
+  log="$B/logs/$t.log"
+  if [ -z "$crash" ] && grep -q '^Done ' "$log"; then
+    continue
+  fi
+  echo "=== $t: the end of $log"
+  grep -v '^#[0-9]' "$log" | tail -60
+  if [ -n "$crash" ] && [ "$(stat -c %s "$B/crashes/$crash")" -le 65536 ]; then
+    echo "=== $t: $crash, base64 (base64 -d > input):"
+    base64 -w 100 "$B/crashes/$crash"
+  fi
+done
 [ "$status" -eq 0 ] || echo "Reproduce: build/fuzz/<target>_fuzzer <input>; minimize: add -minimize_crash=1 -runs=10000"
 exit "$status"

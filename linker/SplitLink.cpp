@@ -70,18 +70,7 @@ std::optional<lto::PartitionTag> pieceTag(const Config &C) {
       C.Inputs[0], /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!MB)
     return std::nullopt; // readInputs says why
-  LLVMContext LCtx;
-  Expected<std::unique_ptr<Module>> M =
-      getLazyBitcodeModule((*MB)->getMemBufferRef(), LCtx);
-  if (!M) {
-    consumeError(M.takeError());
-    return std::nullopt;
-  }
-  if (Error E = (*M)->materializeMetadata()) {
-    consumeError(std::move(E));
-    return std::nullopt;
-  }
-  return lto::readPartitionTag(**M);
+  return lto::readPartitionTag((*MB)->getMemBufferRef());
 }
 
 Error checkSplitTarget(const Config &C, ArrayRef<lto::Target> Targets,

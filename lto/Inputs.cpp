@@ -69,6 +69,153 @@ static std::optional<unsigned> producerMajor(StringRef Producer) {
   return Major;
 }
 
+/// The end of the furthest partition name the global variables of a module
+/// block name in the string table that follows it (in a module of
+/// MODULE_CODE_VERSION 2 or later each record starts with its own name's
+/// offset and size); UINT64_MAX when it cannot lie inside one (no string
+/// table in an older module, or offset + size overflows).
+static Expected<uint64_t> partitionNamesEnd(BitstreamCursor &Stream) {
+  if (Error E = Stream.EnterSubBlock(bitc::MODULE_BLOCK_ID))
+    return std::move(E);
+  uint64_t Version = 0, End = 0;
+  SmallVector<uint64_t, 64> Record;
+  while (true) {
+    Expected<BitstreamEntry> Entry = Stream.advance();
+    if (!Entry)
+      return Entry.takeError();
+    switch (Entry->Kind) {
+    case BitstreamEntry::Error:
+      return createStringError("malformed module block");
+    case BitstreamEntry::EndBlock:
+      return End;
+    case BitstreamEntry::SubBlock:
+      if (Error E = Stream.SkipBlock())
+        return std::move(E);
+      continue;
+    case BitstreamEntry::Record:
+      break;
+    }
+    Record.clear();
+    Expected<unsigned> Code = Stream.readRecord(Entry->ID, Record);
+    if (!Code)
+      return Code.takeError();
+    if (*Code == bitc::MODULE_CODE_VERSION && !Record.empty())
+      Version = Record[0];
+    if (*Code != bitc::MODULE_CODE_GLOBALVAR)
+      continue;
+    ArrayRef<uint64_t> R(Record);
+    if (Version >= 2)
+      R = R.drop_front(std::min<size_t>(2, R.size()));
+    // [..., dso_local (13), partition offset (14), partition size (15), ...]
+    if (R.size() <= 15)
+      continue;
+    if (Version < 2 || R[15] > UINT64_MAX - R[14])
+      return UINT64_MAX;
+    End = std::max(End, R[14] + R[15]);
+  }
+}
+
+/// LLVM's reader takes a global variable's partition name from the string
+/// table without checking that it lies inside it (it checks a function's
+/// and an alias's): a corrupt record makes it read past the table, or
+/// crash. Checked here, before LLVM reads the file: the partition names of
+/// every module lie inside the string table that follows it. A stream this
+/// walk cannot read is left to LLVM's reader, which reports it.
+static Error checkPartitionNames(MemoryBufferRef MB, StringRef Origin) {
+  StringRef Buf = MB.getBuffer();
+  const unsigned char *Begin =
+      reinterpret_cast<const unsigned char *>(Buf.begin());
+  const unsigned char *End = reinterpret_cast<const unsigned char *>(Buf.end());
+  if (isBitcodeWrapper(Begin, End) &&
+      SkipBitcodeWrapperHeader(Begin, End, /*VerifyBufferSize=*/true))
+    return Error::success();
+  if (!isRawBitcode(Begin, End))
+    return Error::success();
+  BitstreamCursor Stream(ArrayRef<uint8_t>(Begin, End));
+  std::vector<uint64_t> Pending; // modules waiting for their string table
+  // The first module whose names do not fit: its end and the table's size.
+  std::optional<std::pair<uint64_t, uint64_t>> Bad;
+  auto Walk = [&]() -> Error {
+    if (Error E = Stream.JumpToBit(32)) // past 'BC' 0xC0DE
+      return E;
+    // As LLVM's reader walks the top level (getBitcodeFileContents): up to
+    // the last 8 bytes, which may be a client's padding; records skipped.
+    while (Stream.getCurrentByteNo() + 8 < Stream.getBitcodeBytes().size() &&
+           !Bad) {
+      Expected<BitstreamEntry> Entry = Stream.advance();
+      if (!Entry)
+        return Entry.takeError();
+      if (Entry->Kind == BitstreamEntry::Record) {
+        if (Error E = Stream.skipRecord(Entry->ID).takeError())
+          return E;
+        continue;
+      }
+      if (Entry->Kind != BitstreamEntry::SubBlock)
+        return createStringError("malformed top level"); // LLVM says so
+      if (Entry->ID == bitc::MODULE_BLOCK_ID) {
+        // Then on from the block's end by its length, as LLVM's reader
+        // goes, wherever a corrupt block's records ended.
+        uint64_t Start = Stream.GetCurrentBitNo();
+        Expected<uint64_t> NamesEnd = partitionNamesEnd(Stream);
+        if (!NamesEnd)
+          return NamesEnd.takeError();
+        Pending.push_back(*NamesEnd);
+        if (Error E = Stream.JumpToBit(Start))
+          return E;
+        if (Error E = Stream.SkipBlock())
+          return E;
+        continue;
+      }
+      if (Entry->ID != bitc::STRTAB_BLOCK_ID) {
+        if (Error E = Stream.SkipBlock())
+          return E;
+        continue;
+      }
+      if (Error E = Stream.EnterSubBlock(bitc::STRTAB_BLOCK_ID))
+        return E;
+      uint64_t Size = 0;
+      SmallVector<uint64_t, 1> Record;
+      while (true) {
+        Expected<BitstreamEntry> In = Stream.advance();
+        if (!In)
+          return In.takeError();
+        if (In->Kind != BitstreamEntry::Record)
+          break;
+        StringRef Blob;
+        Record.clear();
+        Expected<unsigned> Code = Stream.readRecord(In->ID, Record, &Blob);
+        if (!Code)
+          return Code.takeError();
+        if (*Code == bitc::STRTAB_BLOB)
+          Size = Blob.size();
+      }
+      for (uint64_t NamesEnd : Pending)
+        if (NamesEnd > Size && !Bad)
+          Bad = {NamesEnd, Size};
+      Pending.clear();
+    }
+    return Error::success();
+  };
+  if (Error E = Walk()) {
+    consumeError(std::move(E)); // LLVM's reader reports a bad stream
+    return Error::success();
+  }
+  // A module no string table follows has none.
+  for (uint64_t NamesEnd : Pending)
+    if (NamesEnd > 0 && !Bad)
+      Bad = {NamesEnd, 0};
+  if (!Bad)
+    return Error::success();
+  std::string Where =
+      "the module's string table has " + std::to_string(Bad->second) + " bytes";
+  if (Bad->first != UINT64_MAX)
+    Where += "; the name ends at byte " + std::to_string(Bad->first);
+  return createStringError("%s: corrupt bitcode: a global variable's "
+                           "partition name lies outside the module's string "
+                           "table (%s)",
+                           Origin.str().c_str(), Where.c_str());
+}
+
 Error checkBitcode(MemoryBufferRef MB, StringRef Origin) {
   Expected<std::string> ProducerOrErr = getBitcodeProducerString(MB);
   std::string Producer;
@@ -100,7 +247,7 @@ Error checkBitcode(MemoryBufferRef MB, StringRef Origin) {
         "--offload-new-driver -foffload-lto)",
         Origin.str().c_str(),
         TripleOrErr->empty() ? "(none)" : TripleOrErr->c_str());
-  return Error::success();
+  return checkPartitionNames(MB, Origin);
 }
 
 /// The device runtime's file name; an archive of nvcc relocatable code by

@@ -525,6 +525,10 @@ splitForBuild(llvm::StringRef Bitcode, unsigned Count);
 /// The tag of a module written by splitForBuild; none for other modules.
 std::optional<PartitionTag> readPartitionTag(const llvm::Module &M);
 
+/// The same, read from a bitcode file: none for other modules, and for
+/// bitcode that does not read (the link reads it again, and says why).
+std::optional<PartitionTag> readPartitionTag(llvm::MemoryBufferRef Bitcode);
+
 /// What each of the \p Count buckets of splitForBuild holds: its kernels
 /// (sorted), or none and Empty. For checking the pieces a join is given.
 struct BucketContents {

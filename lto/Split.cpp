@@ -584,7 +584,21 @@ static constexpr StringLiteral KernelTableMD = "fatlink.kernels";
 
 static Expected<std::unique_ptr<Module>> parseOptimized(StringRef Bitcode,
                                                         LLVMContext &Ctx) {
-  return parseBitcodeFile(MemoryBufferRef(Bitcode, "optimized module"), Ctx);
+  MemoryBufferRef MB(Bitcode, "optimized module");
+  if (Error E = checkBitcode(MB, "the optimized module"))
+    return std::move(E);
+  std::unique_ptr<Module> M;
+  if (Error E = runRecoverably(
+          [&]() -> Error {
+            Expected<std::unique_ptr<Module>> P = parseBitcodeFile(MB, Ctx);
+            if (!P)
+              return P.takeError();
+            M = std::move(*P);
+            return Error::success();
+          },
+          "reading the optimized module"))
+    return std::move(E);
+  return std::move(M);
 }
 
 Expected<std::vector<std::string>> splitForBuild(StringRef Bitcode,
@@ -660,6 +674,29 @@ std::optional<PartitionTag> readPartitionTag(const Module &M) {
     return !GV.isDeclaration();
   });
   return T;
+}
+
+std::optional<PartitionTag> readPartitionTag(MemoryBufferRef Bitcode) {
+  if (Error E = checkBitcode(Bitcode, Bitcode.getBufferIdentifier())) {
+    consumeError(std::move(E));
+    return std::nullopt;
+  }
+  std::optional<PartitionTag> Tag;
+  Error E = runRecoverably(
+      [&]() -> Error {
+        LLVMContext Ctx;
+        Expected<std::unique_ptr<Module>> M =
+            getLazyBitcodeModule(Bitcode, Ctx);
+        if (!M)
+          return M.takeError();
+        if (Error E = (*M)->materializeMetadata())
+          return E;
+        Tag = readPartitionTag(**M);
+        return Error::success();
+      },
+      "reading it");
+  consumeError(std::move(E));
+  return Tag;
 }
 
 Expected<std::vector<BucketContents>> bucketContents(StringRef Bitcode,
