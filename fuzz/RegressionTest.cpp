@@ -61,6 +61,10 @@ template <typename T> std::string errorOf(Expected<T> E) {
   return toString(E.takeError());
 }
 
+void put32(std::string &S, size_t Off, uint32_t V) {
+  support::endian::write32le(&S[Off], V);
+}
+
 void put64(std::string &S, size_t Off, uint64_t V) {
   support::endian::write64le(&S[Off], V);
 }
@@ -382,7 +386,8 @@ TEST(FuzzRegression, OffloadArchWithNul) {
 /// PartitionOffset/PartitionSize in the string table "g"; with
 /// StrtabFollows false, no string table follows the module.
 std::string bitcodeWithPartition(uint64_t PartitionOffset,
-                                 uint64_t PartitionSize, bool StrtabFollows) {
+                                 uint64_t PartitionSize, bool StrtabFollows,
+                                 bool BadSymtabLength = false) {
   SmallVector<char, 0> Buf;
   BitstreamWriter W(Buf);
   for (char C : {'B', 'C'})
@@ -405,6 +410,18 @@ std::string bitcodeWithPartition(uint64_t PartitionOffset,
                ArrayRef<uint64_t>{0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                                   0, PartitionOffset, PartitionSize});
   W.ExitBlock();
+  // A symbol table between the module and the string table, as LLVM
+  // writes it; its length word (just before the block's first record)
+  // made to point far past the file when asked.
+  W.EnterSubblock(bitc::SYMTAB_BLOCK_ID, 3);
+  size_t LengthAt = W.GetCurrentBitNo() / 8 - 4;
+  auto SymtabAbbrev = std::make_shared<BitCodeAbbrev>();
+  SymtabAbbrev->Add(BitCodeAbbrevOp(bitc::SYMTAB_BLOB));
+  SymtabAbbrev->Add(BitCodeAbbrevOp(BitCodeAbbrevOp::Blob));
+  unsigned SymtabId = W.EmitAbbrev(std::move(SymtabAbbrev));
+  W.EmitRecordWithBlob(SymtabId, ArrayRef<uint64_t>{bitc::SYMTAB_BLOB},
+                       StringRef("\0\0\0\0\0\0\0\0", 8));
+  W.ExitBlock();
   if (StrtabFollows) {
     W.EnterSubblock(bitc::STRTAB_BLOCK_ID, 3);
     auto Abbrev = std::make_shared<BitCodeAbbrev>();
@@ -414,7 +431,10 @@ std::string bitcodeWithPartition(uint64_t PartitionOffset,
     W.EmitRecordWithBlob(Id, ArrayRef<uint64_t>{bitc::STRTAB_BLOB}, "g");
     W.ExitBlock();
   }
-  return std::string(Buf.begin(), Buf.end());
+  std::string Out(Buf.begin(), Buf.end());
+  if (BadSymtabLength)
+    put32(Out, LengthAt, 0x00100000);
+  return Out;
 }
 
 // link (heap-buffer-overflow, then in fatlink itself a SIGSEGV outside
@@ -442,6 +462,13 @@ TEST(FuzzRegression, GlobalPartitionPastStringTable) {
   EXPECT_NE(errorOf(lto::readInputs({std::string(NoTable.Path)}))
                 .find("lies outside the module's string table (the module's "
                       "string table has 0 bytes"),
+            std::string::npos);
+  // The second input the fuzzer found: a symbol table whose length points
+  // past the file. LLVM's reader reads the table record by record, not by
+  // its length, and went on to the module; so does the check.
+  TempFile BadSymtab(bitcodeWithPartition(0, 3151370, true, true));
+  EXPECT_NE(errorOf(lto::readInputs({std::string(BadSymtab.Path)}))
+                .find("the name ends at byte 3151370)"),
             std::string::npos);
   // The split link's piece check reads it without crashing: not a piece.
   EXPECT_FALSE(lto::readPartitionTag(

@@ -13,7 +13,12 @@
 #   fuzz/run.sh 600     # a longer hunt; the corpus in build/fuzz/corpus/ grows
 #
 # Environment: FUZZ_TARGETS (default: all), FUZZ_JOBS (targets fuzzed at
-# once, default: the number of cores), FATLINK (default: Bazel's build).
+# once, default: the number of cores), FATLINK (default: Bazel's build),
+# FUZZ_SEED (libFuzzer's -seed; default: a new one each run). CI sets
+# FUZZ_SEED=1: from the same corpus (a clean clone at the same path makes
+# the same seeds) and seed, libFuzzer tries the same inputs in the same
+# order, so a clean clone's run of .ci/run checks what CI will, and a
+# failure in CI can be replayed; hunts for new bugs leave it unset.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SECONDS_PER_TARGET="${1:-20}"
@@ -38,6 +43,7 @@ echo "fuzz/run.sh: built and seeded in $(( $(date +%s) - start )) s"
 # A bad input is a crash, and so are an allocation over 1 GiB and an input
 # that takes over 10 s.
 FLAGS=(-rss_limit_mb=2560 -malloc_limit_mb=1024 -timeout=10)
+[ -z "${FUZZ_SEED:-}" ] || FLAGS+=(-seed="$FUZZ_SEED")
 
 status=0
 fuzz_one() {

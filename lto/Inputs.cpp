@@ -115,12 +115,46 @@ static Expected<uint64_t> partitionNamesEnd(BitstreamCursor &Stream) {
   }
 }
 
+/// The size of the blob of the last RecordId record in the block Block
+/// (the cursor just past its entry), as LLVM's reader reads a string or
+/// symbol table: record by record to the block's end, not by its length.
+static Expected<size_t> blobSize(BitstreamCursor &Stream, unsigned Block,
+                                 unsigned RecordId) {
+  if (Error E = Stream.EnterSubBlock(Block))
+    return std::move(E);
+  size_t Size = 0;
+  SmallVector<uint64_t, 1> Record;
+  while (true) {
+    Expected<BitstreamEntry> Entry = Stream.advance();
+    if (!Entry)
+      return Entry.takeError();
+    switch (Entry->Kind) {
+    case BitstreamEntry::EndBlock:
+      return Size;
+    case BitstreamEntry::Error:
+      return createStringError("malformed block");
+    case BitstreamEntry::SubBlock:
+      if (Error E = Stream.SkipBlock())
+        return std::move(E);
+      continue;
+    case BitstreamEntry::Record:
+      break;
+    }
+    StringRef Blob;
+    Record.clear();
+    Expected<unsigned> Code = Stream.readRecord(Entry->ID, Record, &Blob);
+    if (!Code)
+      return Code.takeError();
+    if (*Code == RecordId)
+      Size = Blob.size();
+  }
+}
+
 /// LLVM's reader takes a global variable's partition name from the string
 /// table without checking that it lies inside it (it checks a function's
 /// and an alias's): a corrupt record makes it read past the table, or
 /// crash. Checked here, before LLVM reads the file: the partition names of
-/// every module lie inside the string table that follows it. A stream this
-/// walk cannot read is left to LLVM's reader, which reports it.
+/// every module lie inside the string table that follows it.
 static Error checkPartitionNames(MemoryBufferRef MB, StringRef Origin) {
   StringRef Buf = MB.getBuffer();
   const unsigned char *Begin =
@@ -128,18 +162,21 @@ static Error checkPartitionNames(MemoryBufferRef MB, StringRef Origin) {
   const unsigned char *End = reinterpret_cast<const unsigned char *>(Buf.end());
   if (isBitcodeWrapper(Begin, End) &&
       SkipBitcodeWrapperHeader(Begin, End, /*VerifyBufferSize=*/true))
-    return Error::success();
+    return Error::success(); // LLVM's reader says what is wrong
   if (!isRawBitcode(Begin, End))
     return Error::success();
   BitstreamCursor Stream(ArrayRef<uint8_t>(Begin, End));
-  std::vector<uint64_t> Pending; // modules waiting for their string table
+  // The modules no string table has been given yet: their names' ends.
+  std::vector<uint64_t> Pending;
   // The first module whose names do not fit: its end and the table's size.
   std::optional<std::pair<uint64_t, uint64_t>> Bad;
   auto Walk = [&]() -> Error {
     if (Error E = Stream.JumpToBit(32)) // past 'BC' 0xC0DE
       return E;
     // As LLVM's reader walks the top level (getBitcodeFileContents): up to
-    // the last 8 bytes, which may be a client's padding; records skipped.
+    // the last 8 bytes, which may be a client's padding; records skipped;
+    // a module skipped by its length; a string or symbol table read to its
+    // end; a string table given to the modules before it that have none.
     while (Stream.getCurrentByteNo() + 8 < Stream.getBitcodeBytes().size() &&
            !Bad) {
       Expected<BitstreamEntry> Entry = Stream.advance();
@@ -151,10 +188,9 @@ static Error checkPartitionNames(MemoryBufferRef MB, StringRef Origin) {
         continue;
       }
       if (Entry->Kind != BitstreamEntry::SubBlock)
-        return createStringError("malformed top level"); // LLVM says so
-      if (Entry->ID == bitc::MODULE_BLOCK_ID) {
-        // Then on from the block's end by its length, as LLVM's reader
-        // goes, wherever a corrupt block's records ended.
+        return createStringError("malformed block");
+      switch (Entry->ID) {
+      case bitc::MODULE_BLOCK_ID: {
         uint64_t Start = Stream.GetCurrentBitNo();
         Expected<uint64_t> NamesEnd = partitionNamesEnd(Stream);
         if (!NamesEnd)
@@ -164,43 +200,39 @@ static Error checkPartitionNames(MemoryBufferRef MB, StringRef Origin) {
           return E;
         if (Error E = Stream.SkipBlock())
           return E;
-        continue;
+        break;
       }
-      if (Entry->ID != bitc::STRTAB_BLOCK_ID) {
+      case bitc::STRTAB_BLOCK_ID: {
+        Expected<size_t> Size =
+            blobSize(Stream, bitc::STRTAB_BLOCK_ID, bitc::STRTAB_BLOB);
+        if (!Size)
+          return Size.takeError();
+        if (*Size == 0)
+          break; // LLVM gives the modules the next one
+        for (uint64_t NamesEnd : Pending)
+          if (NamesEnd > *Size && !Bad)
+            Bad = {NamesEnd, *Size};
+        Pending.clear();
+        break;
+      }
+      case bitc::SYMTAB_BLOCK_ID:
+        if (Expected<size_t> Size =
+                blobSize(Stream, bitc::SYMTAB_BLOCK_ID, bitc::SYMTAB_BLOB);
+            !Size)
+          return Size.takeError();
+        break;
+      default:
         if (Error E = Stream.SkipBlock())
           return E;
-        continue;
       }
-      if (Error E = Stream.EnterSubBlock(bitc::STRTAB_BLOCK_ID))
-        return E;
-      uint64_t Size = 0;
-      SmallVector<uint64_t, 1> Record;
-      while (true) {
-        Expected<BitstreamEntry> In = Stream.advance();
-        if (!In)
-          return In.takeError();
-        if (In->Kind != BitstreamEntry::Record)
-          break;
-        StringRef Blob;
-        Record.clear();
-        Expected<unsigned> Code = Stream.readRecord(In->ID, Record, &Blob);
-        if (!Code)
-          return Code.takeError();
-        if (*Code == bitc::STRTAB_BLOB)
-          Size = Blob.size();
-      }
-      for (uint64_t NamesEnd : Pending)
-        if (NamesEnd > Size && !Bad)
-          Bad = {NamesEnd, Size};
-      Pending.clear();
     }
     return Error::success();
   };
-  if (Error E = Walk()) {
-    consumeError(std::move(E)); // LLVM's reader reports a bad stream
-    return Error::success();
-  }
-  // A module no string table follows has none.
+  // What this walk cannot read, LLVM's reader could read differently: the
+  // file is refused rather than handed to it unchecked.
+  if (Error E = Walk())
+    return createStringError("%s: corrupt bitcode: %s", Origin.str().c_str(),
+                             toString(std::move(E)).c_str());
   for (uint64_t NamesEnd : Pending)
     if (NamesEnd > 0 && !Bad)
       Bad = {NamesEnd, 0};

@@ -186,6 +186,79 @@ static const char *kindName(SymbolKind K) {
   return "symbol";
 }
 
+/// A variable module-level PTX defines: `.shared .align 16 .b8 TILE[1024];`
+/// (fatlink-device's shared_array!, Rust's global_asm!; clang leaves CUDA's
+/// file-scope asm out of device code), `.global`, `.const`; weak for
+/// `.weak` and `.common`.
+struct AsmVariable {
+  std::string Name;
+  bool Weak = false;
+};
+
+/// The variables module-level inline PTX defines: program symbols the IR
+/// does not show. `.extern` declares without defining; functions' bodies
+/// and initializers are skipped; a statement of another form defines
+/// nothing here (ptxas judges it).
+static std::vector<AsmVariable> asmDefinedVariables(StringRef Asm) {
+  std::vector<AsmVariable> Vars;
+  // Statements at brace depth 0, comments removed.
+  std::string Text;
+  for (StringRef Line : split(Asm, '\n'))
+    Text += Line.split("//").first.str() + " ";
+  std::string Stmt;
+  auto Finish = [&] {
+    std::string Done = std::exchange(Stmt, std::string());
+    SmallVector<StringRef, 8> Tokens;
+    StringRef(Done).split(Tokens, ' ', -1, /*KeepEmpty=*/false);
+    AsmVariable V;
+    bool Space = false;
+    for (StringRef T : Tokens) {
+      T = T.trim("\t\r");
+      if (T.empty())
+        continue;
+      if (T == ".extern")
+        return;
+      if (T.starts_with(".attribute")) // .attribute(.managed)
+        continue;
+      if (T.contains('(')) // a function: its parameters are not variables
+        return;
+      if (T == ".weak" || T == ".common")
+        V.Weak = true;
+      else if (T == ".global" || T == ".shared" || T == ".const")
+        Space = true;
+      else if (Space && !T.starts_with(".") && !isDigit(T.front())) {
+        V.Name = T.take_until([](char C) {
+                    return C == '[' || C == '<' || C == '=';
+                  }).str();
+        break;
+      }
+    }
+    if (Space && !V.Name.empty())
+      Vars.push_back(std::move(V));
+  };
+  unsigned Depth = 0;
+  bool Initializer = false; // braces after '=' in a depth-0 statement
+  for (char C : Text) {
+    if (Depth > 0) {
+      if (C == '{')
+        ++Depth;
+      else if (C == '}' && --Depth == 0 && !Initializer)
+        Stmt.clear(); // a function's body: nothing of it is kept
+      continue;
+    }
+    if (C == '{') {
+      Initializer = StringRef(Stmt).contains('=');
+      ++Depth;
+    } else if (C == ';') {
+      Finish();
+      Initializer = false;
+    } else {
+      Stmt += C == '\t' ? ' ' : C;
+    }
+  }
+  return Vars;
+}
+
 /// Who defines and who uses each external symbol, by input.
 struct SymbolTable {
   struct Entry {
@@ -197,6 +270,8 @@ struct SymbolTable {
     SymbolKind DefKind = SymbolKind::Other;
     StringRef DefOrigin;
     std::vector<SymbolKind> RefKinds;
+    /// Defined (somewhere) by module-level PTX rather than by the IR.
+    bool InAsm = false;
     /// A kernel's definition as its source states it, for the manifest.
     std::optional<Signature> KernelSig;
     /// Where the kernel's `#[fatlink_device::kernel]` record came from,
@@ -230,6 +305,18 @@ struct SymbolTable {
         E.StrongDefs.push_back(Origin);
       else
         E.WeakDefs.push_back(Origin);
+    }
+    // Module-level PTX's variables are the program's too: two inputs that
+    // define one would otherwise reach ptxas ("Duplicate definition of
+    // variable 'TILE'"), naming neither.
+    for (AsmVariable &V : asmDefinedVariables(M.getModuleInlineAsm())) {
+      Entry &E = Symbols[V.Name];
+      if (E.DefOrigin.empty()) {
+        E.DefKind = SymbolKind::Variable;
+        E.DefOrigin = Origin;
+      }
+      (V.Weak ? E.WeakDefs : E.StrongDefs).push_back(Origin);
+      E.InAsm = true;
     }
   }
 };
@@ -267,6 +354,10 @@ static Error checkDuplicates(const SymbolTable &Symtab, unsigned ErrorLimit) {
     std::string Msg = "duplicate device symbol: " + describeSymbol(Name);
     for (StringRef Origin : E.StrongDefs)
       Msg += "\n>>> defined in " + Origin.str();
+    if (E.InAsm)
+      Msg += "\n>>> a variable of module-level PTX (fatlink-device's "
+             "shared_array!, global_asm!) is one symbol of "
+             "the whole program: give each a name no other input uses";
     Errors.add(createStringError(Msg));
   }
   return Errors.take();

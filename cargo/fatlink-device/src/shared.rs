@@ -81,7 +81,8 @@ impl<T, const N: usize> IndexMut<usize> for SharedArray<T, N> {
 /// The PTX is `.shared .align 16 .b8 TILE[1024];` at module scope and
 /// `cvta.shared.u64` where the function is called. The name is the PTX
 /// symbol: it must be unique in the program (two crates declaring `TILE`
-/// collide at the device link). Every GPU has it.
+/// are a duplicate device symbol at the device link, naming both). Every
+/// GPU has it.
 ///
 /// # Safety of the function
 /// The memory is uninitialized at kernel start and shared by the block's
