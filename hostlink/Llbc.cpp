@@ -73,6 +73,7 @@ static Expected<DeviceLinkConfig> llbcConfig(const opt::InputArgList &Args,
   if (!C)
     return C.takeError();
   C->Output = Output;
+  C->OutputChosenBy = "rustc's -o";
   StringRef Ext = sys::path::extension(Output);
   if (Ext == ".ptx" || Ext == ".cubin")
     C->OutKind = OutputKind::File;

@@ -70,6 +70,10 @@ struct DeviceLinkConfig {
   /// false: PTX only, ptxas is neither run nor needed (rustc's llbc
   /// interface asks for one PTX file, as llvm-bitcode-linker writes it).
   bool RunPtxas = true;
+  /// Whoever chose -o, when it is not the user (rustc's llbc line: "rustc's
+  /// -o"): a one-file output with several targets then gets advice that
+  /// does not ask for another -o alone.
+  std::string OutputChosenBy;
   /// Where finished device links, and each partition's code, are kept and
   /// reused (linker/Cache.h); empty: no cache.
   std::string CacheDir;

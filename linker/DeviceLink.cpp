@@ -674,6 +674,23 @@ static Error checkOutputPaths(const Config &C) {
 /// PTX-only one.
 static Error checkOutputKind(const Config &C, ArrayRef<lto::Target> Targets) {
   if (C.OutKind == OutputKind::File) {
+    if (Targets.size() != 1 && !C.OutputChosenBy.empty()) {
+      std::string Names;
+      for (const lto::Target &T : Targets)
+        Names += (Names.empty() ? "" : ", ") + T.Name;
+      StringRef Stem = sys::path::stem(C.Output);
+      return createStringError(
+          inconvertibleErrorCode(),
+          "%s is one file (%s), but %s names %zu targets (%s): name one "
+          "target there for that file; for all of them, have rustc write "
+          "%s.fatbin, %s.o or a directory (-o); under cargo, which names "
+          "the file, link the crate into the host program with fatlink-cc "
+          "instead, which packs every target (docs/cargo.md)",
+          C.OutputChosenBy.c_str(), C.Output.c_str(),
+          C.Names.Arch.empty() ? "--arch" : C.Names.Arch.c_str(),
+          Targets.size(), Names.c_str(), Stem.str().c_str(),
+          Stem.str().c_str());
+    }
     if (Targets.size() != 1)
       return createStringError(
           inconvertibleErrorCode(),
