@@ -121,6 +121,9 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   W.u64(C.Fatbin.MinifyPtx);
   W.u64(unsigned(C.HostArch));
   W.u64(C.RunPtxas);
+  // A PTX-only link's PTX is checked by ptxas where one is installed
+  // (checkPtxOnly): entries stored before the check existed must miss.
+  W.str(C.RunPtxas ? "" : "ptx-checked-1");
   W.u64(C.Partitions);
   W.u64(unsigned(C.Link.PartitionFirst));
   W.u64(C.SharePTX);

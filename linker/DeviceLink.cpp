@@ -1287,6 +1287,69 @@ static void warnSpills(Context &Ctx, const Config &C, const DeviceBuild &B) {
   }
 }
 
+/// The PTX of a PTX-only link (rustc's llbc request, which asks for no
+/// ptxas), assembled by ptxas where one is installed: PTX the driver's JIT
+/// would refuse at load time on a user's GPU (an instruction the PTX's
+/// `.target` lacks, as `atom.relaxed` below sm_70 or a cluster scope below
+/// sm_90) fails the link instead. ptxas checks an instruction against the
+/// PTX's `.target`, so a target older than any ptxas knows (rustc's
+/// default sm_30; CUDA 13 starts at sm_75) is checked on the oldest it
+/// knows. Without ptxas, or where it cannot read the PTX ISA, -v says
+/// what was not checked. At -O0: only the check is wanted.
+static Error checkPtxOnly(Context &Ctx, const Config &C, const DeviceBuild &B) {
+  Expected<codegen::PtxasInfo> Ptxas =
+      codegen::probePtxas(Ctx, C.Paths.Ptxas, C.Paths.Hint);
+  if (!Ptxas) {
+    Ctx.verbose("fatlink: the PTX is not checked: " +
+                toString(Ptxas.takeError()));
+    return Error::success();
+  }
+  // The real arches ptxas knows, by SM: "sm_75" -> 75.
+  std::vector<std::pair<unsigned, std::string>> Known;
+  for (const std::string &A : Ptxas->Arches) {
+    unsigned Sm;
+    StringRef Digits = StringRef(A).drop_front(3);
+    if (StringRef(A).starts_with("sm_") && !Digits.getAsInteger(10, Sm))
+      Known.emplace_back(Sm, A);
+  }
+  llvm::sort(Known);
+  for (auto [T, O] : zip(B.Targets, B.Outputs)) {
+    auto It = llvm::find_if(Known, [&](const auto &K) {
+      return K.first >= T.Sm && (K.first != T.Sm || K.second == T.Cpu);
+    });
+    if (It == Known.end() || T.PtxVersion > Ptxas->MaxPtxVersion) {
+      Ctx.verbose("fatlink: the PTX for " + T.Name + " is not checked: " +
+                  "ptxas from CUDA " + Ptxas->Release + " knows no " +
+                  (It == Known.end() ? T.Cpu + " or newer arch"
+                                     : "PTX ISA " + T.ptxVersionString()));
+      continue;
+    }
+    Expected<std::string> PTXPath =
+        Ctx.Temps.write(T.Name + ".check.ptx", O.PTX);
+    if (!PTXPath)
+      return PTXPath.takeError();
+    Expected<std::string> CubinPath = Ctx.Temps.create(T.Name + ".check.cubin");
+    if (!CubinPath)
+      return CubinPath.takeError();
+    std::string Arch = "-arch=" + It->second;
+    Expected<std::string> R = codegen::runProgram(
+        Ctx, C.Paths.Ptxas, {"ptxas", Arch, "-O0", *PTXPath, "-o", *CubinPath},
+        C.PtxasTimeout,
+        "ptxas, checking the PTX for " + T.Name +
+            (It->second == T.Cpu ? "" : " on " + It->second),
+        C.Paths.Hint);
+    if (!R) {
+      std::string Msg = toString(R.takeError());
+      if (!C.Names.Arch.empty())
+        Msg += "\n>>> " + T.Name + " is " + C.Names.Arch +
+               ": name the oldest GPU the code must run on there (rustc's "
+               "default, sm_30, lacks much of what kernels use)";
+      return createStringError(inconvertibleErrorCode(), Msg);
+    }
+  }
+  return Error::success();
+}
+
 Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &Given,
                                         lto::InputSet &Inputs, ProbeFn Probe,
                                         CheckTargetsFn CheckTargets) {
@@ -1338,6 +1401,10 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &Given,
     return std::move(E);
   Expected<DeviceBuild> B =
       buildDevice(Ctx, C, *Facts, std::move(*Targets), Inputs);
+  // Checked before it is stored: a cached PTX-only link was checked.
+  if (B && !C.RunPtxas && C.OutKind != OutputKind::Bitcode)
+    if (Error E = checkPtxOnly(Ctx, C, *B))
+      return std::move(E);
   if (B) {
     for (const std::string &W : B->Program.Warnings)
       Ctx.warn(W);
