@@ -1287,6 +1287,25 @@ static void warnSpills(Context &Ctx, const Config &C, const DeviceBuild &B) {
   }
 }
 
+namespace {
+/// What the tools support, and the targets planned from it.
+struct PlannedTargets {
+  ToolFacts Facts;
+  std::vector<lto::Target> Targets;
+};
+} // namespace
+
+static Expected<PlannedTargets> probeAndPlan(const Config &C, ProbeFn Probe) {
+  Expected<ToolFacts> Facts = Probe();
+  if (!Facts)
+    return Facts.takeError();
+  Expected<std::vector<lto::Target>> Targets =
+      planTargets(C.ArchLists, *Facts, C.PtxVersion, C.Names);
+  if (!Targets)
+    return Targets.takeError();
+  return PlannedTargets{std::move(*Facts), std::move(*Targets)};
+}
+
 /// The PTX of a PTX-only link (rustc's llbc request, which asks for no
 /// ptxas), assembled by ptxas where one is installed: PTX the driver's JIT
 /// would refuse at load time on a user's GPU (an instruction the PTX's
@@ -1381,26 +1400,24 @@ Expected<DeviceBuild> buildDeviceCached(Context &Ctx, const Config &Given,
       return std::move(*B);
     }
   }
-  Expected<ToolFacts> Facts = Probe();
-  if (!Facts)
-    return Facts.takeError();
-  Expected<std::vector<lto::Target>> Targets =
-      planTargets(C.ArchLists, *Facts, C.PtxVersion, C.Names);
-  if (!Targets)
-    return Targets.takeError();
+  Expected<PlannedTargets> Plan = probeAndPlan(C, Probe);
+  if (!Plan)
+    return Plan.takeError();
+  ToolFacts &Facts = Plan->Facts;
+  std::vector<lto::Target> &Targets = Plan->Targets;
   // A wrong -o for these targets is reported now, not after the link (and
   // then not stored in the cache).
   if (CheckTargets)
-    if (Error E = CheckTargets(*Targets))
+    if (Error E = CheckTargets(Targets))
       return std::move(E);
   // A PTX target the oldest driver named (--min-driver) cannot JIT-compile
   // is refused before any work, every one of them.
-  if (Error E = checkDriverTargets(C, *Targets, &*Facts))
+  if (Error E = checkDriverTargets(C, Targets, &Facts))
     return std::move(E);
   if (Error E = readLtoIrSymbols(Ctx, C, Inputs))
     return std::move(E);
   Expected<DeviceBuild> B =
-      buildDevice(Ctx, C, *Facts, std::move(*Targets), Inputs);
+      buildDevice(Ctx, C, Facts, std::move(Targets), Inputs);
   // Checked before it is stored: a cached PTX-only link was checked.
   if (B && !C.RunPtxas && C.OutKind != OutputKind::Bitcode)
     if (Error E = checkPtxOnly(Ctx, C, *B))
@@ -1495,17 +1512,14 @@ Error runDeviceLink(Context &Ctx, const Config &Given, ProbeFn Probe,
 
 Error printDevicePlan(Context &Ctx, const Config &C,
                       const lto::InputSet &Inputs) {
-  Expected<ToolFacts> Facts = probeTools(Ctx, C);
-  if (!Facts)
-    return Facts.takeError();
-  Expected<std::vector<lto::Target>> Targets =
-      planTargets(C.ArchLists, *Facts, C.PtxVersion, C.Names);
-  if (!Targets)
-    return Targets.takeError();
-  if (C.MinDriver)
-    if (Error E = checkMinDriver(*Targets, *C.MinDriver, C.ArchLists, C.Names,
-                                 &*Facts))
-      return E;
+  Expected<PlannedTargets> Plan =
+      probeAndPlan(C, [&] { return probeTools(Ctx, C); });
+  if (!Plan)
+    return Plan.takeError();
+  ToolFacts &Facts = Plan->Facts;
+  std::vector<lto::Target> &Targets = Plan->Targets;
+  if (Error E = checkDriverTargets(C, Targets, &Facts))
+    return E;
 
   raw_ostream &OS = Ctx.Out;
   OS << "fatlink: device inputs:\n";
@@ -1515,13 +1529,13 @@ Error printDevicePlan(Context &Ctx, const Config &C,
   for (const lto::DeviceObject &O : Inputs.Objects)
     OS << "  " << O.Origin << " [" << O.Arch << ", relocatable cubin]\n";
   OS << "fatlink: targets:";
-  for (const lto::Target &T : *Targets)
+  for (const lto::Target &T : Targets)
     OS << " " << T.Name << " (" << (T.IsPTX || !C.RunPtxas ? "ptx" : "cubin")
        << ", PTX ISA " << T.ptxVersionString() << ")";
   OS << "\nfatlink: would run:\n  link and optimize (O" << C.Link.OptLevel
      << ")\n";
   if (C.RunPtxas)
-    for (const lto::Target &T : *Targets) {
+    for (const lto::Target &T : Targets) {
       OS << "  " << C.Paths.Ptxas << " -arch=" << (T.IsPTX ? T.Name : T.Cpu);
       if (!T.IsPTX)
         OS << " -O" << C.Link.OptLevel;

@@ -69,15 +69,15 @@ static std::optional<unsigned> producerMajor(StringRef Producer) {
   return Major;
 }
 
-/// The end of the furthest partition name the global variables of a module
-/// block name in the string table that follows it (in a module of
-/// MODULE_CODE_VERSION 2 or later each record starts with its own name's
-/// offset and size); UINT64_MAX when it cannot lie inside one (no string
-/// table in an older module, or offset + size overflows).
-static Expected<uint64_t> partitionNamesEnd(BitstreamCursor &Stream) {
-  if (Error E = Stream.EnterSubBlock(bitc::MODULE_BLOCK_ID))
-    return std::move(E);
-  uint64_t Version = 0, End = 0;
+/// Reads the block Block (the cursor just past its entry) record by record
+/// to its end, as LLVM's reader reads a module or a string table, sub-blocks
+/// skipped by their length; F gets each record's code, operands and blob,
+/// and returns whether to go on.
+static Error
+forEachRecord(BitstreamCursor &Stream, unsigned Block,
+              function_ref<bool(unsigned, ArrayRef<uint64_t>, StringRef)> F) {
+  if (Error E = Stream.EnterSubBlock(Block))
+    return E;
   SmallVector<uint64_t, 64> Record;
   while (true) {
     Expected<BitstreamEntry> Entry = Stream.advance();
@@ -85,69 +85,67 @@ static Expected<uint64_t> partitionNamesEnd(BitstreamCursor &Stream) {
       return Entry.takeError();
     switch (Entry->Kind) {
     case BitstreamEntry::Error:
-      return createStringError("malformed module block");
+      return createStringError("malformed block");
     case BitstreamEntry::EndBlock:
-      return End;
+      return Error::success();
     case BitstreamEntry::SubBlock:
       if (Error E = Stream.SkipBlock())
-        return std::move(E);
+        return E;
       continue;
     case BitstreamEntry::Record:
       break;
     }
     Record.clear();
-    Expected<unsigned> Code = Stream.readRecord(Entry->ID, Record);
+    StringRef Blob;
+    Expected<unsigned> Code = Stream.readRecord(Entry->ID, Record, &Blob);
     if (!Code)
       return Code.takeError();
-    if (*Code == bitc::MODULE_CODE_VERSION && !Record.empty())
-      Version = Record[0];
-    if (*Code != bitc::MODULE_CODE_GLOBALVAR)
-      continue;
-    ArrayRef<uint64_t> R(Record);
+    if (!F(*Code, Record, Blob))
+      return Error::success();
+  }
+}
+
+/// The end of the furthest partition name the global variables of a module
+/// block name in the string table that follows it (in a module of
+/// MODULE_CODE_VERSION 2 or later each record starts with its own name's
+/// offset and size); UINT64_MAX when it cannot lie inside one (no string
+/// table in an older module, or offset + size overflows).
+static Expected<uint64_t> partitionNamesEnd(BitstreamCursor &Stream) {
+  uint64_t Version = 0, End = 0;
+  auto Note = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
+    if (Code == bitc::MODULE_CODE_VERSION && !R.empty())
+      Version = R[0];
+    if (Code != bitc::MODULE_CODE_GLOBALVAR)
+      return true;
     if (Version >= 2)
       R = R.drop_front(std::min<size_t>(2, R.size()));
     // [..., dso_local (13), partition offset (14), partition size (15), ...]
     if (R.size() <= 15)
-      continue;
+      return true;
     if (Version < 2 || R[15] > UINT64_MAX - R[14])
-      return UINT64_MAX;
-    End = std::max(End, R[14] + R[15]);
-  }
+      End = UINT64_MAX;
+    else if (End != UINT64_MAX)
+      End = std::max(End, R[14] + R[15]);
+    return true;
+  };
+  if (Error E = forEachRecord(Stream, bitc::MODULE_BLOCK_ID, Note))
+    return std::move(E);
+  return End;
 }
 
-/// The size of the blob of the last RecordId record in the block Block
-/// (the cursor just past its entry), as LLVM's reader reads a string or
-/// symbol table: record by record to the block's end, not by its length.
+/// The size of the blob of the last RecordId record in the block Block,
+/// as LLVM's reader reads a string or symbol table.
 static Expected<size_t> blobSize(BitstreamCursor &Stream, unsigned Block,
                                  unsigned RecordId) {
-  if (Error E = Stream.EnterSubBlock(Block))
-    return std::move(E);
   size_t Size = 0;
-  SmallVector<uint64_t, 1> Record;
-  while (true) {
-    Expected<BitstreamEntry> Entry = Stream.advance();
-    if (!Entry)
-      return Entry.takeError();
-    switch (Entry->Kind) {
-    case BitstreamEntry::EndBlock:
-      return Size;
-    case BitstreamEntry::Error:
-      return createStringError("malformed block");
-    case BitstreamEntry::SubBlock:
-      if (Error E = Stream.SkipBlock())
-        return std::move(E);
-      continue;
-    case BitstreamEntry::Record:
-      break;
-    }
-    StringRef Blob;
-    Record.clear();
-    Expected<unsigned> Code = Stream.readRecord(Entry->ID, Record, &Blob);
-    if (!Code)
-      return Code.takeError();
-    if (*Code == RecordId)
+  auto Note = [&](unsigned Code, ArrayRef<uint64_t>, StringRef Blob) {
+    if (Code == RecordId)
       Size = Blob.size();
-  }
+    return true;
+  };
+  if (Error E = forEachRecord(Stream, Block, Note))
+    return std::move(E);
+  return Size;
 }
 
 /// LLVM's reader takes a global variable's partition name from the string
@@ -557,55 +555,39 @@ static std::string sourceFileName(MemoryBufferRef MB) {
                  reinterpret_cast<const unsigned char *>(Buf.end())))
     return "";
   BitstreamCursor Stream(Buf);
-  BitstreamBlockInfo BlockInfo;
-  if (Error E = Stream.JumpToBit(32)) { // past the magic, BC 0xC0DE
-    consumeError(std::move(E));
-    return "";
-  }
   auto Scan = [&]() -> Expected<std::string> {
-    bool InModule = false;
-    SmallVector<uint64_t, 64> Record;
+    if (Error E = Stream.JumpToBit(32)) // past the magic, BC 0xC0DE
+      return std::move(E);
     while (true) {
       Expected<BitstreamEntry> Entry = Stream.advance();
       if (!Entry)
         return Entry.takeError();
-      switch (Entry->Kind) {
-      case BitstreamEntry::Error:
-      case BitstreamEntry::EndBlock:
-        return "";
-      case BitstreamEntry::SubBlock:
-        if (!InModule && Entry->ID == bitc::MODULE_BLOCK_ID) {
-          if (Error E = Stream.EnterSubBlock(bitc::MODULE_BLOCK_ID))
-            return std::move(E);
-          InModule = true;
-        } else if (Entry->ID == bitc::BLOCKINFO_BLOCK_ID) {
-          Expected<std::optional<BitstreamBlockInfo>> Info =
-              Stream.ReadBlockInfoBlock();
-          if (!Info)
-            return Info.takeError();
-          if (!*Info)
-            return "";
-          BlockInfo = std::move(**Info);
-          Stream.setBlockInfo(&BlockInfo);
-        } else if (Error E = Stream.SkipBlock()) {
+      if (Entry->Kind == BitstreamEntry::Record) {
+        if (Error E = Stream.skipRecord(Entry->ID).takeError())
           return std::move(E);
-        }
         continue;
-      case BitstreamEntry::Record:
-        break;
       }
-      Record.clear();
-      StringRef Blob;
-      Expected<unsigned> Code = Stream.readRecord(Entry->ID, Record, &Blob);
-      if (!Code)
-        return Code.takeError();
-      if (!InModule || *Code != bitc::MODULE_CODE_SOURCE_FILENAME)
+      if (Entry->Kind != BitstreamEntry::SubBlock)
+        return "";
+      if (Entry->ID != bitc::MODULE_BLOCK_ID) {
+        if (Error E = Stream.SkipBlock())
+          return std::move(E);
         continue;
-      if (!Blob.empty())
-        return Blob.str();
+      }
       std::string Name;
-      for (uint64_t C : Record)
-        Name += char(C);
+      if (Error E = forEachRecord(
+              Stream, bitc::MODULE_BLOCK_ID,
+              [&](unsigned Code, ArrayRef<uint64_t> R, StringRef Blob) {
+                if (Code != bitc::MODULE_CODE_SOURCE_FILENAME)
+                  return true;
+                if (!Blob.empty())
+                  Name = Blob.str();
+                else
+                  for (uint64_t C : R)
+                    Name += char(C);
+                return false;
+              }))
+        return std::move(E);
       return Name;
     }
   };
