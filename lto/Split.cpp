@@ -263,6 +263,16 @@ static std::vector<PartitionPlan> planPartitions(const Module &M, unsigned N,
     P.Kernels = std::move(GP.Kernels);
     P.Instructions = GP.Instructions;
   }
+  // A `.global` or `.const` variable of module-level PTX would be defined
+  // by every partition (asmGlobalVariable): everything goes to the first,
+  // the others stay empty (and get no module asm, cutPartitions).
+  if (Plans.size() > 1 && !asmGlobalVariable(M).empty())
+    for (PartitionPlan &P : drop_begin(Plans)) {
+      Plans[0].Members.insert(P.Members.begin(), P.Members.end());
+      append_range(Plans[0].Kernels, P.Kernels);
+      Plans[0].Instructions += P.Instructions;
+      P = PartitionPlan();
+    }
   return Plans;
 }
 
@@ -401,7 +411,11 @@ static std::unique_ptr<Module> cutPartition(const Module &M,
   Part->setSourceFileName(M.getSourceFileName());
   Part->setDataLayout(M.getDataLayout());
   Part->setTargetTriple(M.getTargetTriple());
-  Part->setModuleInlineAsm(M.getModuleInlineAsm());
+  // Its variables and declarations, for the code that uses them; a
+  // partition without code defines nothing (one with a `.global` variable
+  // of module-level PTX is the only one with code, planPartitions).
+  if (!Plan.Members.empty())
+    Part->setModuleInlineAsm(M.getModuleInlineAsm());
   auto Defines = [&](const GlobalValue *GV) {
     return !GV->isDeclaration() && Plan.Members.count(GV);
   };

@@ -14,6 +14,7 @@
 #include "lto/Target.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Function.h"
@@ -27,14 +28,87 @@ using namespace llvm;
 
 namespace fatlink::lto {
 
+std::vector<AsmVariable> asmDefinedVariables(StringRef Asm) {
+  std::vector<AsmVariable> Vars;
+  // Statements at brace depth 0, comments removed.
+  std::string Text;
+  for (StringRef Line : split(Asm, '\n'))
+    Text += Line.split("//").first.str() + " ";
+  std::string Stmt;
+  auto Finish = [&] {
+    std::string Done = std::exchange(Stmt, std::string());
+    SmallVector<StringRef, 8> Tokens;
+    StringRef(Done).split(Tokens, ' ', -1, /*KeepEmpty=*/false);
+    AsmVariable V;
+    bool Space = false;
+    for (StringRef T : Tokens) {
+      T = T.trim("\t\r");
+      if (T.empty())
+        continue;
+      if (T == ".extern")
+        return;
+      if (T.starts_with(".attribute")) // .attribute(.managed)
+        continue;
+      if (T.contains('(')) // a function: its parameters are not variables
+        return;
+      if (T == ".weak" || T == ".common")
+        V.Weak = true;
+      else if (T == ".global" || T == ".shared" || T == ".const") {
+        Space = true;
+        V.Shared = T == ".shared";
+      } else if (Space && !T.starts_with(".") && !isDigit(T.front())) {
+        V.Name = T.take_until([](char C) {
+                    return C == '[' || C == '<' || C == '=';
+                  }).str();
+        break;
+      }
+    }
+    if (Space && !V.Name.empty())
+      Vars.push_back(std::move(V));
+  };
+  unsigned Depth = 0;
+  bool Initializer = false; // braces after '=' in a depth-0 statement
+  for (char C : Text) {
+    if (Depth > 0) {
+      if (C == '{')
+        ++Depth;
+      else if (C == '}' && --Depth == 0 && !Initializer)
+        Stmt.clear(); // a function's body: nothing of it is kept
+      continue;
+    }
+    if (C == '{') {
+      Initializer = StringRef(Stmt).contains('=');
+      ++Depth;
+    } else if (C == ';') {
+      Finish();
+      Initializer = false;
+    } else {
+      Stmt += C == '\t' ? ' ' : C;
+    }
+  }
+  return Vars;
+}
+
+std::string asmGlobalVariable(const Module &M) {
+  for (const AsmVariable &V : asmDefinedVariables(M.getModuleInlineAsm()))
+    if (!V.Shared)
+      return V.Name;
+  return "";
+}
+
 /// Why M cannot be linked in partitions; empty if it can. What is refused
 /// has no CUDA or Rust device code behind it on NVPTX (no comdats, aliases
-/// or constructors there) and link semantics the summary does not model.
+/// or constructors there) and link semantics the summary does not model,
+/// or is a variable of module-level PTX that each partition would define.
 static std::string unsupportedIn(const Module &M) {
   if (!M.alias_empty())
     return "an alias";
   if (!M.ifunc_empty())
     return "an ifunc";
+  // Each partition would define it: one copy per partition, or nvlink's
+  // "Multiple definition".
+  if (std::string V = asmGlobalVariable(M); !V.empty())
+    return "the variable " + V + " of module-level PTX";
   for (const GlobalValue &GV : M.global_values()) {
     if (const Comdat *C = GV.getComdat();
         C && C->getSelectionKind() != Comdat::Any)

@@ -84,6 +84,29 @@ std::vector<GraphPartition> planGraph(const RefGraph &G, unsigned N);
 void forEachGlobalReferencedBy(const llvm::GlobalValue &GV,
                                llvm::function_ref<void(const llvm::GlobalValue *)> F);
 
+/// A variable module-level PTX defines: `.shared .align 16 .b8 TILE[1024];`
+/// (fatlink-device's shared_array!, Rust's global_asm!; clang leaves CUDA's
+/// file-scope asm out of device code), `.global`, `.const`; weak for
+/// `.weak` and `.common`.
+struct AsmVariable {
+  std::string Name;
+  bool Weak = false;
+  bool Shared = false; ///< in .shared: one per block, per kernel launch
+};
+
+/// The variables module-level inline PTX defines: program symbols the IR
+/// does not show. `.extern` declares without defining; functions' bodies
+/// and initializers are skipped; a statement of another form defines
+/// nothing here (ptxas judges it).
+std::vector<AsmVariable> asmDefinedVariables(llvm::StringRef Asm);
+
+/// The first `.global` or `.const` variable M's module-level PTX defines
+/// (empty: none). A module with one is not split into partitions: each
+/// would define it, and the program would have a copy per partition (or
+/// nvlink's "Multiple definition"). A `.shared` one may be split: shared
+/// memory lives for one launch, and a kernel's code is in one partition.
+std::string asmGlobalVariable(const llvm::Module &M);
+
 /// What a partition-first link knows of one input (Summary.cpp): its globals in
 /// the module's order, each with what it references, and the members of
 /// its used lists (llvm.used, llvm.compiler.used).
