@@ -915,15 +915,29 @@ static Expected<DeviceResult> deviceLinkForHost(Context &Ctx,
   Expected<DeviceLinkConfig> C = deviceConfigFromSettings(S, "all-major");
   if (!C)
     return C.takeError();
-  // The host object is for the line's --target (else this machine), unless
-  // the host-arch setting names the arch: a cross cc (aarch64-linux-gnu-gcc)
-  // takes no --target.
+  // The host object is for the line's --target, else for the host-arch
+  // setting (a cross cc, aarch64-linux-gnu-gcc, takes no --target), else
+  // for this machine. A setting the line contradicts would only make the
+  // host linker refuse the object, naming neither.
   if (!S.get("host-arch")) {
     Expected<packager::HostArch> Host =
         packager::parseHostArch(hostTripleOf(Line));
     if (!Host)
       return Host.takeError();
     C->HostArch = *Host;
+  } else if (!Line.TargetTriple.empty()) {
+    Expected<packager::HostArch> LineArch =
+        packager::parseHostArch(Line.TargetTriple);
+    if (LineArch && *LineArch != C->HostArch)
+      return createStringError(
+          inconvertibleErrorCode(),
+          "%s is %s, but the link line's --target is %s: the host object "
+          "must be for the arch the host linker links; unset %s, or make it "
+          "agree",
+          S.nameOf("host-arch").c_str(), S.get("host-arch")->str().c_str(),
+          Line.TargetTriple.c_str(), S.nameOf("host-arch").c_str());
+    if (!LineArch)
+      consumeError(LineArch.takeError()); // the host linker judges it
   }
 
   if (DryRun) {
@@ -1202,10 +1216,12 @@ static void hostLinkCommand(Context &Ctx, ArrayRef<const char *> Args,
     Ctx.warn(W);
   if (progressWanted(Ctx.Err, S->flag("quiet")))
     Ctx.startProgress(progressDelay());
-  if (Expected<std::string> Prefix =
-          saveTempsFromSettings(Ctx, *S, Line->Output);
-      !Prefix)
-    return Ctx.error(Prefix.takeError());
+  // A dry run writes nothing, not even the directory for intermediates.
+  if (!S->flag("dry-run"))
+    if (Expected<std::string> Prefix =
+            saveTempsFromSettings(Ctx, *S, Line->Output);
+        !Prefix)
+      return Ctx.error(Prefix.takeError());
   std::string TimeTrace = S->get("time-trace").value_or("").str();
   if (!TimeTrace.empty())
     timeTraceProfilerInitialize(500, "fatlink-cc");

@@ -158,10 +158,13 @@ static void llbc(Context &Ctx, ArrayRef<const char *> Args,
   Expected<DeviceLinkConfig> C = llbcConfig(*List, *S);
   if (!C)
     return Ctx.error(C.takeError());
-  Expected<std::string> Prefix = saveTempsFromSettings(Ctx, *S, C->Output);
-  if (!Prefix)
-    return Ctx.error(Prefix.takeError());
-  C->Link.SaveTempsPrefix = *Prefix;
+  // A dry run writes nothing, not even the directory for intermediates.
+  if (!S->flag("dry-run")) {
+    Expected<std::string> Prefix = saveTempsFromSettings(Ctx, *S, C->Output);
+    if (!Prefix)
+      return Ctx.error(Prefix.takeError());
+    C->Link.SaveTempsPrefix = *Prefix;
+  }
   if (progressWanted(Ctx.Err, S->flag("quiet")))
     Ctx.startProgress(progressDelay());
   if (S->flag("dry-run")) {
