@@ -385,9 +385,12 @@ TEST(FuzzRegression, OffloadArchWithNul) {
 /// variable, i32 @g (external, no initializer), names the partition at
 /// PartitionOffset/PartitionSize in the string table "g"; with
 /// StrtabFollows false, no string table follows the module.
+/// Damage: a block's length word pointed far past the file.
+enum class BadLength { None, Symtab, TypeTable };
+
 std::string bitcodeWithPartition(uint64_t PartitionOffset,
                                  uint64_t PartitionSize, bool StrtabFollows,
-                                 bool BadSymtabLength = false) {
+                                 BadLength Bad = BadLength::None) {
   SmallVector<char, 0> Buf;
   BitstreamWriter W(Buf);
   for (char C : {'B', 'C'})
@@ -400,6 +403,7 @@ std::string bitcodeWithPartition(uint64_t PartitionOffset,
   W.EmitRecord(bitc::MODULE_CODE_TRIPLE,
                SmallVector<uint64_t>(Triple.begin(), Triple.end()));
   W.EnterSubblock(bitc::TYPE_BLOCK_ID_NEW, 4);
+  size_t TypeLengthAt = W.GetCurrentBitNo() / 8 - 4;
   W.EmitRecord(bitc::TYPE_CODE_NUMENTRY, ArrayRef<uint64_t>{1});
   W.EmitRecord(bitc::TYPE_CODE_INTEGER, ArrayRef<uint64_t>{32});
   W.ExitBlock();
@@ -432,8 +436,8 @@ std::string bitcodeWithPartition(uint64_t PartitionOffset,
     W.ExitBlock();
   }
   std::string Out(Buf.begin(), Buf.end());
-  if (BadSymtabLength)
-    put32(Out, LengthAt, 0x00100000);
+  if (Bad != BadLength::None)
+    put32(Out, Bad == BadLength::Symtab ? LengthAt : TypeLengthAt, 0x00100000);
   return Out;
 }
 
@@ -466,10 +470,20 @@ TEST(FuzzRegression, GlobalPartitionPastStringTable) {
   // The second input the fuzzer found: a symbol table whose length points
   // past the file. LLVM's reader reads the table record by record, not by
   // its length, and went on to the module; so does the check.
-  TempFile BadSymtab(bitcodeWithPartition(0, 3151370, true, true));
+  TempFile BadSymtab(bitcodeWithPartition(0, 3151370, true, BadLength::Symtab));
   EXPECT_NE(errorOf(lto::readInputs({std::string(BadSymtab.Path)}))
                 .find("the name ends at byte 3151370)"),
             std::string::npos);
+  // A type table (after the triple, which LLVM's first look reads) whose
+  // length points past the file: LLVM's reader would parse the table
+  // record by record; the check, which skips it by its length, cannot
+  // read on, and refuses the file rather than pass it unchecked.
+  TempFile BadTypes(bitcodeWithPartition(0, 1, true, BadLength::TypeTable));
+  std::string BadTypesPath(BadTypes.Path);
+  EXPECT_EQ(
+      errorOf(lto::readInputs({BadTypesPath}))
+          .rfind(BadTypesPath + ": corrupt bitcode: can't skip to bit ", 0),
+      0u);
   // The split link's piece check reads it without crashing: not a piece.
   EXPECT_FALSE(lto::readPartitionTag(
       MemoryBufferRef(bitcodeWithPartition(0, 3151370, true), "past.bc")));

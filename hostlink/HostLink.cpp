@@ -919,16 +919,12 @@ static Expected<DeviceResult> deviceLinkForHost(Context &Ctx,
   // setting (a cross cc, aarch64-linux-gnu-gcc, takes no --target), else
   // for this machine. A setting the line contradicts would only make the
   // host linker refuse the object, naming neither.
-  if (!S.get("host-arch")) {
+  if (!S.get("host-arch") || !Line.TargetTriple.empty()) {
     Expected<packager::HostArch> Host =
         packager::parseHostArch(hostTripleOf(Line));
     if (!Host)
       return Host.takeError();
-    C->HostArch = *Host;
-  } else if (!Line.TargetTriple.empty()) {
-    Expected<packager::HostArch> LineArch =
-        packager::parseHostArch(Line.TargetTriple);
-    if (LineArch && *LineArch != C->HostArch)
+    if (S.get("host-arch") && *Host != C->HostArch)
       return createStringError(
           inconvertibleErrorCode(),
           "%s is %s, but the link line's --target is %s: the host object "
@@ -936,8 +932,7 @@ static Expected<DeviceResult> deviceLinkForHost(Context &Ctx,
           "agree",
           S.nameOf("host-arch").c_str(), S.get("host-arch")->str().c_str(),
           Line.TargetTriple.c_str(), S.nameOf("host-arch").c_str());
-    if (!LineArch)
-      consumeError(LineArch.takeError()); // the host linker judges it
+    C->HostArch = *Host;
   }
 
   if (DryRun) {
@@ -1218,10 +1213,8 @@ static void hostLinkCommand(Context &Ctx, ArrayRef<const char *> Args,
     Ctx.startProgress(progressDelay());
   // A dry run writes nothing, not even the directory for intermediates.
   if (!S->flag("dry-run"))
-    if (Expected<std::string> Prefix =
-            saveTempsFromSettings(Ctx, *S, Line->Output);
-        !Prefix)
-      return Ctx.error(Prefix.takeError());
+    if (Error E = saveTempsFromSettings(Ctx, *S, Line->Output))
+      return Ctx.error(std::move(E));
   std::string TimeTrace = S->get("time-trace").value_or("").str();
   if (!TimeTrace.empty())
     timeTraceProfilerInitialize(500, "fatlink-cc");

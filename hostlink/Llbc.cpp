@@ -159,12 +159,9 @@ static void llbc(Context &Ctx, ArrayRef<const char *> Args,
   if (!C)
     return Ctx.error(C.takeError());
   // A dry run writes nothing, not even the directory for intermediates.
-  if (!S->flag("dry-run")) {
-    Expected<std::string> Prefix = saveTempsFromSettings(Ctx, *S, C->Output);
-    if (!Prefix)
-      return Ctx.error(Prefix.takeError());
-    C->Link.SaveTempsPrefix = *Prefix;
-  }
+  if (!S->flag("dry-run"))
+    if (Error E = saveTempsFromSettings(Ctx, *S, C->Output))
+      return Ctx.error(std::move(E));
   if (progressWanted(Ctx.Err, S->flag("quiet")))
     Ctx.startProgress(progressDelay());
   if (S->flag("dry-run")) {

@@ -32,14 +32,19 @@ struct KeyInfo {
   bool IsFlag;
   const char *Default; ///< for --fatlink-help
   const char *Help;
+  /// fatlink llbc's default where it differs (rustc's arguments stand in);
+  /// "" where llbc does not read the key (a host link's own).
+  const char *LlbcDefault = nullptr;
 };
 
 /// Every key; flags take no value on the command line. docs/cargo.md has the
 /// same table.
 constexpr KeyInfo Keys[] = {
     {"arch", false, "all-major",
-     "targets, as device-link --arch: sm_XX, compute_XX, all-major, all"},
-    {"opt", false, "3", "device optimization level 0-3"},
+     "targets, as device-link --arch: sm_XX, compute_XX, all-major, all",
+     "rustc's -C target-cpu for a .ptx output, else all-major"},
+    {"opt", false, "3", "device optimization level 0-3",
+     "rustc's -C opt-level"},
     {"ptx-version", false, "per arch", "PTX ISA for every target (X.Y)"},
     {"compress", false, "zstd", "fatbin compression: none, zstd, zstd-N"},
     {"min-driver", false, "R550",
@@ -48,17 +53,17 @@ constexpr KeyInfo Keys[] = {
     {"jobs", false, "all cores", "targets and partitions compiled at once"},
     {"cuda-path", false, "$CUDA_PATH or /usr/local/cuda", "CUDA toolkit"},
     {"ptxas", false, "<cuda-path>/bin/ptxas", "ptxas"},
-    {"linker", false, "cc", "the host linker: clang, ld.lld, a path"},
+    {"linker", false, "cc", "the host linker: clang, ld.lld, a path", ""},
     {"verbose", true, "off", "print each device input, target and command"},
     {"quiet", true, "off",
      "no progress line (on a terminal, for a device link over 2 s)"},
     {"allow-no-kernels", true, "off",
-     "link device code without kernels (else an error)"},
+     "link device code without kernels (else an error)", ""},
     {"allow-abi-mismatch", false, "none",
      "symbols (comma-separated) whose declarations may disagree with their "
      "definition"},
     {"log-file", false, "<output>.fatlink.log",
-     "where the link's messages go, -v or not; off: none"},
+     "where the link's messages go, -v or not; off: none", ""},
     {"dry-run", true, "off", "print the plan; run nothing"},
     {"save-temps", true, "off",
      "keep the device object, PTX and cubins (beside the output, or =DIR)"},
@@ -414,16 +419,12 @@ void printSettingsHelp(raw_ostream &OS, SettingsTool Tool) {
         "line\n"
         "of the file --fatlink-config= or FATLINK_CONFIG names.\n\nSETTINGS:\n";
   for (const KeyInfo &K : Keys) {
-    StringRef Key = K.Key, Default = K.Default;
-    // fatlink llbc runs no host linker and writes no link log; rustc's
-    // -C target-cpu and -C opt-level stand in for the unset arch and opt.
-    if (Llbc &&
-        (Key == "linker" || Key == "allow-no-kernels" || Key == "log-file"))
-      continue;
-    if (Llbc && Key == "arch")
-      Default = "rustc's -C target-cpu for a .ptx output, else all-major";
-    if (Llbc && Key == "opt")
-      Default = "rustc's -C opt-level";
+    StringRef Default = K.Default;
+    if (Llbc && K.LlbcDefault) {
+      if (!*K.LlbcDefault)
+        continue;
+      Default = K.LlbcDefault;
+    }
     std::string Arg = std::string("--fatlink-") + K.Key + (K.IsFlag ? "" : "=");
     OS << "  " << left_justify(Arg, 31) << left_justify(envName(K.Key), 28)
        << K.Help << " (default: " << Default << ")\n";
@@ -434,22 +435,17 @@ void printSettingsHelp(raw_ostream &OS, SettingsTool Tool) {
      << ".\n";
 }
 
-Expected<std::string> saveTempsFromSettings(Context &Ctx, const Settings &S,
-                                            StringRef Output) {
+Error saveTempsFromSettings(Context &Ctx, const Settings &S, StringRef Output) {
   std::optional<StringRef> Dir = S.get("save-temps");
   if (!Dir)
-    return "";
+    return Error::success();
   std::string D = (*Dir == "1" || Dir->empty())
                       ? sys::path::parent_path(Output).str()
                       : Dir->str();
   StringRef Stem = sys::path::stem(Output);
   if (Stem.empty())
     Stem = "a";
-  if (Error E = Ctx.Temps.saveIn(D.empty() ? "." : D, Stem))
-    return std::move(E);
-  SmallString<256> Prefix(Ctx.Temps.saveDir());
-  sys::path::append(Prefix, Stem);
-  return std::string(Prefix);
+  return Ctx.Temps.saveIn(D.empty() ? "." : D, Stem);
 }
 
 std::optional<std::string> dryRunUnderCargo(const Settings &S,

@@ -60,10 +60,9 @@ void printSettingsHelp(llvm::raw_ostream &OS, SettingsTool Tool);
 
 /// The save-temps setting: the intermediates of the link of \p Output are
 /// kept beside it (or in the directory named), named after it
-/// (app -> app.device.o, app.sm_80.ptx). The path prefix they get (empty
-/// when the setting is off).
-llvm::Expected<std::string>
-saveTempsFromSettings(Context &Ctx, const Settings &S, llvm::StringRef Output);
+/// (app -> app.device.o, app.sm_80.ptx, app.linked.bc).
+llvm::Error saveTempsFromSettings(Context &Ctx, const Settings &S,
+                                  llvm::StringRef Output);
 
 /// The message that ends a dry run under cargo (CARGO_CRATE_NAME set),
 /// where exit 0 would make cargo report a finished build and keep, or run,

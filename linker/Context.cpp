@@ -52,6 +52,14 @@ Error TempFiles::saveIn(StringRef D, StringRef Prefix) {
   return Error::success();
 }
 
+std::string TempFiles::savePrefix() const {
+  if (!saving())
+    return "";
+  SmallString<256> Path(SaveDir);
+  sys::path::append(Path, SavePrefix);
+  return std::string(Path);
+}
+
 Expected<std::string> TempFiles::create(StringRef Name) {
   // A file made after LLVM's handler has removed the others would be left.
   if (RunningChild::stopping())

@@ -53,6 +53,9 @@ public:
   llvm::Error saveIn(llvm::StringRef Dir, llvm::StringRef Prefix);
   bool saving() const { return !SaveDir.empty(); }
   llvm::StringRef saveDir() const { return SaveDir; }
+  /// "<save-dir>/<prefix>", what a kept file's name starts with; empty when
+  /// not saving.
+  std::string savePrefix() const;
 
   /// A new file: "<save-dir>/<prefix>.<Name>" when saving, else a new
   /// unique file "<tmp>/fatlink-<stem>-XXXXXX.<ext>", removed on exit and

@@ -327,9 +327,6 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
       Stem = "fatlink";
     if (Error E = Ctx.Temps.saveIn(Dir, Stem))
       Fail(std::move(E));
-    SmallString<256> Prefix(Ctx.Temps.saveDir());
-    sys::path::append(Prefix, Stem);
-    C.Link.SaveTempsPrefix = std::string(Prefix);
   }
   return C;
 }
@@ -1023,6 +1020,8 @@ static lto::LinkOptions linkOptions(Context &Ctx, const Config &C,
                                     const ToolFacts &Facts,
                                     ArrayRef<lto::Target> Targets) {
   lto::LinkOptions Link = C.Link;
+  // Kept intermediates include the linked and optimized bitcode.
+  Link.SaveTempsPrefix = Ctx.Temps.savePrefix();
   Link.Jobs = C.Jobs;
   Link.UseJobserver = C.Jobs == 0 && joinJobserver(Ctx);
   // Inputs compiled for a newer PTX ISA raise their targets' (up to what
@@ -1316,8 +1315,11 @@ static Expected<PlannedTargets> probeAndPlan(const Config &C, ProbeFn Probe) {
 /// knows. Without ptxas, or where it cannot read the PTX ISA, -v says
 /// what was not checked. At -O0: only the check is wanted.
 static Error checkPtxOnly(Context &Ctx, const Config &C, const DeviceBuild &B) {
-  Expected<codegen::PtxasInfo> Ptxas =
-      codegen::probePtxas(Ctx, C.Paths.Ptxas, C.Paths.Hint);
+  // What ptxas supports, from the tool facts (cached), as a link that runs
+  // ptxas asks for them.
+  Config WithPtxas = C;
+  WithPtxas.RunPtxas = true;
+  Expected<ToolFacts> Ptxas = probeTools(Ctx, WithPtxas);
   if (!Ptxas) {
     Ctx.verbose("fatlink: the PTX is not checked: " +
                 toString(Ptxas.takeError()));
@@ -1325,7 +1327,7 @@ static Error checkPtxOnly(Context &Ctx, const Config &C, const DeviceBuild &B) {
   }
   // The real arches ptxas knows, by SM: "sm_75" -> 75.
   std::vector<std::pair<unsigned, std::string>> Known;
-  for (const std::string &A : Ptxas->Arches) {
+  for (const std::string &A : Ptxas->PtxasArches) {
     unsigned Sm;
     StringRef Digits = StringRef(A).drop_front(3);
     if (StringRef(A).starts_with("sm_") && !Digits.getAsInteger(10, Sm))
@@ -1336,9 +1338,9 @@ static Error checkPtxOnly(Context &Ctx, const Config &C, const DeviceBuild &B) {
     auto It = llvm::find_if(Known, [&](const auto &K) {
       return K.first >= T.Sm && (K.first != T.Sm || K.second == T.Cpu);
     });
-    if (It == Known.end() || T.PtxVersion > Ptxas->MaxPtxVersion) {
+    if (It == Known.end() || T.PtxVersion > Ptxas->PtxasMaxPtx) {
       Ctx.verbose("fatlink: the PTX for " + T.Name + " is not checked: " +
-                  "ptxas from CUDA " + Ptxas->Release + " knows no " +
+                  "ptxas from CUDA " + Ptxas->PtxasRelease + " knows no " +
                   (It == Known.end() ? T.Cpu + " or newer arch"
                                      : "PTX ISA " + T.ptxVersionString()));
       continue;
