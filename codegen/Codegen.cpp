@@ -960,20 +960,11 @@ compileTarget(Context &Ctx, const CodegenOptions &Opts,
     if (!PTXPath)
       return PTXPath.takeError();
     if (LinkedPTX) {
-      // Linked PTX is checked as the driver will compile it, whole
-      // program for the real arch: a reference no module defines fails
-      // here, not on the user's GPU. (A virtual arch only parses.)
-      Expected<std::string> CubinPath =
-          Ctx.Temps.create(T.Name + ".check.cubin");
-      if (!CubinPath)
-        return CubinPath.takeError();
-      std::string Arch = "-arch=" + T.Cpu;
-      Expected<std::string> R = runProgram(
-          Ctx, Opts.Paths.Ptxas, {"ptxas", Arch, *PTXPath, "-o", *CubinPath},
-          Opts.PtxasTimeout, What + " (nvcc's code linked in)",
-          Opts.Paths.Hint);
-      if (!R)
-        return R.takeError();
+      // A reference no module defines fails here, not on the user's GPU.
+      if (Error E =
+              checkPTXFile(Ctx, Opts.Paths, Opts.PtxasTimeout, *PTXPath, T.Cpu,
+                           T.Name, {}, What + " (nvcc's code linked in)"))
+        return std::move(E);
       return Out;
     }
     if (T.IsPTX) {

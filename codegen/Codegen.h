@@ -133,6 +133,17 @@ runProgram(Context &Ctx, llvm::StringRef Program,
            llvm::ArrayRef<llvm::StringRef> Args, unsigned TimeoutSeconds,
            llvm::StringRef What, llvm::StringRef Hint = DefaultToolkitHint);
 
+/// Checks the PTX in file \p PTXPath by assembling it with ptxas for \p
+/// Arch ("sm_80") into a throwaway cubin named after \p Stem in the run's
+/// temporary files, with \p Flags ("-O0"); ptxas's errors are the check's,
+/// named by \p What. Linked PTX is checked this way as the driver will
+/// compile it, whole program for a real arch (a virtual one only parses).
+llvm::Error checkPTXFile(Context &Ctx, const ToolkitPaths &Paths,
+                         unsigned TimeoutSeconds, llvm::StringRef PTXPath,
+                         llvm::StringRef Arch, llvm::StringRef Stem,
+                         llvm::ArrayRef<llvm::StringRef> Flags,
+                         llvm::StringRef What);
+
 /// Waits until child \p Pid exits (leaving it to be reaped) or \p
 /// Deadline passes; returns whether it exited, or is not this process's
 /// child to wait for (the reaper says which). runProgram's time limit:

@@ -351,4 +351,19 @@ Expected<std::string> runProgram(Context &Ctx, StringRef Program,
   return Output;
 }
 
+Error checkPTXFile(Context &Ctx, const ToolkitPaths &Paths,
+                   unsigned TimeoutSeconds, StringRef PTXPath, StringRef Arch,
+                   StringRef Stem, ArrayRef<StringRef> Flags, StringRef What) {
+  Expected<std::string> CubinPath =
+      Ctx.Temps.create((Stem + ".check.cubin").str());
+  if (!CubinPath)
+    return CubinPath.takeError();
+  std::string ArchFlag = ("-arch=" + Arch).str();
+  std::vector<StringRef> Argv = {"ptxas", ArchFlag};
+  append_range(Argv, Flags);
+  append_range(Argv, ArrayRef<StringRef>{PTXPath, "-o", *CubinPath});
+  return runProgram(Ctx, Paths.Ptxas, Argv, TimeoutSeconds, What, Paths.Hint)
+      .takeError();
+}
+
 } // namespace fatlink::codegen

@@ -439,13 +439,8 @@ Error saveTempsFromSettings(Context &Ctx, const Settings &S, StringRef Output) {
   std::optional<StringRef> Dir = S.get("save-temps");
   if (!Dir)
     return Error::success();
-  std::string D = (*Dir == "1" || Dir->empty())
-                      ? sys::path::parent_path(Output).str()
-                      : Dir->str();
-  StringRef Stem = sys::path::stem(Output);
-  if (Stem.empty())
-    Stem = "a";
-  return Ctx.Temps.saveIn(D.empty() ? "." : D, Stem);
+  return Ctx.Temps.saveFor(Output, /*OutputIsDirectory=*/false,
+                           *Dir == "1" ? StringRef() : *Dir);
 }
 
 std::optional<std::string> dryRunUnderCargo(const Settings &S,

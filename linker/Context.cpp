@@ -52,6 +52,24 @@ Error TempFiles::saveIn(StringRef D, StringRef Prefix) {
   return Error::success();
 }
 
+Error TempFiles::saveFor(StringRef Output, bool OutputIsDirectory,
+                         StringRef Dir) {
+  std::string D = Dir.str();
+  if (D.empty())
+    D = OutputIsDirectory ? Output.str() : sys::path::parent_path(Output).str();
+  if (D.empty())
+    D = ".";
+  // Names derived from the output are fatlink's; no fixed name (sm_80.cubin,
+  // ptxas.log) that a user's file or another link's temporaries could have.
+  StringRef Stem =
+      OutputIsDirectory
+          ? sys::path::filename(sys::path::remove_leading_dotslash(Output))
+          : sys::path::stem(Output);
+  if (Stem.empty() || Stem == "." || Stem == "..")
+    Stem = "fatlink";
+  return saveIn(D, Stem);
+}
+
 std::string TempFiles::savePrefix() const {
   if (!saving())
     return "";

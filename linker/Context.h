@@ -51,6 +51,13 @@ public:
   /// that the names are the output's and no other link's or user's file:
   /// files named after the output are fatlink's to replace.
   llvm::Error saveIn(llvm::StringRef Dir, llvm::StringRef Prefix);
+  /// saveIn for the link that writes \p Output: in \p Dir, or when empty
+  /// beside the output (in it, for a directory output), named after it:
+  /// out.o -> out.linked.bc, out.sm_80.ptx; a directory output kdir:
+  /// kdir/kdir.sm_80.ptx. Every way of asking (--save-temps, the setting)
+  /// names the files alike.
+  llvm::Error saveFor(llvm::StringRef Output, bool OutputIsDirectory,
+                      llvm::StringRef Dir = "");
   bool saving() const { return !SaveDir.empty(); }
   llvm::StringRef saveDir() const { return SaveDir; }
   /// "<save-dir>/<prefix>", what a kept file's name starts with; empty when

@@ -305,27 +305,13 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
     Fail(H.takeError());
 
   // --save-temps keeps intermediates beside the output (or in the given
-  // directory), named after the output: out.o -> out.linked.bc,
-  // out.sm_80.ptx (a directory output kdir: kdir/kdir.sm_80.ptx). Names
-  // derived from the output are fatlink's; no fixed name (sm_80.cubin,
-  // ptxas.log) that a user's file or another link's temporaries could have.
+  // directory), named after the output (TempFiles::saveFor).
   if (const opt::Arg *A = Args.getLastArg(OPT_save_temps, OPT_save_temps_EQ)) {
-    std::string Dir;
+    StringRef Dir;
     if (A->getOption().matches(OPT_save_temps_EQ))
       Dir = A->getValue();
-    else if (C.OutKind == OutputKind::Directory)
-      Dir = C.Output;
-    else
-      Dir = sys::path::parent_path(C.Output).str();
-    if (Dir.empty())
-      Dir = ".";
-    StringRef Stem = C.OutKind == OutputKind::Directory
-                         ? sys::path::filename(
-                               sys::path::remove_leading_dotslash(C.Output))
-                         : sys::path::stem(C.Output);
-    if (Stem.empty() || Stem == "." || Stem == "..")
-      Stem = "fatlink";
-    if (Error E = Ctx.Temps.saveIn(Dir, Stem))
+    if (Error E = Ctx.Temps.saveFor(C.Output,
+                                    C.OutKind == OutputKind::Directory, Dir))
       Fail(std::move(E));
   }
   return C;
@@ -1349,18 +1335,11 @@ static Error checkPtxOnly(Context &Ctx, const Config &C, const DeviceBuild &B) {
         Ctx.Temps.write(T.Name + ".check.ptx", O.PTX);
     if (!PTXPath)
       return PTXPath.takeError();
-    Expected<std::string> CubinPath = Ctx.Temps.create(T.Name + ".check.cubin");
-    if (!CubinPath)
-      return CubinPath.takeError();
-    std::string Arch = "-arch=" + It->second;
-    Expected<std::string> R = codegen::runProgram(
-        Ctx, C.Paths.Ptxas, {"ptxas", Arch, "-O0", *PTXPath, "-o", *CubinPath},
-        C.PtxasTimeout,
-        "ptxas, checking the PTX for " + T.Name +
-            (It->second == T.Cpu ? "" : " on " + It->second),
-        C.Paths.Hint);
-    if (!R) {
-      std::string Msg = toString(R.takeError());
+    if (Error E = codegen::checkPTXFile(
+            Ctx, C.Paths, C.PtxasTimeout, *PTXPath, It->second, T.Name, {"-O0"},
+            "ptxas, checking the PTX for " + T.Name +
+                (It->second == T.Cpu ? "" : " on " + It->second))) {
+      std::string Msg = toString(std::move(E));
       if (!C.Names.Arch.empty())
         Msg += "\n>>> " + T.Name + " is " + C.Names.Arch +
                ": name the oldest GPU the code must run on there (rustc's "
