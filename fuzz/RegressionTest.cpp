@@ -388,9 +388,18 @@ TEST(FuzzRegression, OffloadArchWithNul) {
 /// Damage: a block's length word pointed far past the file.
 enum class BadLength { None, Symtab, TypeTable };
 
+/// The type table's entry count (TYPE_CODE_NUMENTRY), and an attribute
+/// group (nounwind) at AttrIndex (LLVM's: ~0U the function, K parameter K -
+/// 1) when set.
+struct Tables {
+  uint64_t TypeEntries = 1;
+  std::optional<uint64_t> AttrIndex;
+};
+
 std::string bitcodeWithPartition(uint64_t PartitionOffset,
                                  uint64_t PartitionSize, bool StrtabFollows,
-                                 BadLength Bad = BadLength::None) {
+                                 BadLength Bad = BadLength::None,
+                                 Tables T = {}) {
   SmallVector<char, 0> Buf;
   BitstreamWriter W(Buf);
   for (char C : {'B', 'C'})
@@ -402,9 +411,16 @@ std::string bitcodeWithPartition(uint64_t PartitionOffset,
   StringRef Triple = "nvptx64-nvidia-cuda";
   W.EmitRecord(bitc::MODULE_CODE_TRIPLE,
                SmallVector<uint64_t>(Triple.begin(), Triple.end()));
+  if (T.AttrIndex) {
+    // ENTRY: [group id, index, enum attribute (0), nounwind (18)]
+    W.EnterSubblock(bitc::PARAMATTR_GROUP_BLOCK_ID, 3);
+    W.EmitRecord(bitc::PARAMATTR_GRP_CODE_ENTRY,
+                 ArrayRef<uint64_t>{1, *T.AttrIndex, 0, 18});
+    W.ExitBlock();
+  }
   W.EnterSubblock(bitc::TYPE_BLOCK_ID_NEW, 4);
   size_t TypeLengthAt = W.GetCurrentBitNo() / 8 - 4;
-  W.EmitRecord(bitc::TYPE_CODE_NUMENTRY, ArrayRef<uint64_t>{1});
+  W.EmitRecord(bitc::TYPE_CODE_NUMENTRY, ArrayRef<uint64_t>{T.TypeEntries});
   W.EmitRecord(bitc::TYPE_CODE_INTEGER, ArrayRef<uint64_t>{32});
   W.ExitBlock();
   // [name offset, name size, type, explicit type (2), no initializer,
@@ -474,10 +490,9 @@ TEST(FuzzRegression, GlobalPartitionPastStringTable) {
   EXPECT_NE(errorOf(lto::readInputs({std::string(BadSymtab.Path)}))
                 .find("the name ends at byte 3151370)"),
             std::string::npos);
-  // A type table (after the triple, which LLVM's first look reads) whose
-  // length points past the file: LLVM's reader would parse the table
-  // record by record; the check, which skips it by its length, cannot
-  // read on, and refuses the file rather than pass it unchecked.
+  // A type table whose length points past the file: LLVM's first look at
+  // the module (getBitcodeTargetTriple) skips it by its length, cannot, and
+  // the file is refused as corrupt.
   TempFile BadTypes(bitcodeWithPartition(0, 1, true, BadLength::TypeTable));
   std::string BadTypesPath(BadTypes.Path);
   EXPECT_EQ(
@@ -487,4 +502,48 @@ TEST(FuzzRegression, GlobalPartitionPastStringTable) {
   // The split link's piece check reads it without crashing: not a piece.
   EXPECT_FALSE(lto::readPartitionTag(
       MemoryBufferRef(bitcodeWithPartition(0, 3151370, true), "past.bc")));
+}
+
+// link (out of memory: 17 GB of live heap in 143 allocations; fatlink
+// device-link on the 3 KB input took 24 GB of memory and 55 s, and linked
+// it): an attribute group's index, a parameter number, was 2^31 - 1 (the
+// fuzzer's 0x47FFFFFFF, which LLVM reads as an unsigned). LLVM's reader
+// makes an attribute list with a slot per parameter up to it, 8 bytes
+// each, before it finds that no function has such a parameter. Its type
+// table, sized by the entry count a record states, is the same kind of
+// allocation. fatlink bounds both by the module's size at intake.
+TEST(FuzzRegression, AttributeIndexPastModule) {
+  // Parameters 0 and 40 (a module of a few hundred bits), the function and
+  // the return value read.
+  for (uint64_t Index :
+       {uint64_t(1), uint64_t(41), uint64_t(~0u), uint64_t(0)}) {
+    Tables T;
+    T.AttrIndex = Index;
+    TempFile Good(bitcodeWithPartition(0, 1, true, BadLength::None, T));
+    EXPECT_EQ(errorOf(lto::readInputs({std::string(Good.Path)})), "<success>")
+        << Index;
+  }
+  Tables Huge;
+  Huge.AttrIndex = 0x47FFFFFFFull; // as found: 2^31 - 1 in 32 bits
+  TempFile Past(bitcodeWithPartition(0, 1, true, BadLength::None, Huge));
+  std::string Path(Past.Path);
+  std::string Error = errorOf(lto::readInputs({Path}));
+  EXPECT_EQ(Error.rfind(Path + ": corrupt bitcode: an attribute group names "
+                               "parameter 2147483646, more than a module of ",
+                        0),
+            0u)
+      << Error;
+  // High bits over the function's index, ~0U: LLVM's attribute list takes
+  // an unsigned, so this is the function's, and reads.
+  Huge.AttrIndex = 0x1FFFFFFFFull;
+  TempFile High(bitcodeWithPartition(0, 1, true, BadLength::None, Huge));
+  EXPECT_EQ(errorOf(lto::readInputs({std::string(High.Path)})), "<success>");
+
+  Tables Types;
+  Types.TypeEntries = 1 << 28; // 2 GB of type slots
+  TempFile ManyTypes(bitcodeWithPartition(0, 1, true, BadLength::None, Types));
+  EXPECT_NE(errorOf(lto::readInputs({std::string(ManyTypes.Path)}))
+                .find(": corrupt bitcode: the type table claims 268435456 "
+                      "types, more than its "),
+            std::string::npos);
 }

@@ -70,12 +70,15 @@ static std::optional<unsigned> producerMajor(StringRef Producer) {
 }
 
 /// Reads the block Block (the cursor just past its entry) record by record
-/// to its end, as LLVM's reader reads a module or a string table, sub-blocks
-/// skipped by their length; F gets each record's code, operands and blob,
-/// and returns whether to go on.
+/// to its end, as LLVM's reader reads a module or a string table; F gets
+/// each record's code, operands and blob, and returns whether to go on. A
+/// sub-block goes to SubBlock (its ID; the cursor just past its entry),
+/// which reads it whole and returns true, or returns false to have it
+/// skipped by its length (all of them, without SubBlock).
 static Error
 forEachRecord(BitstreamCursor &Stream, unsigned Block,
-              function_ref<bool(unsigned, ArrayRef<uint64_t>, StringRef)> F) {
+              function_ref<bool(unsigned, ArrayRef<uint64_t>, StringRef)> F,
+              function_ref<Expected<bool>(unsigned)> SubBlock = nullptr) {
   if (Error E = Stream.EnterSubBlock(Block))
     return E;
   SmallVector<uint64_t, 64> Record;
@@ -89,6 +92,13 @@ forEachRecord(BitstreamCursor &Stream, unsigned Block,
     case BitstreamEntry::EndBlock:
       return Error::success();
     case BitstreamEntry::SubBlock:
+      if (SubBlock) {
+        Expected<bool> Read = SubBlock(Entry->ID);
+        if (!Read)
+          return Read.takeError();
+        if (*Read)
+          continue;
+      }
       if (Error E = Stream.SkipBlock())
         return E;
       continue;
@@ -105,13 +115,40 @@ forEachRecord(BitstreamCursor &Stream, unsigned Block,
   }
 }
 
-/// The end of the furthest partition name the global variables of a module
-/// block name in the string table that follows it (in a module of
-/// MODULE_CODE_VERSION 2 or later each record starts with its own name's
-/// offset and size); UINT64_MAX when it cannot lie inside one (no string
-/// table in an older module, or offset + size overflows).
-static Expected<uint64_t> partitionNamesEnd(BitstreamCursor &Stream) {
-  uint64_t Version = 0, End = 0;
+/// What LLVM's reader takes from a module block as given, and what the
+/// walk found wrong with it.
+struct ModuleScan {
+  /// The end of the furthest partition name the global variables name in
+  /// the string table that follows the module (in a module of
+  /// MODULE_CODE_VERSION 2 or later each record starts with its own name's
+  /// offset and size); UINT64_MAX when it cannot lie inside one (no string
+  /// table in an older module, or offset + size overflows).
+  uint64_t NamesEnd = 0;
+  /// What LLVM's reader would size its tables by and cannot hold: it
+  /// allocates what a record asks for before it finds the module corrupt.
+  std::string TooLarge;
+};
+
+/// Reads a module block (the cursor just past its entry): its records, and
+/// the attribute groups and the type table within it.
+///
+/// LLVM's reader sizes two tables by a number in a record, before it reads
+/// what they hold: an attribute group's index (AttributeList::get keeps a
+/// slot per parameter up to it, 8 bytes each; a 3 KB fuzzed module asked
+/// for 2^31, 17 GB, and got it from the kernel's overcommit) and the type
+/// table's entry count (TypeList.resize). Each is bounded by the module's
+/// size: a function with N parameters needs a type or a call record with
+/// N operands, at least a bit each, and each type a record of at least a
+/// bit. Past that bound the module is corrupt.
+static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
+                                       BitstreamBlockInfo &BlockInfo) {
+  ModuleScan Scan;
+  uint64_t Version = 0;
+  uint64_t Start = Stream.GetCurrentBitNo();
+  // The largest attribute group index that names a parameter (LLVM reads
+  // it as an unsigned: 0 is the return value, ~0U the function, K the
+  // parameter K - 1).
+  uint32_t MaxParamIndex = 0;
   auto Note = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
     if (Code == bitc::MODULE_CODE_VERSION && !R.empty())
       Version = R[0];
@@ -123,14 +160,70 @@ static Expected<uint64_t> partitionNamesEnd(BitstreamCursor &Stream) {
     if (R.size() <= 15)
       return true;
     if (Version < 2 || R[15] > UINT64_MAX - R[14])
-      End = UINT64_MAX;
-    else if (End != UINT64_MAX)
-      End = std::max(End, R[14] + R[15]);
+      Scan.NamesEnd = UINT64_MAX;
+    else if (Scan.NamesEnd != UINT64_MAX)
+      Scan.NamesEnd = std::max(Scan.NamesEnd, R[14] + R[15]);
     return true;
   };
-  if (Error E = forEachRecord(Stream, bitc::MODULE_BLOCK_ID, Note))
+  auto SubBlock = [&](unsigned ID) -> Expected<bool> {
+    switch (ID) {
+    case bitc::BLOCKINFO_BLOCK_ID: {
+      // Abbreviations the blocks after it may use, as LLVM's reader reads
+      // them: the stream's, for the rest of the walk.
+      Expected<std::optional<BitstreamBlockInfo>> Info =
+          Stream.ReadBlockInfoBlock();
+      if (!Info)
+        return Info.takeError();
+      if (!*Info)
+        return createStringError("malformed block info");
+      BlockInfo = std::move(**Info);
+      Stream.setBlockInfo(&BlockInfo);
+      return true;
+    }
+    case bitc::PARAMATTR_GROUP_BLOCK_ID: {
+      auto Group = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
+        // ENTRY: [group id, index, attributes...]
+        if (Code == bitc::PARAMATTR_GRP_CODE_ENTRY && R.size() >= 2) {
+          uint32_t Index = uint32_t(R[1]);
+          if (Index != ~0u)
+            MaxParamIndex = std::max(MaxParamIndex, Index);
+        }
+        return true;
+      };
+      if (Error E = forEachRecord(Stream, ID, Group))
+        return std::move(E);
+      return true;
+    }
+    case bitc::TYPE_BLOCK_ID_NEW: {
+      uint64_t TypesStart = Stream.GetCurrentBitNo();
+      uint64_t Entries = 0;
+      auto Type = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
+        if (Code == bitc::TYPE_CODE_NUMENTRY && !R.empty())
+          Entries = std::max(Entries, R[0]);
+        return true;
+      };
+      if (Error E = forEachRecord(Stream, ID, Type))
+        return std::move(E);
+      uint64_t Bits = Stream.GetCurrentBitNo() - TypesStart;
+      if (Entries > Bits && Scan.TooLarge.empty())
+        Scan.TooLarge = "the type table claims " + std::to_string(Entries) +
+                        " types, more than its " + std::to_string(Bits) +
+                        " bits can hold";
+      return true;
+    }
+    default:
+      return false;
+    }
+  };
+  if (Error E = forEachRecord(Stream, bitc::MODULE_BLOCK_ID, Note, SubBlock))
     return std::move(E);
-  return End;
+  uint64_t Bits = Stream.GetCurrentBitNo() - Start;
+  if (MaxParamIndex > Bits && Scan.TooLarge.empty())
+    Scan.TooLarge = "an attribute group names parameter " +
+                    std::to_string(MaxParamIndex - 1) +
+                    ", more than a module of " + std::to_string(Bits) +
+                    " bits can have";
+  return Scan;
 }
 
 /// The size of the blob of the last RecordId record in the block Block,
@@ -148,12 +241,15 @@ static Expected<size_t> blobSize(BitstreamCursor &Stream, unsigned Block,
   return Size;
 }
 
-/// LLVM's reader takes a global variable's partition name from the string
+/// What LLVM's reader takes from a file as given, checked before it reads
+/// the file. It takes a global variable's partition name from the string
 /// table without checking that it lies inside it (it checks a function's
 /// and an alias's): a corrupt record makes it read past the table, or
-/// crash. Checked here, before LLVM reads the file: the partition names of
-/// every module lie inside the string table that follows it.
-static Error checkPartitionNames(MemoryBufferRef MB, StringRef Origin) {
+/// crash. And it sizes tables by numbers in records (ModuleScan): a corrupt
+/// one makes it allocate gigabytes for a file of kilobytes. Checked: the
+/// partition names of every module lie inside the string table that
+/// follows it, and each module's tables fit its size.
+static Error checkTables(MemoryBufferRef MB, StringRef Origin) {
   StringRef Buf = MB.getBuffer();
   const unsigned char *Begin =
       reinterpret_cast<const unsigned char *>(Buf.begin());
@@ -168,6 +264,9 @@ static Error checkPartitionNames(MemoryBufferRef MB, StringRef Origin) {
   std::vector<uint64_t> Pending;
   // The first module whose names do not fit: its end and the table's size.
   std::optional<std::pair<uint64_t, uint64_t>> Bad;
+  // The first module with a table LLVM cannot hold: why (ModuleScan).
+  std::string TooLarge;
+  BitstreamBlockInfo BlockInfo; // the stream's, once read
   auto Walk = [&]() -> Error {
     if (Error E = Stream.JumpToBit(32)) // past 'BC' 0xC0DE
       return E;
@@ -176,7 +275,7 @@ static Error checkPartitionNames(MemoryBufferRef MB, StringRef Origin) {
     // a module skipped by its length; a string or symbol table read to its
     // end; a string table given to the modules before it that have none.
     while (Stream.getCurrentByteNo() + 8 < Stream.getBitcodeBytes().size() &&
-           !Bad) {
+           !Bad && TooLarge.empty()) {
       Expected<BitstreamEntry> Entry = Stream.advance();
       if (!Entry)
         return Entry.takeError();
@@ -190,10 +289,12 @@ static Error checkPartitionNames(MemoryBufferRef MB, StringRef Origin) {
       switch (Entry->ID) {
       case bitc::MODULE_BLOCK_ID: {
         uint64_t Start = Stream.GetCurrentBitNo();
-        Expected<uint64_t> NamesEnd = partitionNamesEnd(Stream);
-        if (!NamesEnd)
-          return NamesEnd.takeError();
-        Pending.push_back(*NamesEnd);
+        Expected<ModuleScan> Scan = scanModule(Stream, BlockInfo);
+        if (!Scan)
+          return Scan.takeError();
+        if (!Scan->TooLarge.empty() && TooLarge.empty())
+          TooLarge = std::move(Scan->TooLarge);
+        Pending.push_back(Scan->NamesEnd);
         if (Error E = Stream.JumpToBit(Start))
           return E;
         if (Error E = Stream.SkipBlock())
@@ -231,6 +332,9 @@ static Error checkPartitionNames(MemoryBufferRef MB, StringRef Origin) {
   if (Error E = Walk())
     return createStringError("%s: corrupt bitcode: %s", Origin.str().c_str(),
                              toString(std::move(E)).c_str());
+  if (!TooLarge.empty())
+    return createStringError("%s: corrupt bitcode: %s", Origin.str().c_str(),
+                             TooLarge.c_str());
   for (uint64_t NamesEnd : Pending)
     if (NamesEnd > 0 && !Bad)
       Bad = {NamesEnd, 0};
@@ -277,7 +381,7 @@ Error checkBitcode(MemoryBufferRef MB, StringRef Origin) {
         "--offload-new-driver -foffload-lto)",
         Origin.str().c_str(),
         TripleOrErr->empty() ? "(none)" : TripleOrErr->c_str());
-  return checkPartitionNames(MB, Origin);
+  return checkTables(MB, Origin);
 }
 
 /// The device runtime's file name; an archive of nvcc relocatable code by
