@@ -394,6 +394,10 @@ enum class BadLength { None, Symtab, TypeTable };
 struct Tables {
   uint64_t TypeEntries = 1;
   std::optional<uint64_t> AttrIndex;
+  /// A function body (DECLAREBLOCKS [count], ret void) after the module's
+  /// records, when set; no function record names it, so only the intake
+  /// check reads it.
+  std::optional<uint64_t> DeclareBlocks;
 };
 
 std::string bitcodeWithPartition(uint64_t PartitionOffset,
@@ -429,6 +433,13 @@ std::string bitcodeWithPartition(uint64_t PartitionOffset,
   W.EmitRecord(bitc::MODULE_CODE_GLOBALVAR,
                ArrayRef<uint64_t>{0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                                   0, PartitionOffset, PartitionSize});
+  if (T.DeclareBlocks) {
+    W.EnterSubblock(bitc::FUNCTION_BLOCK_ID, 4);
+    W.EmitRecord(bitc::FUNC_CODE_DECLAREBLOCKS,
+                 ArrayRef<uint64_t>{*T.DeclareBlocks});
+    W.EmitRecord(bitc::FUNC_CODE_INST_RET, ArrayRef<uint64_t>{});
+    W.ExitBlock();
+  }
   W.ExitBlock();
   // A symbol table between the module and the string table, as LLVM
   // writes it; its length word (just before the block's first record)
@@ -511,7 +522,8 @@ TEST(FuzzRegression, GlobalPartitionPastStringTable) {
 // makes an attribute list with a slot per parameter up to it, 8 bytes
 // each, before it finds that no function has such a parameter. Its type
 // table, sized by the entry count a record states, is the same kind of
-// allocation. fatlink bounds both by the module's size at intake.
+// allocation, and so is a function body's basic block count. fatlink bounds
+// all three by the module's size at intake.
 TEST(FuzzRegression, AttributeIndexPastModule) {
   // Parameters 0 and 40 (a module of a few hundred bits), the function and
   // the return value read.
@@ -538,6 +550,22 @@ TEST(FuzzRegression, AttributeIndexPastModule) {
   Huge.AttrIndex = 0x1FFFFFFFFull;
   TempFile High(bitcodeWithPartition(0, 1, true, BadLength::None, Huge));
   EXPECT_EQ(errorOf(lto::readInputs({std::string(High.Path)})), "<success>");
+
+  // A body of two records declaring a billion basic blocks.
+  Tables Body;
+  Body.DeclareBlocks = 1 << 30;
+  TempFile Blocks(bitcodeWithPartition(0, 1, true, BadLength::None, Body));
+  EXPECT_NE(errorOf(lto::readInputs({std::string(Blocks.Path)}))
+                .find(": corrupt bitcode: a function body declares 1073741824 "
+                      "basic blocks, more than its "),
+            std::string::npos);
+  // One block: the check reads on (to LLVM, which finds no function for
+  // the body).
+  Body.DeclareBlocks = 1;
+  TempFile OneBlock(bitcodeWithPartition(0, 1, true, BadLength::None, Body));
+  EXPECT_EQ(errorOf(lto::readInputs({std::string(OneBlock.Path)}))
+                .find("basic blocks"),
+            std::string::npos);
 
   Tables Types;
   Types.TypeEntries = 1 << 28; // 2 GB of type slots

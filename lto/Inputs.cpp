@@ -132,14 +132,16 @@ struct ModuleScan {
 /// Reads a module block (the cursor just past its entry): its records, and
 /// the attribute groups and the type table within it.
 ///
-/// LLVM's reader sizes two tables by a number in a record, before it reads
-/// what they hold: an attribute group's index (AttributeList::get keeps a
-/// slot per parameter up to it, 8 bytes each; a 3 KB fuzzed module asked
-/// for 2^31, 17 GB, and got it from the kernel's overcommit) and the type
-/// table's entry count (TypeList.resize). Each is bounded by the module's
-/// size: a function with N parameters needs a type or a call record with
-/// N operands, at least a bit each, and each type a record of at least a
-/// bit. Past that bound the module is corrupt.
+/// LLVM's reader sizes three tables by a number in a record, before it
+/// reads what they hold: an attribute group's index (AttributeList::get
+/// keeps a slot per parameter up to it, 8 bytes each; a 3 KB fuzzed module
+/// asked for 2^31, 17 GB, and got it from the kernel's overcommit), the
+/// type table's entry count (TypeList.resize) and a function body's basic
+/// block count (each one created). Each is bounded by the module's size: a
+/// function with N parameters needs a type or a call record with N
+/// operands, at least a bit each, each type a record of at least a bit,
+/// and each basic block a terminator. Past that bound the module is
+/// corrupt.
 static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
                                        BitstreamBlockInfo &BlockInfo) {
   ModuleScan Scan;
@@ -208,6 +210,30 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
       if (Entries > Bits && Scan.TooLarge.empty())
         Scan.TooLarge = "the type table claims " + std::to_string(Entries) +
                         " types, more than its " + std::to_string(Bits) +
+                        " bits can hold";
+      return true;
+    }
+    case bitc::FUNCTION_BLOCK_ID: {
+      // DECLAREBLOCKS, a body's first record, makes LLVM's reader create
+      // that many basic blocks. Read on a copy of the cursor, which stops
+      // there; the body is skipped by its length, as LLVM's reader first
+      // skips it.
+      uint64_t BodyStart = Stream.GetCurrentBitNo();
+      uint64_t Blocks = 0;
+      BitstreamCursor Peek = Stream;
+      auto First = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
+        if (Code == bitc::FUNC_CODE_DECLAREBLOCKS && !R.empty())
+          Blocks = R[0];
+        return false;
+      };
+      if (Error E = forEachRecord(Peek, ID, First))
+        return std::move(E);
+      if (Error E = Stream.SkipBlock())
+        return std::move(E);
+      uint64_t Bits = Stream.GetCurrentBitNo() - BodyStart;
+      if (Blocks > Bits && Scan.TooLarge.empty())
+        Scan.TooLarge = "a function body declares " + std::to_string(Blocks) +
+                        " basic blocks, more than its " + std::to_string(Bits) +
                         " bits can hold";
       return true;
     }
