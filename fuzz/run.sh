@@ -10,7 +10,7 @@
 # are replayed by //fuzz:corpus_test.
 #
 #   fuzz/run.sh         # CI: about 20 s per target
-#   fuzz/run.sh 600     # a longer hunt; the corpus in build/fuzz/corpus/ grows
+#   fuzz/run.sh 600     # a longer hunt (fork mode); build/fuzz/corpus/ grows
 #
 # Environment: FUZZ_TARGETS (default: all), FUZZ_JOBS (targets fuzzed at
 # once, default: the number of cores), FATLINK (default: Bazel's build),
@@ -19,6 +19,12 @@
 # the same seeds) and seed, libFuzzer tries the same inputs in the same
 # order, so a clean clone's run of .ci/run checks what CI will, and a
 # failure in CI can be replayed; hunts for new bugs leave it unset.
+# FUZZ_FORK=1 runs each target in libFuzzer's -fork mode: a parent process
+# hands short jobs to child processes, so what one process keeps from input
+# to input (LLVM's recovered crashes leak by design) cannot add up to the
+# RSS limit over a long hunt, as it did for `link` after 62,592 runs in one
+# process. It stops at the first crash, timeout or out-of-memory, like the
+# plain mode. Default: on for runs of over 60 s per target, off below (CI).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SECONDS_PER_TARGET="${1:-20}"
@@ -44,6 +50,9 @@ echo "fuzz/run.sh: built and seeded in $(( $(date +%s) - start )) s"
 # that takes over 10 s.
 FLAGS=(-rss_limit_mb=2560 -malloc_limit_mb=1024 -timeout=10)
 [ -z "${FUZZ_SEED:-}" ] || FLAGS+=(-seed="$FUZZ_SEED")
+FORK="${FUZZ_FORK:-$([ "$SECONDS_PER_TARGET" -gt 60 ] && echo 1 || echo 0)}"
+[ "$FORK" = 0 ] ||
+  FLAGS+=(-fork=1 -ignore_crashes=0 -ignore_ooms=0 -ignore_timeouts=0)
 
 status=0
 fuzz_one() {
@@ -73,14 +82,26 @@ export FLAGS_STR="${FLAGS[*]}"
 printf '%s\n' $TARGETS | xargs -P "$JOBS" -I{} bash -c '
   FLAGS=($FLAGS_STR); fuzz_one "$1" || true' _ {}
 
+# Whether a target's run ended on its own: the plain mode's "Done N runs",
+# the fork mode's parent "INFO: exiting: 0".
+finished() {
+  grep -q '^Done ' "$1" || grep -q '^INFO: exiting: 0 time:' "$1"
+}
+
 printf '%-18s %12s %8s %10s %8s  %s\n' target executions time exec/s corpus result
 for t in $TARGETS; do
   log="$B/logs/$t.log"
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
+  if [ "$FORK" = 0 ]; then
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
+  else
+    # The parent's progress lines: "#EXECS: cov: ... time: SECONDSs job: N".
+    execs=$(sed -n 's/^#\([0-9]*\): cov:.*/\1/p' "$log" | tail -1)
+    secs=$(sed -n 's/^INFO: exiting: 0 time: \([0-9]*\)s$/\1/p' "$log" | tail -1)
+  fi
   corpus=$(ls "$B/corpus/$t" | wc -l)
   crash=$(ls "$B/crashes" | grep "^$t-" | head -1 || true)
-  if [ -n "$crash" ] || ! grep -q '^Done ' "$log"; then
+  if [ -n "$crash" ] || ! finished "$log"; then
     result="FAIL: $B/crashes/$crash (log $log)"
     status=1
   else
@@ -95,7 +116,7 @@ echo "fuzz/run.sh: $(( $(date +%s) - start )) s in all"
 for t in $TARGETS; do
   crash=$(ls "$B/crashes" | grep "^$t-" | head -1 || true)
   log="$B/logs/$t.log"
-  if [ -z "$crash" ] && grep -q '^Done ' "$log"; then
+  if [ -z "$crash" ] && finished "$log"; then
     continue
   fi
   echo "=== $t: the end of $log"
