@@ -394,6 +394,8 @@ enum class BadLength { None, Symtab, TypeTable };
 struct Tables {
   uint64_t TypeEntries = 1;
   std::optional<uint64_t> AttrIndex;
+  /// The same index in the form before LLVM 3.3 (PARAMATTR_CODE_ENTRY_OLD).
+  std::optional<uint64_t> OldAttrIndex;
   /// A function body (DECLAREBLOCKS [count], ret void) after the module's
   /// records, when set; no function record names it, so only the intake
   /// check reads it.
@@ -420,6 +422,13 @@ std::string bitcodeWithPartition(uint64_t PartitionOffset,
     W.EnterSubblock(bitc::PARAMATTR_GROUP_BLOCK_ID, 3);
     W.EmitRecord(bitc::PARAMATTR_GRP_CODE_ENTRY,
                  ArrayRef<uint64_t>{1, *T.AttrIndex, 0, 18});
+    W.ExitBlock();
+  }
+  if (T.OldAttrIndex) {
+    // ENTRY_OLD: [index, attribute bits (nounwind: 1 << 5)]
+    W.EnterSubblock(bitc::PARAMATTR_BLOCK_ID, 3);
+    W.EmitRecord(bitc::PARAMATTR_CODE_ENTRY_OLD,
+                 ArrayRef<uint64_t>{*T.OldAttrIndex, 1 << 5});
     W.ExitBlock();
   }
   W.EnterSubblock(bitc::TYPE_BLOCK_ID_NEW, 4);
@@ -540,11 +549,18 @@ TEST(FuzzRegression, AttributeIndexPastModule) {
   TempFile Past(bitcodeWithPartition(0, 1, true, BadLength::None, Huge));
   std::string Path(Past.Path);
   std::string Error = errorOf(lto::readInputs({Path}));
-  EXPECT_EQ(Error.rfind(Path + ": corrupt bitcode: an attribute group names "
+  EXPECT_EQ(Error.rfind(Path + ": corrupt bitcode: an attribute index names "
                                "parameter 2147483646, more than a module of ",
                         0),
             0u)
       << Error;
+  // The same index in the attribute lists of bitcode before LLVM 3.3.
+  Tables Old;
+  Old.OldAttrIndex = 0x47FFFFFFFull;
+  TempFile OldPast(bitcodeWithPartition(0, 1, true, BadLength::None, Old));
+  EXPECT_NE(errorOf(lto::readInputs({std::string(OldPast.Path)}))
+                .find("names parameter 2147483646,"),
+            std::string::npos);
   // High bits over the function's index, ~0U: LLVM's attribute list takes
   // an unsigned, so this is the function's, and reads.
   Huge.AttrIndex = 0x1FFFFFFFFull;

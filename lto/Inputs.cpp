@@ -147,9 +147,9 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
   ModuleScan Scan;
   uint64_t Version = 0;
   uint64_t Start = Stream.GetCurrentBitNo();
-  // The largest attribute group index that names a parameter (LLVM reads
-  // it as an unsigned: 0 is the return value, ~0U the function, K the
-  // parameter K - 1).
+  // The largest attribute index that names a parameter, in a group or an
+  // old-style list (LLVM reads it as an unsigned: 0 is the return value,
+  // ~0U the function, K the parameter K - 1).
   uint32_t MaxParamIndex = 0;
   auto Note = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
     if (Code == bitc::MODULE_CODE_VERSION && !R.empty())
@@ -193,6 +193,19 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
         return true;
       };
       if (Error E = forEachRecord(Stream, ID, Group))
+        return std::move(E);
+      return true;
+    }
+    case bitc::PARAMATTR_BLOCK_ID: {
+      // Bitcode before LLVM 3.3: ENTRY_OLD [index, attributes]...
+      auto Lists = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
+        if (Code == bitc::PARAMATTR_CODE_ENTRY_OLD)
+          for (size_t I = 0; I + 1 < R.size(); I += 2)
+            if (uint32_t(R[I]) != ~0u)
+              MaxParamIndex = std::max(MaxParamIndex, uint32_t(R[I]));
+        return true;
+      };
+      if (Error E = forEachRecord(Stream, ID, Lists))
         return std::move(E);
       return true;
     }
@@ -245,7 +258,7 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
     return std::move(E);
   uint64_t Bits = Stream.GetCurrentBitNo() - Start;
   if (MaxParamIndex > Bits && Scan.TooLarge.empty())
-    Scan.TooLarge = "an attribute group names parameter " +
+    Scan.TooLarge = "an attribute index names parameter " +
                     std::to_string(MaxParamIndex - 1) +
                     ", more than a module of " + std::to_string(Bits) +
                     " bits can have";
