@@ -394,6 +394,8 @@ enum class BadLength { None, Symtab, TypeTable };
 struct Tables {
   uint64_t TypeEntries = 1;
   std::optional<uint64_t> AttrIndex;
+  /// That group's attributes (default: nounwind, [0, 18]).
+  std::vector<uint64_t> GroupAttrs = {0, 18};
   /// The same index in the form before LLVM 3.3 (PARAMATTR_CODE_ENTRY_OLD).
   std::optional<uint64_t> OldAttrIndex;
   /// A function body (DECLAREBLOCKS [count], ret void) after the module's
@@ -420,8 +422,9 @@ std::string bitcodeWithPartition(uint64_t PartitionOffset,
   if (T.AttrIndex) {
     // ENTRY: [group id, index, enum attribute (0), nounwind (18)]
     W.EnterSubblock(bitc::PARAMATTR_GROUP_BLOCK_ID, 3);
-    W.EmitRecord(bitc::PARAMATTR_GRP_CODE_ENTRY,
-                 ArrayRef<uint64_t>{1, *T.AttrIndex, 0, 18});
+    std::vector<uint64_t> Entry = {1, *T.AttrIndex};
+    append_range(Entry, T.GroupAttrs);
+    W.EmitRecord(bitc::PARAMATTR_GRP_CODE_ENTRY, Entry);
     W.ExitBlock();
   }
   if (T.OldAttrIndex) {
@@ -566,6 +569,40 @@ TEST(FuzzRegression, AttributeIndexPastModule) {
   Huge.AttrIndex = 0x1FFFFFFFFull;
   TempFile High(bitcodeWithPartition(0, 1, true, BadLength::None, Huge));
   EXPECT_EQ(errorOf(lto::readInputs({std::string(High.Path)})), "<success>");
+
+  // An attribute's range 2^30 bits wide (no integer type is over 2^23),
+  // after one of each kind of attribute, read as LLVM reads them.
+  Tables Ranges;
+  Ranges.AttrIndex = ~0u;
+  // clang-format off
+  std::vector<uint64_t> Each = {
+      0, 18,                              // enum
+      1, 1, 16,                           // integer: align 16
+      3, 'a', 'b', 0,                     // string
+      4, 'k', 0, 'v', 0,                  // string = value
+      5, 3,                               // type, none
+      6, 3, 0,                            // type
+      7, 92, 32, 2, 4,                    // range of i32
+      7, 92, 128, 1 | (1ull << 32), 5, 9, // range of i128, a word each
+      8, 93, 2, 16, 0, 2, 6, 8};          // range list of i16
+  // clang-format on
+  Ranges.GroupAttrs = Each;
+  TempFile Fine(bitcodeWithPartition(0, 1, true, BadLength::None, Ranges));
+  EXPECT_EQ(errorOf(lto::readInputs({std::string(Fine.Path)})).find("range is"),
+            std::string::npos);
+  Ranges.GroupAttrs.insert(Ranges.GroupAttrs.end(), {7, 92, 1u << 30, 0});
+  TempFile Wide(bitcodeWithPartition(0, 1, true, BadLength::None, Ranges));
+  EXPECT_NE(errorOf(lto::readInputs({std::string(Wide.Path)}))
+                .find(": corrupt bitcode: an attribute's range is 1073741824 "
+                      "bits wide, wider than any integer type (8388608)"),
+            std::string::npos);
+  // In a range list too.
+  Ranges.GroupAttrs = Each;
+  Ranges.GroupAttrs.insert(Ranges.GroupAttrs.end(), {8, 93, 1, 1u << 30, 0});
+  TempFile WideList(bitcodeWithPartition(0, 1, true, BadLength::None, Ranges));
+  EXPECT_NE(errorOf(lto::readInputs({std::string(WideList.Path)}))
+                .find("range is 1073741824 bits wide"),
+            std::string::npos);
 
   // A body of two records declaring a billion basic blocks.
   Tables Body;

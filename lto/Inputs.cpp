@@ -42,6 +42,7 @@
 #include "llvm/Bitcode/LLVMBitCodes.h"
 #include "llvm/Bitstream/BitstreamReader.h"
 #include "llvm/Config/llvm-config.h"
+#include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Object/ObjectFile.h"
@@ -113,6 +114,79 @@ forEachRecord(BitstreamCursor &Stream, unsigned Block,
     if (!F(*Code, Record, Blob))
       return Error::success();
   }
+}
+
+/// The widest constant range in an attribute group entry's attributes
+/// (R: [group id, index, attributes...]), read as LLVM's reader reads them:
+/// enum [0, kind], integer [1, kind, value], string [3, chars, 0] or [4,
+/// chars, 0, chars, 0], type [5, kind] or [6, kind, type], range [7, kind,
+/// width, range] and range list [8, kind, count, width, range x count],
+/// where a range is [lower, upper] up to 64 bits and else [active words
+/// (lower | upper << 32), words...]. LLVM takes the width as given and
+/// makes integers that wide. None when the attributes do not read to the
+/// record's end exactly: LLVM's reader says what is wrong then.
+static std::optional<uint32_t> widestRange(ArrayRef<uint64_t> R) {
+  uint32_t Widest = 0;
+  size_t I = 2;
+  auto Range = [&](uint32_t Width) {
+    Widest = std::max(Widest, Width);
+    if (Width <= 64) {
+      I += 2;
+      return;
+    }
+    if (I >= R.size()) {
+      I = R.size() + 1;
+      return;
+    }
+    uint64_t Words = R[I++];
+    I += uint64_t(uint32_t(Words)) + (Words >> 32);
+  };
+  while (I < R.size()) {
+    switch (R[I]) {
+    case 0:
+    case 5:
+      I += 2;
+      break;
+    case 1:
+    case 6:
+      I += 3;
+      break;
+    case 3:
+    case 4: {
+      unsigned Strings = R[I] == 4 ? 2 : 1;
+      ++I;
+      for (; Strings && I < R.size(); --Strings) {
+        while (I < R.size() && R[I] != 0)
+          ++I;
+        ++I; // the NUL
+      }
+      if (Strings)
+        return std::nullopt;
+      break;
+    }
+    case 7:
+      if (I + 2 >= R.size())
+        return std::nullopt;
+      I += 3;
+      Range(uint32_t(R[I - 1]));
+      break;
+    case 8: {
+      if (I + 3 >= R.size())
+        return std::nullopt;
+      uint32_t Count = uint32_t(R[I + 2]), Width = uint32_t(R[I + 3]);
+      I += 4;
+      for (uint32_t N = 0; N < Count && I < R.size(); ++N)
+        Range(Width);
+      Widest = std::max(Widest, Width);
+      break;
+    }
+    default:
+      return std::nullopt;
+    }
+  }
+  if (I != R.size())
+    return std::nullopt;
+  return Widest;
 }
 
 /// What LLVM's reader takes from a module block as given, and what the
@@ -189,6 +263,14 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
           uint32_t Index = uint32_t(R[1]);
           if (Index != ~0u)
             MaxParamIndex = std::max(MaxParamIndex, Index);
+          // A range is of an integer type: at most MAX_INT_BITS wide.
+          std::optional<uint32_t> Width = widestRange(R);
+          if (Width && *Width > IntegerType::MAX_INT_BITS &&
+              Scan.TooLarge.empty())
+            Scan.TooLarge = "an attribute's range is " +
+                            std::to_string(*Width) +
+                            " bits wide, wider than any integer type (" +
+                            std::to_string(IntegerType::MAX_INT_BITS) + ")";
         }
         return true;
       };
