@@ -43,15 +43,6 @@ TempFiles::~TempFiles() {
   }
 }
 
-Error TempFiles::saveIn(StringRef D, StringRef Prefix) {
-  if (std::error_code EC = sys::fs::create_directories(D))
-    return createStringError(EC, "cannot create --save-temps directory %s: %s",
-                             D.str().c_str(), EC.message().c_str());
-  SaveDir = D.str();
-  SavePrefix = Prefix.str();
-  return Error::success();
-}
-
 Error TempFiles::saveFor(StringRef Output, bool OutputIsDirectory,
                          StringRef Dir) {
   std::string D = Dir.str();
@@ -67,7 +58,12 @@ Error TempFiles::saveFor(StringRef Output, bool OutputIsDirectory,
           : sys::path::stem(Output);
   if (Stem.empty() || Stem == "." || Stem == "..")
     Stem = "fatlink";
-  return saveIn(D, Stem);
+  if (std::error_code EC = sys::fs::create_directories(D))
+    return createStringError(EC, "cannot create --save-temps directory %s: %s",
+                             D.c_str(), EC.message().c_str());
+  SaveDir = std::move(D);
+  SavePrefix = Stem.str();
+  return Error::success();
 }
 
 std::string TempFiles::savePrefix() const {

@@ -45,17 +45,14 @@ class TempFiles {
 public:
   ~TempFiles();
 
-  /// Keep every file in Dir (created if needed) instead of removing them;
-  /// files get stable names there, each "<Prefix>.<name>". Prefix is the
-  /// output's stem (out.o -> out.sm_80.cubin, as clang's -save-temps), so
-  /// that the names are the output's and no other link's or user's file:
-  /// files named after the output are fatlink's to replace.
-  llvm::Error saveIn(llvm::StringRef Dir, llvm::StringRef Prefix);
-  /// saveIn for the link that writes \p Output: in \p Dir, or when empty
-  /// beside the output (in it, for a directory output), named after it:
-  /// out.o -> out.linked.bc, out.sm_80.ptx; a directory output kdir:
-  /// kdir/kdir.sm_80.ptx. Every way of asking (--save-temps, the setting)
-  /// names the files alike.
+  /// Keep every file of the link that writes \p Output instead of removing
+  /// it: in \p Dir (created if needed), or when empty beside the output (in
+  /// it, for a directory output). Files get stable names there, each
+  /// "<prefix>.<name>", the prefix the output's stem as clang's -save-temps
+  /// (out.o -> out.linked.bc, out.sm_80.ptx; a directory output kdir:
+  /// kdir/kdir.sm_80.ptx), so that the names are the output's and no other
+  /// link's or user's file: files named after the output are fatlink's to
+  /// replace. Every way of asking (--save-temps, the setting) goes here.
   llvm::Error saveFor(llvm::StringRef Output, bool OutputIsDirectory,
                       llvm::StringRef Dir = "");
   bool saving() const { return !SaveDir.empty(); }

@@ -177,7 +177,6 @@ static std::optional<uint32_t> widestRange(ArrayRef<uint64_t> R) {
       I += 4;
       for (uint32_t N = 0; N < Count && I < R.size(); ++N)
         Range(Width);
-      Widest = std::max(Widest, Width);
       break;
     }
     default:
@@ -225,6 +224,11 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
   // old-style list (LLVM reads it as an unsigned: 0 is the return value,
   // ~0U the function, K the parameter K - 1).
   uint32_t MaxParamIndex = 0;
+  // The first table found too large is the one reported.
+  auto Refuse = [&](std::string Why) {
+    if (Scan.TooLarge.empty())
+      Scan.TooLarge = std::move(Why);
+  };
   auto Note = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
     if (Code == bitc::MODULE_CODE_VERSION && !R.empty())
       Version = R[0];
@@ -265,12 +269,10 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
             MaxParamIndex = std::max(MaxParamIndex, Index);
           // A range is of an integer type: at most MAX_INT_BITS wide.
           std::optional<uint32_t> Width = widestRange(R);
-          if (Width && *Width > IntegerType::MAX_INT_BITS &&
-              Scan.TooLarge.empty())
-            Scan.TooLarge = "an attribute's range is " +
-                            std::to_string(*Width) +
-                            " bits wide, wider than any integer type (" +
-                            std::to_string(IntegerType::MAX_INT_BITS) + ")";
+          if (Width && *Width > IntegerType::MAX_INT_BITS)
+            Refuse("an attribute's range is " + std::to_string(*Width) +
+                   " bits wide, wider than any integer type (" +
+                   std::to_string(IntegerType::MAX_INT_BITS) + ")");
         }
         return true;
       };
@@ -302,10 +304,10 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
       if (Error E = forEachRecord(Stream, ID, Type))
         return std::move(E);
       uint64_t Bits = Stream.GetCurrentBitNo() - TypesStart;
-      if (Entries > Bits && Scan.TooLarge.empty())
-        Scan.TooLarge = "the type table claims " + std::to_string(Entries) +
-                        " types, more than its " + std::to_string(Bits) +
-                        " bits can hold";
+      if (Entries > Bits)
+        Refuse("the type table claims " + std::to_string(Entries) +
+               " types, more than its " + std::to_string(Bits) +
+               " bits can hold");
       return true;
     }
     case bitc::FUNCTION_BLOCK_ID: {
@@ -326,10 +328,10 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
       if (Error E = Stream.SkipBlock())
         return std::move(E);
       uint64_t Bits = Stream.GetCurrentBitNo() - BodyStart;
-      if (Blocks > Bits && Scan.TooLarge.empty())
-        Scan.TooLarge = "a function body declares " + std::to_string(Blocks) +
-                        " basic blocks, more than its " + std::to_string(Bits) +
-                        " bits can hold";
+      if (Blocks > Bits)
+        Refuse("a function body declares " + std::to_string(Blocks) +
+               " basic blocks, more than its " + std::to_string(Bits) +
+               " bits can hold");
       return true;
     }
     default:
@@ -339,11 +341,10 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
   if (Error E = forEachRecord(Stream, bitc::MODULE_BLOCK_ID, Note, SubBlock))
     return std::move(E);
   uint64_t Bits = Stream.GetCurrentBitNo() - Start;
-  if (MaxParamIndex > Bits && Scan.TooLarge.empty())
-    Scan.TooLarge = "an attribute index names parameter " +
-                    std::to_string(MaxParamIndex - 1) +
-                    ", more than a module of " + std::to_string(Bits) +
-                    " bits can have";
+  if (MaxParamIndex > Bits)
+    Refuse("an attribute index names parameter " +
+           std::to_string(MaxParamIndex - 1) + ", more than a module of " +
+           std::to_string(Bits) + " bits can have");
   return Scan;
 }
 
