@@ -18,16 +18,24 @@
 #include "fatlink/runtime.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/AsmParser/Parser.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/Bitcode/LLVMBitCodes.h"
+#include "llvm/Bitstream/BitstreamReader.h"
 #include "llvm/Bitstream/BitstreamWriter.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include "gtest/gtest.h"
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 
 // Any single allocation over 1 GiB aborts the test: a header must not make
@@ -627,4 +635,254 @@ TEST(FuzzRegression, AttributeIndexPastModule) {
                 .find(": corrupt bitcode: the type table claims 268435456 "
                       "types, more than its "),
             std::string::npos);
+}
+
+/// An edit of one record: its block, code and operands, changed in place.
+using RecordEdit = function_ref<void(unsigned Block, unsigned &Code,
+                                     SmallVectorImpl<uint64_t> &)>;
+
+/// Copies the block Block (the cursor just past its entry) record by
+/// record, each through Edit, unabbreviated (a blob through an abbreviation
+/// of its own). The module's function index (VSTOFFSET and the module-level
+/// symbol table, which locate bodies by bit offset) is left out: LLVM's
+/// reader then finds each body where it lies.
+static void copyBlock(BitstreamCursor &In, BitstreamWriter &Out, unsigned Block,
+                      RecordEdit Edit, BitstreamBlockInfo &Info) {
+  ASSERT_FALSE(bool(In.EnterSubBlock(Block)));
+  Out.EnterSubblock(Block, 6);
+  std::map<unsigned, unsigned> BlobAbbrev;
+  SmallVector<uint64_t, 64> R;
+  while (true) {
+    Expected<BitstreamEntry> Entry =
+        In.advance(BitstreamCursor::AF_DontAutoprocessAbbrevs);
+    ASSERT_TRUE(bool(Entry));
+    if (Entry->Kind == BitstreamEntry::EndBlock) {
+      Out.ExitBlock();
+      return;
+    }
+    if (Entry->Kind == BitstreamEntry::SubBlock) {
+      if (Entry->ID == bitc::BLOCKINFO_BLOCK_ID) {
+        Expected<std::optional<BitstreamBlockInfo>> Read =
+            In.ReadBlockInfoBlock();
+        ASSERT_TRUE(Read && *Read);
+        Info = std::move(**Read);
+        In.setBlockInfo(&Info);
+      } else if (Block == bitc::MODULE_BLOCK_ID &&
+                 Entry->ID == bitc::VALUE_SYMTAB_BLOCK_ID) {
+        ASSERT_FALSE(bool(In.SkipBlock()));
+      } else {
+        copyBlock(In, Out, Entry->ID, Edit, Info);
+      }
+      continue;
+    }
+    ASSERT_EQ(Entry->Kind, BitstreamEntry::Record);
+    if (Entry->ID == bitc::DEFINE_ABBREV) {
+      ASSERT_FALSE(bool(In.ReadAbbrevRecord()));
+      continue;
+    }
+    R.clear();
+    StringRef Blob;
+    Expected<unsigned> Code = In.readRecord(Entry->ID, R, &Blob);
+    ASSERT_TRUE(bool(Code));
+    if (Block == bitc::MODULE_BLOCK_ID && *Code == bitc::MODULE_CODE_VSTOFFSET)
+      continue;
+    Edit(Block, *Code, R);
+    if (!Blob.data()) {
+      Out.EmitRecord(*Code, R);
+      continue;
+    }
+    unsigned &Abbrev = BlobAbbrev[*Code];
+    if (!Abbrev) {
+      auto A = std::make_shared<BitCodeAbbrev>();
+      A->Add(BitCodeAbbrevOp(*Code));
+      for (size_t I = 0; I < R.size(); ++I)
+        A->Add(BitCodeAbbrevOp(BitCodeAbbrevOp::VBR, 6));
+      A->Add(BitCodeAbbrevOp(BitCodeAbbrevOp::Blob));
+      Abbrev = Out.EmitAbbrev(std::move(A));
+    }
+    SmallVector<uint64_t, 8> Fields{*Code};
+    append_range(Fields, R);
+    Out.EmitRecordWithBlob(Abbrev, Fields, Blob);
+  }
+}
+
+/// LLVM's bitcode of the module IR (LLVM assembly), its records passed
+/// through Edit: how a test writes a record LLVM's writer never would.
+static std::string editedBitcode(StringRef IR, RecordEdit Edit) {
+  LLVMContext Ctx;
+  SMDiagnostic Diag;
+  std::unique_ptr<Module> M = parseAssemblyString(IR, Diag, Ctx);
+  EXPECT_TRUE(M) << Diag.getMessage().str();
+  if (!M)
+    return "";
+  std::string Written;
+  raw_string_ostream OS(Written);
+  WriteBitcodeToFile(*M, OS);
+  BitstreamCursor In(ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(Written.data()), Written.size()));
+  SmallVector<char, 0> Buf;
+  BitstreamWriter Out(Buf);
+  for (char C : {'B', 'C'})
+    Out.Emit(unsigned(C), 8);
+  for (unsigned Nibble : {0x0, 0xC, 0xE, 0xD})
+    Out.Emit(Nibble, 4);
+  BitstreamBlockInfo Info;
+  EXPECT_FALSE(bool(In.JumpToBit(32)));
+  while (In.getCurrentByteNo() + 4 <= Written.size()) {
+    Expected<BitstreamEntry> Entry =
+        In.advance(BitstreamCursor::AF_DontAutoprocessAbbrevs);
+    if (!Entry || Entry->Kind != BitstreamEntry::SubBlock)
+      break;
+    copyBlock(In, Out, Entry->ID, Edit, Info);
+  }
+  return std::string(Buf.begin(), Buf.end());
+}
+
+// Found by reading LLVM 22's bitcode reader, then made: it makes room for
+// the count a record states before it reads the record's operands. A 1.6
+// KB module with a landing pad of 2^28 clauses took `fatlink device-link`
+// 8.4 GB and 6.6 s (32 bytes a clause) before it failed, a switch of 2^28
+// cases in the 2012 form 17 GB and 105 s (64 bytes a case), and a block
+// address naming block 10^9 of a function not yet read 7.8 GB and 6.8 s
+// (LLVM keeps a slot per block up to it). fatlink bounds each count by its
+// record, or the block number by the module's size, at intake.
+TEST(FuzzRegression, RecordCountPastItsRecord) {
+  const char *IR = R"(
+target triple = "nvptx64-nvidia-cuda"
+@ti = external global ptr
+@ba = global ptr blockaddress(@f, %ok2)
+declare i32 @pers(...)
+declare void @may()
+define void @f(i32 %x) personality ptr @pers {
+entry:
+  invoke void @may() to label %ok unwind label %lp
+ok:
+  switch i32 %x, label %d [ i32 1, label %d
+                            i32 2, label %ok2 ]
+ok2:
+  ret void
+d:
+  ret void
+lp:
+  %l = landingpad { ptr, i32 } catch ptr @ti
+  ret void
+}
+)";
+  auto Read = [](const std::string &Bitcode) {
+    TempFile F(Bitcode);
+    std::string Path(F.Path);
+    std::string Error = errorOf(lto::readInputs({Path}));
+    if (Error.rfind(Path + ": ", 0) == 0)
+      Error.erase(0, Path.size() + 2);
+    return Error;
+  };
+  // Copied unchanged, the module reads, bodies and all: what is refused
+  // below is the edit.
+  std::string Copy = editedBitcode(
+      IR, [](unsigned, unsigned &, SmallVectorImpl<uint64_t> &) {});
+  EXPECT_EQ(Read(Copy), "<success>");
+  LLVMContext Ctx;
+  EXPECT_EQ(errorOf(parseBitcodeFile(MemoryBufferRef(Copy, "copy.bc"), Ctx)),
+            "<success>");
+
+  // LANDINGPAD: [type, cleanup, clause count, (kind, value)...]
+  auto Clauses = [&](uint64_t Count) {
+    return Read(editedBitcode(
+        IR, [&](unsigned Block, unsigned &Code, SmallVectorImpl<uint64_t> &R) {
+          if (Block == bitc::FUNCTION_BLOCK_ID &&
+              Code == bitc::FUNC_CODE_INST_LANDINGPAD)
+            R[2] = Count;
+        }));
+  };
+  EXPECT_EQ(Clauses(1), "<success>");
+  EXPECT_EQ(Clauses(1 << 28),
+            "corrupt bitcode: a landing pad claims 268435456 clauses, more "
+            "than its record of 5 operands can hold");
+
+  // SWITCH in the 2012 form: [0x4B5 << 16, type, condition, default, case
+  // count, cases...], the count and no cases.
+  EXPECT_EQ(
+      Read(editedBitcode(
+          IR,
+          [](unsigned Block, unsigned &Code, SmallVectorImpl<uint64_t> &R) {
+            if (Block == bitc::FUNCTION_BLOCK_ID &&
+                Code == bitc::FUNC_CODE_INST_SWITCH) {
+              SmallVector<uint64_t, 5> Old{uint64_t(0x4B5) << 16, R[0], R[1],
+                                           R[2], 1 << 28};
+              R.assign(Old.begin(), Old.end());
+            }
+          })),
+      "corrupt bitcode: a switch claims 268435456 cases, more than its "
+      "record of 5 operands can hold");
+
+  // BLOCKADDRESS: [function type, function, block number]
+  auto Block = [&](uint64_t BB) {
+    return Read(editedBitcode(
+        IR, [&](unsigned Block, unsigned &Code, SmallVectorImpl<uint64_t> &R) {
+          if (Block == bitc::CONSTANTS_BLOCK_ID &&
+              Code == bitc::CST_CODE_BLOCKADDRESS)
+            R[2] = BB;
+        }));
+  };
+  EXPECT_EQ(Block(2), "<success>");
+  std::string Far = Block(1000000000);
+  EXPECT_EQ(Far.rfind("corrupt bitcode: a block address names basic block "
+                      "1000000000, more than a module of ",
+                      0),
+            0u)
+      << Far;
+}
+
+// Made from reading LLVM 22's bitcode reader after an input of the `link`
+// target (softplus.bc with 5 bytes changed, session 7; not kept) crashed it
+// in ConstantDataArray::getFP: an array or vector constant's data record
+// (CST_CODE_DATA) under a type that is neither. The reader takes the
+// element type from an array, else casts the type to a vector without
+// checking, and reads a pointer out of whatever type it is: `fatlink
+// device-link` said "LLVM crashed reading it (Segmentation fault)" for a
+// float, i32, double or metadata type, and "Invalid type for value" for
+// others, after reading through the bad pointer. Refused at intake.
+TEST(FuzzRegression, DataConstantOfScalarType) {
+  const char *IR = R"(
+target triple = "nvptx64-nvidia-cuda"
+@a = global [2 x float] [float 1.0, float 2.0]
+@v = global <2 x i32> <i32 3, i32 4>
+)";
+  auto WithType = [&](unsigned TypeCode) {
+    // Type IDs as the type table makes them; then the array's SETTYPE
+    // made to name the first type of TypeCode.
+    unsigned Next = 0;
+    std::optional<uint64_t> Array, Other;
+    std::string BC = editedBitcode(
+        IR, [&](unsigned Block, unsigned &Code, SmallVectorImpl<uint64_t> &R) {
+          if (Block == bitc::TYPE_BLOCK_ID_NEW &&
+              Code != bitc::TYPE_CODE_NUMENTRY &&
+              Code != bitc::TYPE_CODE_STRUCT_NAME) {
+            if (Code == bitc::TYPE_CODE_ARRAY && !Array)
+              Array = Next;
+            if (Code == TypeCode && !Other)
+              Other = Next;
+            ++Next;
+          }
+          if (Block == bitc::CONSTANTS_BLOCK_ID &&
+              Code == bitc::CST_CODE_SETTYPE && Array && R[0] == *Array)
+            R[0] = *Other;
+        });
+    EXPECT_TRUE(Array && Other) << TypeCode;
+    TempFile F(BC);
+    std::string Path(F.Path);
+    std::string Error = errorOf(lto::readInputs({Path}));
+    if (Error.rfind(Path + ": ", 0) == 0)
+      Error.erase(0, Path.size() + 2);
+    return Error;
+  };
+  EXPECT_EQ(WithType(bitc::TYPE_CODE_ARRAY), "<success>");
+  // A vector's data under the array's global is LLVM's to judge.
+  EXPECT_EQ(WithType(bitc::TYPE_CODE_VECTOR).find("array or vector constant"),
+            std::string::npos);
+  for (unsigned Scalar : {bitc::TYPE_CODE_FLOAT, bitc::TYPE_CODE_INTEGER})
+    EXPECT_EQ(WithType(Scalar),
+              "corrupt bitcode: an array or vector constant is given a type "
+              "that is not an array or vector")
+        << Scalar;
 }

@@ -197,24 +197,31 @@ struct ModuleScan {
   /// offset and size); UINT64_MAX when it cannot lie inside one (no string
   /// table in an older module, or offset + size overflows).
   uint64_t NamesEnd = 0;
-  /// What LLVM's reader would size its tables by and cannot hold: it
-  /// allocates what a record asks for before it finds the module corrupt.
-  std::string TooLarge;
+  /// Why LLVM's reader must not read the module (the first reason found):
+  /// a count it would allocate for before it finds the module corrupt, or
+  /// a type it would use unchecked.
+  std::string Refused;
 };
 
-/// Reads a module block (the cursor just past its entry): its records, and
-/// the attribute groups and the type table within it.
+/// Reads a module block (the cursor just past its entry): its records, the
+/// attribute groups, the type table, the constants and the function bodies
+/// within it (not their metadata).
 ///
-/// LLVM's reader sizes three tables by a number in a record, before it
-/// reads what they hold: an attribute group's index (AttributeList::get
-/// keeps a slot per parameter up to it, 8 bytes each; a 3 KB fuzzed module
-/// asked for 2^31, 17 GB, and got it from the kernel's overcommit), the
-/// type table's entry count (TypeList.resize) and a function body's basic
-/// block count (each one created). Each is bounded by the module's size: a
-/// function with N parameters needs a type or a call record with N
-/// operands, at least a bit each, each type a record of at least a bit,
-/// and each basic block a terminator. Past that bound the module is
-/// corrupt.
+/// LLVM's reader sizes some tables by a number in a record, before it reads
+/// what they hold: an attribute group's index (AttributeList::get keeps a
+/// slot per parameter up to it, 8 bytes each; a 3 KB fuzzed module asked
+/// for 2^31, 17 GB, and got it from the kernel's overcommit), the type
+/// table's entry count (TypeList.resize), a function body's basic block
+/// count (each one created) and a block address's block number (a slot per
+/// block up to it, for a body not read yet). Each is bounded by the
+/// module's size: a function with N parameters needs a type or a call
+/// record with N operands, at least a bit each, each type a record of at
+/// least a bit, and each basic block a terminator. A landing pad's clause
+/// count and a 2012-form switch's case count (room for each made before
+/// the operands are read) are bounded by their own record: each clause or
+/// case takes operands of it. Past a bound the module is corrupt. And an
+/// array or vector constant's data (CST_CODE_DATA) must have an array or
+/// vector type: LLVM's reader casts the type without checking.
 static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
                                        BitstreamBlockInfo &BlockInfo) {
   ModuleScan Scan;
@@ -226,8 +233,8 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
   uint32_t MaxParamIndex = 0;
   // The first table found too large is the one reported.
   auto Refuse = [&](std::string Why) {
-    if (Scan.TooLarge.empty())
-      Scan.TooLarge = std::move(Why);
+    if (Scan.Refused.empty())
+      Scan.Refused = std::move(Why);
   };
   auto Note = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
     if (Code == bitc::MODULE_CODE_VERSION && !R.empty())
@@ -244,6 +251,48 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
     else if (Scan.NamesEnd != UINT64_MAX)
       Scan.NamesEnd = std::max(Scan.NamesEnd, R[14] + R[15]);
     return true;
+  };
+  // Each type's record code, by type ID (every type table record but the
+  // entry count and a struct's name makes the next type).
+  std::vector<unsigned> TypeCodes;
+  // The largest basic block number a block address names. LLVM's reader
+  // keeps a slot per block up to it (8 bytes each) for a function whose
+  // body it has not read yet.
+  uint64_t MaxBlockAddress = 0;
+  // The constants block's current type (SETTYPE): an array or vector, or
+  // not; unknown where the ID names no type (LLVM's reader refuses it).
+  std::optional<bool> Sequential;
+  auto Constant = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
+    switch (Code) {
+    case bitc::CST_CODE_SETTYPE:
+      Sequential.reset();
+      if (!R.empty() && R[0] < TypeCodes.size())
+        Sequential = TypeCodes[R[0]] == bitc::TYPE_CODE_ARRAY ||
+                     TypeCodes[R[0]] == bitc::TYPE_CODE_VECTOR;
+      break;
+    case bitc::CST_CODE_DATA:
+      // [elements]: LLVM's reader takes the element type from the current
+      // type as an array's, else as a vector's without checking that it
+      // is one, and reads a pointer out of whatever type it is (a crash,
+      // or a write through it).
+      if (Sequential == false)
+        Refuse("an array or vector constant is given a type that is not "
+               "an array or vector");
+      break;
+    case bitc::CST_CODE_BLOCKADDRESS:
+      // [function type, function, block number]
+      if (R.size() >= 3)
+        MaxBlockAddress = std::max(MaxBlockAddress, uint64_t(uint32_t(R[2])));
+      break;
+    default:
+      break;
+    }
+    return true;
+  };
+  // Each constants block starts with i32 as its type.
+  auto Constants = [&](unsigned ID) -> Error {
+    Sequential = false;
+    return forEachRecord(Stream, ID, Constant);
   };
   auto SubBlock = [&](unsigned ID) -> Expected<bool> {
     switch (ID) {
@@ -299,6 +348,8 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
       auto Type = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
         if (Code == bitc::TYPE_CODE_NUMENTRY && !R.empty())
           Entries = std::max(Entries, R[0]);
+        else if (Code != bitc::TYPE_CODE_STRUCT_NAME)
+          TypeCodes.push_back(Code);
         return true;
       };
       if (Error E = forEachRecord(Stream, ID, Type))
@@ -310,22 +361,50 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
                " bits can hold");
       return true;
     }
+    case bitc::CONSTANTS_BLOCK_ID:
+      if (Error E = Constants(ID))
+        return std::move(E);
+      return true;
     case bitc::FUNCTION_BLOCK_ID: {
-      // DECLAREBLOCKS, a body's first record, makes LLVM's reader create
-      // that many basic blocks. Read on a copy of the cursor, which stops
-      // there; the body is skipped by its length, as LLVM's reader first
-      // skips it.
       uint64_t BodyStart = Stream.GetCurrentBitNo();
       uint64_t Blocks = 0;
-      BitstreamCursor Peek = Stream;
-      auto First = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
-        if (Code == bitc::FUNC_CODE_DECLAREBLOCKS && !R.empty())
-          Blocks = R[0];
-        return false;
+      auto Instruction = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
+        switch (Code) {
+        case bitc::FUNC_CODE_DECLAREBLOCKS:
+          // [count]: LLVM's reader creates that many basic blocks.
+          if (!R.empty())
+            Blocks = std::max(Blocks, R[0]);
+          break;
+        case bitc::FUNC_CODE_INST_LANDINGPAD:
+          // [type, cleanup, clause count, (clause kind, value)...]: LLVM
+          // makes room for the clauses (32 bytes each) before it reads them.
+          if (R.size() >= 3 && R[2] > R.size())
+            Refuse("a landing pad claims " + std::to_string(R[2]) +
+                   " clauses, more than its record of " +
+                   std::to_string(R.size()) + " operands can hold");
+          break;
+        case bitc::FUNC_CODE_INST_SWITCH:
+          // The 2012 form (magic 0x4B5 over the type): [magic << 16 | ...,
+          // type, condition, default, case count, cases...]: LLVM makes
+          // room for the cases (64 bytes each) before it reads them.
+          if (R.size() >= 5 && (R[0] >> 16) == 0x4B5 && R[4] > R.size())
+            Refuse("a switch claims " + std::to_string(R[4]) +
+                   " cases, more than its record of " +
+                   std::to_string(R.size()) + " operands can hold");
+          break;
+        default:
+          break;
+        }
+        return true;
       };
-      if (Error E = forEachRecord(Peek, ID, First))
-        return std::move(E);
-      if (Error E = Stream.SkipBlock())
+      auto Nested = [&](unsigned Sub) -> Expected<bool> {
+        if (Sub != bitc::CONSTANTS_BLOCK_ID)
+          return false;
+        if (Error E = Constants(Sub))
+          return std::move(E);
+        return true;
+      };
+      if (Error E = forEachRecord(Stream, ID, Instruction, Nested))
         return std::move(E);
       uint64_t Bits = Stream.GetCurrentBitNo() - BodyStart;
       if (Blocks > Bits)
@@ -344,6 +423,10 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
   if (MaxParamIndex > Bits)
     Refuse("an attribute index names parameter " +
            std::to_string(MaxParamIndex - 1) + ", more than a module of " +
+           std::to_string(Bits) + " bits can have");
+  if (MaxBlockAddress > Bits)
+    Refuse("a block address names basic block " +
+           std::to_string(MaxBlockAddress) + ", more than a module of " +
            std::to_string(Bits) + " bits can have");
   return Scan;
 }
@@ -386,8 +469,9 @@ static Error checkTables(MemoryBufferRef MB, StringRef Origin) {
   std::vector<uint64_t> Pending;
   // The first module whose names do not fit: its end and the table's size.
   std::optional<std::pair<uint64_t, uint64_t>> Bad;
-  // The first module with a table LLVM cannot hold: why (ModuleScan).
-  std::string TooLarge;
+  // Why the first module LLVM's reader must not read is refused
+  // (ModuleScan).
+  std::string Refused;
   BitstreamBlockInfo BlockInfo; // the stream's, once read
   auto Walk = [&]() -> Error {
     if (Error E = Stream.JumpToBit(32)) // past 'BC' 0xC0DE
@@ -397,7 +481,7 @@ static Error checkTables(MemoryBufferRef MB, StringRef Origin) {
     // a module skipped by its length; a string or symbol table read to its
     // end; a string table given to the modules before it that have none.
     while (Stream.getCurrentByteNo() + 8 < Stream.getBitcodeBytes().size() &&
-           !Bad && TooLarge.empty()) {
+           !Bad && Refused.empty()) {
       Expected<BitstreamEntry> Entry = Stream.advance();
       if (!Entry)
         return Entry.takeError();
@@ -414,8 +498,8 @@ static Error checkTables(MemoryBufferRef MB, StringRef Origin) {
         Expected<ModuleScan> Scan = scanModule(Stream, BlockInfo);
         if (!Scan)
           return Scan.takeError();
-        if (!Scan->TooLarge.empty() && TooLarge.empty())
-          TooLarge = std::move(Scan->TooLarge);
+        if (!Scan->Refused.empty() && Refused.empty())
+          Refused = std::move(Scan->Refused);
         Pending.push_back(Scan->NamesEnd);
         if (Error E = Stream.JumpToBit(Start))
           return E;
@@ -454,9 +538,9 @@ static Error checkTables(MemoryBufferRef MB, StringRef Origin) {
   if (Error E = Walk())
     return createStringError("%s: corrupt bitcode: %s", Origin.str().c_str(),
                              toString(std::move(E)).c_str());
-  if (!TooLarge.empty())
+  if (!Refused.empty())
     return createStringError("%s: corrupt bitcode: %s", Origin.str().c_str(),
-                             TooLarge.c_str());
+                             Refused.c_str());
   for (uint64_t NamesEnd : Pending)
     if (NamesEnd > 0 && !Bad)
       Bad = {NamesEnd, 0};
