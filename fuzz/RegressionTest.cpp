@@ -412,16 +412,21 @@ struct Tables {
   std::optional<uint64_t> DeclareBlocks;
 };
 
+/// The bitcode file's magic: 'BC' 0xC0DE.
+static void emitMagic(BitstreamWriter &W) {
+  for (char C : {'B', 'C'})
+    W.Emit(unsigned(C), 8);
+  for (unsigned Nibble : {0x0, 0xC, 0xE, 0xD})
+    W.Emit(Nibble, 4);
+}
+
 std::string bitcodeWithPartition(uint64_t PartitionOffset,
                                  uint64_t PartitionSize, bool StrtabFollows,
                                  BadLength Bad = BadLength::None,
                                  Tables T = {}) {
   SmallVector<char, 0> Buf;
   BitstreamWriter W(Buf);
-  for (char C : {'B', 'C'})
-    W.Emit(unsigned(C), 8);
-  for (unsigned Nibble : {0x0, 0xC, 0xE, 0xD})
-    W.Emit(Nibble, 4);
+  emitMagic(W);
   W.EnterSubblock(bitc::MODULE_BLOCK_ID, 3);
   W.EmitRecord(bitc::MODULE_CODE_VERSION, ArrayRef<uint64_t>{2});
   StringRef Triple = "nvptx64-nvidia-cuda";
@@ -722,10 +727,7 @@ static std::string editedBitcode(StringRef IR, RecordEdit Edit) {
       reinterpret_cast<const uint8_t *>(Written.data()), Written.size()));
   SmallVector<char, 0> Buf;
   BitstreamWriter Out(Buf);
-  for (char C : {'B', 'C'})
-    Out.Emit(unsigned(C), 8);
-  for (unsigned Nibble : {0x0, 0xC, 0xE, 0xD})
-    Out.Emit(Nibble, 4);
+  emitMagic(Out);
   BitstreamBlockInfo Info;
   EXPECT_FALSE(bool(In.JumpToBit(32)));
   while (In.getCurrentByteNo() + 4 <= Written.size()) {
@@ -736,6 +738,16 @@ static std::string editedBitcode(StringRef IR, RecordEdit Edit) {
     copyBlock(In, Out, Entry->ID, Edit, Info);
   }
   return std::string(Buf.begin(), Buf.end());
+}
+
+/// What lto::readInputs says of the file Bitcode, without its path.
+static std::string readBitcode(const std::string &Bitcode) {
+  TempFile F(Bitcode);
+  std::string Path(F.Path);
+  std::string Error = errorOf(lto::readInputs({Path}));
+  if (Error.rfind(Path + ": ", 0) == 0)
+    Error.erase(0, Path.size() + 2);
+  return Error;
 }
 
 // Found by reading LLVM 22's bitcode reader, then made: it makes room for
@@ -768,31 +780,28 @@ lp:
   ret void
 }
 )";
-  auto Read = [](const std::string &Bitcode) {
-    TempFile F(Bitcode);
-    std::string Path(F.Path);
-    std::string Error = errorOf(lto::readInputs({Path}));
-    if (Error.rfind(Path + ": ", 0) == 0)
-      Error.erase(0, Path.size() + 2);
-    return Error;
-  };
   // Copied unchanged, the module reads, bodies and all: what is refused
   // below is the edit.
   std::string Copy = editedBitcode(
       IR, [](unsigned, unsigned &, SmallVectorImpl<uint64_t> &) {});
-  EXPECT_EQ(Read(Copy), "<success>");
+  EXPECT_EQ(readBitcode(Copy), "<success>");
   LLVMContext Ctx;
   EXPECT_EQ(errorOf(parseBitcodeFile(MemoryBufferRef(Copy, "copy.bc"), Ctx)),
             "<success>");
 
+  // Operand Index of every record Code in blocks Block set to Value.
+  auto Set = [&](unsigned InBlock, unsigned OfCode, size_t Index,
+                 uint64_t Value) {
+    return readBitcode(editedBitcode(
+        IR, [&](unsigned Block, unsigned &Code, SmallVectorImpl<uint64_t> &R) {
+          if (Block == InBlock && Code == OfCode)
+            R[Index] = Value;
+        }));
+  };
   // LANDINGPAD: [type, cleanup, clause count, (kind, value)...]
   auto Clauses = [&](uint64_t Count) {
-    return Read(editedBitcode(
-        IR, [&](unsigned Block, unsigned &Code, SmallVectorImpl<uint64_t> &R) {
-          if (Block == bitc::FUNCTION_BLOCK_ID &&
-              Code == bitc::FUNC_CODE_INST_LANDINGPAD)
-            R[2] = Count;
-        }));
+    return Set(bitc::FUNCTION_BLOCK_ID, bitc::FUNC_CODE_INST_LANDINGPAD, 2,
+               Count);
   };
   EXPECT_EQ(Clauses(1), "<success>");
   EXPECT_EQ(Clauses(1 << 28),
@@ -802,7 +811,7 @@ lp:
   // SWITCH in the 2012 form: [0x4B5 << 16, type, condition, default, case
   // count, cases...], the count and no cases.
   EXPECT_EQ(
-      Read(editedBitcode(
+      readBitcode(editedBitcode(
           IR,
           [](unsigned Block, unsigned &Code, SmallVectorImpl<uint64_t> &R) {
             if (Block == bitc::FUNCTION_BLOCK_ID &&
@@ -817,12 +826,7 @@ lp:
 
   // BLOCKADDRESS: [function type, function, block number]
   auto Block = [&](uint64_t BB) {
-    return Read(editedBitcode(
-        IR, [&](unsigned Block, unsigned &Code, SmallVectorImpl<uint64_t> &R) {
-          if (Block == bitc::CONSTANTS_BLOCK_ID &&
-              Code == bitc::CST_CODE_BLOCKADDRESS)
-            R[2] = BB;
-        }));
+    return Set(bitc::CONSTANTS_BLOCK_ID, bitc::CST_CODE_BLOCKADDRESS, 2, BB);
   };
   EXPECT_EQ(Block(2), "<success>");
   std::string Far = Block(1000000000);
@@ -869,12 +873,7 @@ target triple = "nvptx64-nvidia-cuda"
             R[0] = *Other;
         });
     EXPECT_TRUE(Array && Other) << TypeCode;
-    TempFile F(BC);
-    std::string Path(F.Path);
-    std::string Error = errorOf(lto::readInputs({Path}));
-    if (Error.rfind(Path + ": ", 0) == 0)
-      Error.erase(0, Path.size() + 2);
-    return Error;
+    return readBitcode(BC);
   };
   EXPECT_EQ(WithType(bitc::TYPE_CODE_ARRAY), "<success>");
   // A vector's data under the array's global is LLVM's to judge.
