@@ -613,6 +613,16 @@ TEST(FuzzRegression, AttributeIndexPastModule) {
   Ranges.GroupAttrs = Each;
   Ranges.GroupAttrs.insert(Ranges.GroupAttrs.end(), {8, 93, 1, 1u << 30, 0});
   TempFile WideList(bitcodeWithPartition(0, 1, true, BadLength::None, Ranges));
+  // A range of i128 whose words, 2^32 - 1 lower and 1 upper, add up to 0 in
+  // LLVM's 32 bits.
+  Ranges.GroupAttrs = Each;
+  Ranges.GroupAttrs.insert(Ranges.GroupAttrs.end(),
+                           {7, 92, 128, 0xFFFFFFFFull | (1ull << 32), 5});
+  TempFile Wrap(bitcodeWithPartition(0, 1, true, BadLength::None, Ranges));
+  EXPECT_NE(errorOf(lto::readInputs({std::string(Wrap.Path)}))
+                .find(": corrupt bitcode: an attribute's range has more "
+                      "words than its record holds"),
+            std::string::npos);
   EXPECT_NE(errorOf(lto::readInputs({std::string(WideList.Path)}))
                 .find("range is 1073741824 bits wide"),
             std::string::npos);
@@ -763,6 +773,7 @@ TEST(FuzzRegression, RecordCountPastItsRecord) {
 target triple = "nvptx64-nvidia-cuda"
 @ti = external global ptr
 @ba = global ptr blockaddress(@f, %ok2)
+@vp = global <2 x ptr> <ptr @ti, ptr @ba>
 declare i32 @pers(...)
 declare void @may()
 define void @f(i32 %x) personality ptr @pers {
@@ -777,6 +788,21 @@ d:
   ret void
 lp:
   %l = landingpad { ptr, i32 } catch ptr @ti
+  ret void
+}
+define void @h() personality ptr @pers {
+entry:
+  callbr void asm "", "!i"() to label %a [label %b]
+a:
+  invoke void @may() to label %done unwind label %cs
+b:
+  ret void
+cs:
+  %t = catchswitch within none [label %handler] unwind to caller
+handler:
+  %p = catchpad within %t []
+  catchret from %p to label %done
+done:
   ret void
 }
 )";
@@ -821,13 +847,49 @@ lp:
               R.assign(Old.begin(), Old.end());
             }
           })),
-      "corrupt bitcode: a switch claims 268435456 cases, more than its "
-      "record of 5 operands can hold");
+      "corrupt bitcode: a switch is in the form of LLVM 3.1 to 3.3, which "
+      "fatlink does not read: rebuild it with a current LLVM");
 
   // BLOCKADDRESS: [function type, function, block number]
   auto Block = [&](uint64_t BB) {
     return Set(bitc::CONSTANTS_BLOCK_ID, bitc::CST_CODE_BLOCKADDRESS, 2, BB);
   };
+  // CALLBR: [attributes, cc, default, indirect count, indirect...];
+  // CATCHSWITCH: [parent pad, handler count, handlers...]: LLVM reads the
+  // destinations past the record.
+  EXPECT_EQ(
+      Set(bitc::FUNCTION_BLOCK_ID, bitc::FUNC_CODE_INST_CALLBR, 3, 1 << 30),
+      "corrupt bitcode: a callbr claims 1073741824 indirect "
+      "destinations, more than its record of 7 operands can hold");
+  EXPECT_EQ(Set(bitc::FUNCTION_BLOCK_ID, bitc::FUNC_CODE_INST_CATCHSWITCH, 1,
+                1 << 30),
+            "corrupt bitcode: a catchswitch claims 1073741824 handlers, more "
+            "than its record of 3 operands can hold");
+  // INVOKE: [attributes, cc (explicit type: bit 13), normal, unwind,
+  // function type, ...]: a type past the table goes to dyn_cast as null.
+  std::string Invoke =
+      Set(bitc::FUNCTION_BLOCK_ID, bitc::FUNC_CODE_INST_INVOKE, 4, 1000);
+  EXPECT_EQ(Invoke.rfind("corrupt bitcode: an invoke names type 1000, past "
+                         "the module's ",
+                         0),
+            0u)
+      << Invoke;
+  // VECTOR: [element count, element type, scalable]: 2^32 elements read
+  // as 0; the vector of @vp made scalable under its aggregate constant.
+  EXPECT_EQ(Set(bitc::TYPE_BLOCK_ID_NEW, bitc::TYPE_CODE_VECTOR, 0,
+                uint64_t(1) << 32),
+            "corrupt bitcode: a vector type claims 4294967296 elements, more "
+            "than any vector has (2^32 - 1)");
+  EXPECT_EQ(readBitcode(editedBitcode(IR,
+                                      [](unsigned Block, unsigned &Code,
+                                         SmallVectorImpl<uint64_t> &R) {
+                                        if (Block == bitc::TYPE_BLOCK_ID_NEW &&
+                                            Code == bitc::TYPE_CODE_VECTOR)
+                                          R.push_back(1);
+                                      })),
+            "corrupt bitcode: an aggregate constant is given a scalable "
+            "vector type");
+
   EXPECT_EQ(Block(2), "<success>");
   std::string Far = Block(1000000000);
   EXPECT_EQ(Far.rfind("corrupt bitcode: a block address names basic block "

@@ -124,8 +124,12 @@ forEachRecord(BitstreamCursor &Stream, unsigned Block,
 /// where a range is [lower, upper] up to 64 bits and else [active words
 /// (lower | upper << 32), words...]. LLVM takes the width as given and
 /// makes integers that wide. None when the attributes do not read to the
-/// record's end exactly: LLVM's reader says what is wrong then.
-static std::optional<uint32_t> widestRange(ArrayRef<uint64_t> R) {
+/// record's end exactly: LLVM's reader says what is wrong then, except for
+/// a range whose words (lower + upper) run past the record, which sets
+/// WordsPast: LLVM adds the two counts in 32 bits, and a sum that wraps
+/// passes its check (2^32 - 1 + 1 words: 32 GB read from past the record).
+static std::optional<uint32_t> widestRange(ArrayRef<uint64_t> R,
+                                           bool &WordsPast) {
   uint32_t Widest = 0;
   size_t I = 2;
   auto Range = [&](uint32_t Width) {
@@ -139,7 +143,10 @@ static std::optional<uint32_t> widestRange(ArrayRef<uint64_t> R) {
       return;
     }
     uint64_t Words = R[I++];
-    I += uint64_t(uint32_t(Words)) + (Words >> 32);
+    uint64_t Count = uint64_t(uint32_t(Words)) + (Words >> 32);
+    if (Count > R.size() - I)
+      WordsPast = true;
+    I += Count;
   };
   while (I < R.size()) {
     switch (R[I]) {
@@ -219,9 +226,15 @@ struct ModuleScan {
 /// least a bit, and each basic block a terminator. A landing pad's clause
 /// count and a 2012-form switch's case count (room for each made before
 /// the operands are read) are bounded by their own record: each clause or
-/// case takes operands of it. Past a bound the module is corrupt. And an
+/// case takes operands of it. Past a bound the module is corrupt.
+///
+/// And what LLVM's reader reads unchecked, by an audit of its source: an
 /// array or vector constant's data (CST_CODE_DATA) must have an array or
-/// vector type: LLVM's reader casts the type without checking.
+/// vector type, an aggregate constant not a scalable vector one, an
+/// invoke's explicit type must exist, a vector type's element count fit 32
+/// bits, a callbr's and a catchswitch's destinations fit their record, and
+/// a switch must not be in the 2012 form (LLVM 3.1 to 3.3), whose type,
+/// counts and case ranges LLVM takes as given.
 static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
                                        BitstreamBlockInfo &BlockInfo) {
   ModuleScan Scan;
@@ -254,30 +267,39 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
   };
   // Each type's record code, by type ID (every type table record but the
   // entry count and a struct's name makes the next type).
-  std::vector<unsigned> TypeCodes;
+  struct TypeEntry {
+    unsigned Code;
+    bool Scalable; ///< a scalable vector
+  };
+  std::vector<TypeEntry> Types;
   // The largest basic block number a block address names. LLVM's reader
   // keeps a slot per block up to it (8 bytes each) for a function whose
   // body it has not read yet.
   uint64_t MaxBlockAddress = 0;
-  // The constants block's current type (SETTYPE): an array or vector, or
-  // not; unknown where the ID names no type (LLVM's reader refuses it).
-  std::optional<bool> Sequential;
+  // The constants block's current type (SETTYPE); none where the ID names
+  // no type (LLVM's reader refuses it).
+  std::optional<TypeEntry> Current;
   auto Constant = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
     switch (Code) {
     case bitc::CST_CODE_SETTYPE:
-      Sequential.reset();
-      if (!R.empty() && R[0] < TypeCodes.size())
-        Sequential = TypeCodes[R[0]] == bitc::TYPE_CODE_ARRAY ||
-                     TypeCodes[R[0]] == bitc::TYPE_CODE_VECTOR;
+      Current.reset();
+      if (!R.empty() && R[0] < Types.size())
+        Current = Types[R[0]];
       break;
     case bitc::CST_CODE_DATA:
       // [elements]: LLVM's reader takes the element type from the current
       // type as an array's, else as a vector's without checking that it
       // is one, and reads a pointer out of whatever type it is (a crash,
       // or a write through it).
-      if (Sequential == false)
+      if (Current && Current->Code != bitc::TYPE_CODE_ARRAY &&
+          Current->Code != bitc::TYPE_CODE_VECTOR)
         Refuse("an array or vector constant is given a type that is not "
                "an array or vector");
+      break;
+    case bitc::CST_CODE_AGGREGATE:
+      // [values]: a vector's is made as a fixed one, whatever the type.
+      if (Current && Current->Scalable)
+        Refuse("an aggregate constant is given a scalable vector type");
       break;
     case bitc::CST_CODE_BLOCKADDRESS:
       // [function type, function, block number]
@@ -291,7 +313,7 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
   };
   // Each constants block starts with i32 as its type.
   auto Constants = [&](unsigned ID) -> Error {
-    Sequential = false;
+    Current = TypeEntry{bitc::TYPE_CODE_INTEGER, false};
     return forEachRecord(Stream, ID, Constant);
   };
   auto SubBlock = [&](unsigned ID) -> Expected<bool> {
@@ -317,7 +339,11 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
           if (Index != ~0u)
             MaxParamIndex = std::max(MaxParamIndex, Index);
           // A range is of an integer type: at most MAX_INT_BITS wide.
-          std::optional<uint32_t> Width = widestRange(R);
+          bool WordsPast = false;
+          std::optional<uint32_t> Width = widestRange(R, WordsPast);
+          if (WordsPast)
+            Refuse("an attribute's range has more words than its record "
+                   "holds");
           if (Width && *Width > IntegerType::MAX_INT_BITS)
             Refuse("an attribute's range is " + std::to_string(*Width) +
                    " bits wide, wider than any integer type (" +
@@ -349,7 +375,13 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
         if (Code == bitc::TYPE_CODE_NUMENTRY && !R.empty())
           Entries = std::max(Entries, R[0]);
         else if (Code != bitc::TYPE_CODE_STRUCT_NAME)
-          TypeCodes.push_back(Code);
+          Types.push_back({Code, Code == bitc::TYPE_CODE_VECTOR &&
+                                     R.size() > 2 && R[2] != 0});
+        // VECTOR: [element count, element type, scalable]: LLVM checks
+        // the count for 0 and then takes it as 32 bits.
+        if (Code == bitc::TYPE_CODE_VECTOR && !R.empty() && R[0] > UINT32_MAX)
+          Refuse("a vector type claims " + std::to_string(R[0]) +
+                 " elements, more than any vector has (2^32 - 1)");
         return true;
       };
       if (Error E = forEachRecord(Stream, ID, Type))
@@ -384,12 +416,38 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
                    std::to_string(R.size()) + " operands can hold");
           break;
         case bitc::FUNC_CODE_INST_SWITCH:
-          // The 2012 form (magic 0x4B5 over the type): [magic << 16 | ...,
-          // type, condition, default, case count, cases...]: LLVM makes
-          // room for the cases (64 bytes each) before it reads them.
-          if (R.size() >= 5 && (R[0] >> 16) == 0x4B5 && R[4] > R.size())
-            Refuse("a switch claims " + std::to_string(R[4]) +
-                   " cases, more than its record of " +
+          // The 2012 form (magic 0x4B5 over the type), which only LLVM 3.1
+          // to 3.3 wrote: LLVM reads its type, counts and case ranges
+          // unchecked (a cast to an integer type, room for as many cases
+          // as it says, every value of a range made).
+          if (!R.empty() && (R[0] >> 16) == 0x4B5)
+            Refuse("a switch is in the form of LLVM 3.1 to 3.3, which "
+                   "fatlink does not read: rebuild it with a current LLVM");
+          break;
+        case bitc::FUNC_CODE_INST_INVOKE:
+          // [attributes, cc, normal, unwind, (function type), callee, ...]:
+          // an explicit type's ID goes to dyn_cast unchecked.
+          if (R.size() >= 5 && (R[1] & (1 << 13)) && R[4] >= Types.size())
+            Refuse("an invoke names type " + std::to_string(R[4]) +
+                   ", past the module's " + std::to_string(Types.size()) +
+                   " types");
+          break;
+        case bitc::FUNC_CODE_INST_CALLBR:
+          // [attributes, cc, default, indirect count, indirect...]: LLVM
+          // reads the destinations without checking the record's size.
+          if (R.size() < 4)
+            Refuse("a callbr record has " + std::to_string(R.size()) +
+                   " operands, fewer than the 4 every callbr has");
+          else if (R[3] > R.size() - 4)
+            Refuse("a callbr claims " + std::to_string(R[3]) +
+                   " indirect destinations, more than its record of " +
+                   std::to_string(R.size()) + " operands can hold");
+          break;
+        case bitc::FUNC_CODE_INST_CATCHSWITCH:
+          // [parent pad, handler count, handlers..., (unwind)]: the same.
+          if (R.size() >= 2 && R[1] > R.size() - 2)
+            Refuse("a catchswitch claims " + std::to_string(R[1]) +
+                   " handlers, more than its record of " +
                    std::to_string(R.size()) + " operands can hold");
           break;
         default:
