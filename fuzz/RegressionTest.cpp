@@ -891,6 +891,31 @@ done:
             "vector type");
 
   EXPECT_EQ(Block(2), "<success>");
+  // CE_GEP_WITH_INRANGE: [source type, flags, range width, range...,
+  // operands]; a width over 64 takes [active words, words...] as its range.
+  const char *GepIR = R"(
+target triple = "nvptx64-nvidia-cuda"
+@g = global [4 x i64] zeroinitializer
+@p = global ptr getelementptr inrange(-8, 16) (i8, ptr @g, i64 8)
+)";
+  auto InRange = [&](uint64_t Width) {
+    return readBitcode(editedBitcode(GepIR, [&](unsigned Block, unsigned &Code,
+                                                SmallVectorImpl<uint64_t> &R) {
+      if (Block != bitc::CONSTANTS_BLOCK_ID ||
+          Code != bitc::CST_CODE_CE_GEP_WITH_INRANGE)
+        return;
+      // [type, flags, 64, lower, upper, ...] -> [type, flags, Width,
+      // a word each, lower, upper, ...]
+      SmallVector<uint64_t, 16> Wide{R[0], R[1], Width, 1 | (uint64_t(1) << 32),
+                                     R[3], R[4]};
+      Wide.append(R.begin() + 5, R.end());
+      R.assign(Wide.begin(), Wide.end());
+    }));
+  };
+  EXPECT_EQ(InRange(128), "<success>");
+  EXPECT_EQ(InRange(uint64_t(1) << 31),
+            "corrupt bitcode: a getelementptr constant's in-range bounds are "
+            "2147483648 bits wide, wider than any integer type (8388608)");
   std::string Far = Block(1000000000);
   EXPECT_EQ(Far.rfind("corrupt bitcode: a block address names basic block "
                       "1000000000, more than a module of ",

@@ -232,7 +232,8 @@ struct ModuleScan {
 /// array or vector constant's data (CST_CODE_DATA) must have an array or
 /// vector type, an aggregate constant not a scalable vector one, an
 /// invoke's explicit type must exist, a vector type's element count fit 32
-/// bits, a callbr's and a catchswitch's destinations fit their record, and
+/// bits, a getelementptr constant's in-range width that of an integer type,
+/// a callbr's and a catchswitch's destinations fit their record, and
 /// a switch must not be in the 2012 form (LLVM 3.1 to 3.3), whose type,
 /// counts and case ranges LLVM takes as given.
 static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
@@ -300,6 +301,16 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
       // [values]: a vector's is made as a fixed one, whatever the type.
       if (Current && Current->Scalable)
         Refuse("an aggregate constant is given a scalable vector type");
+      break;
+    case bitc::CST_CODE_CE_GEP_WITH_INRANGE:
+      // [source type, flags, range width, range..., operands]: LLVM makes
+      // the range's two integers as wide as stated (512 MB each at 2^32
+      // bits; a 2^31-bit range took a link 5.3 GB, and it linked).
+      if (R.size() >= 3 && uint32_t(R[2]) > IntegerType::MAX_INT_BITS)
+        Refuse("a getelementptr constant's in-range bounds are " +
+               std::to_string(uint32_t(R[2])) +
+               " bits wide, wider than any integer type (" +
+               std::to_string(IntegerType::MAX_INT_BITS) + ")");
       break;
     case bitc::CST_CODE_BLOCKADDRESS:
       // [function type, function, block number]
