@@ -585,15 +585,16 @@ TEST(FuzzRegression, AttributeIndexPastModule) {
 
   // An attribute's range 2^30 bits wide (no integer type is over 2^23),
   // after one of each kind of attribute, read as LLVM reads them.
+  // On the first parameter, where byval without a type is upgraded.
   Tables Ranges;
-  Ranges.AttrIndex = ~0u;
+  Ranges.AttrIndex = 1;
   // clang-format off
   std::vector<uint64_t> Each = {
       0, 18,                              // enum
       1, 1, 16,                           // integer: align 16
       3, 'a', 'b', 0,                     // string
       4, 'k', 0, 'v', 0,                  // string = value
-      5, 3,                               // type, none
+      5, 3,                               // type, none: byval
       6, 3, 0,                            // type
       7, 92, 32, 2, 4,                    // range of i32
       7, 92, 128, 1 | (1ull << 32), 5, 9, // range of i128, a word each
@@ -971,4 +972,43 @@ target triple = "nvptx64-nvidia-cuda"
               "corrupt bitcode: an array or vector constant is given a type "
               "that is not an array or vector")
         << Scalar;
+}
+
+// link (SIGSEGV outside crash recovery, a 300 s hunt, 2026-12-05): an
+// object of two per-arch images, one of whose attribute groups had inalloca
+// (bitcode kind 38) in the enum form of old bitcode, at the function's
+// index. LLVM's reader gives byval, sret and inalloca their type from the
+// parameter they are on; anywhere else, or any type attribute written
+// without its type ([5, kind]), keeps a null type, and LLVM's bitcode
+// writer crashes on it: fatlink wrote each image back to compare the
+// arches' images (archNeutralDigest) outside crash recovery, and died
+// (exit 139). Now intake refuses such a group, and the comparison writes
+// under recovery.
+TEST(FuzzRegression, TypeAttributeWithoutType) {
+  auto Group = [](uint64_t Index, std::vector<uint64_t> Attrs) {
+    Tables T;
+    T.AttrIndex = Index;
+    T.GroupAttrs = std::move(Attrs);
+    return readBitcode(bitcodeWithPartition(0, 1, true, BadLength::None, T));
+  };
+  const uint64_t Function = ~0u, Return = 0, FirstParam = 1;
+  const uint64_t InAlloca = bitc::ATTR_KIND_IN_ALLOCA;
+  const uint64_t ElementType = bitc::ATTR_KIND_ELEMENTTYPE;
+  // Upgraded from the parameter's type (LLVM's reader judges it then).
+  EXPECT_EQ(Group(FirstParam, {0, InAlloca}), "<success>");
+  EXPECT_EQ(Group(FirstParam, {5, bitc::ATTR_KIND_BY_VAL}), "<success>");
+  // With its type.
+  EXPECT_EQ(Group(Function, {6, ElementType, 0}), "<success>");
+  for (auto [Index, Attrs] :
+       std::vector<std::pair<uint64_t, std::vector<uint64_t>>>{
+           {Function, {0, 18, 0, InAlloca}},
+           {Return, {0, InAlloca}},
+           {Function, {5, ElementType}},
+           {FirstParam, {5, ElementType}}})
+    EXPECT_EQ(Group(Index, Attrs),
+              "corrupt bitcode: an attribute group gives attribute kind " +
+                  std::to_string(Attrs[Attrs.size() - 1]) +
+                  " no type, which it needs, where LLVM's reader cannot "
+                  "supply one")
+        << Index;
 }

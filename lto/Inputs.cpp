@@ -116,24 +116,45 @@ forEachRecord(BitstreamCursor &Stream, unsigned Block,
   }
 }
 
-/// The widest constant range in an attribute group entry's attributes
-/// (R: [group id, index, attributes...]), read as LLVM's reader reads them:
-/// enum [0, kind], integer [1, kind, value], string [3, chars, 0] or [4,
-/// chars, 0, chars, 0], type [5, kind] or [6, kind, type], range [7, kind,
-/// width, range] and range list [8, kind, count, width, range x count],
-/// where a range is [lower, upper] up to 64 bits and else [active words
-/// (lower | upper << 32), words...]. LLVM takes the width as given and
-/// makes integers that wide. None when the attributes do not read to the
-/// record's end exactly: LLVM's reader says what is wrong then, except for
-/// a range whose words (lower + upper) run past the record, which sets
-/// WordsPast: LLVM adds the two counts in 32 bits, and a sum that wraps
-/// passes its check (2^32 - 1 + 1 words: 32 GB read from past the record).
-static std::optional<uint32_t> widestRange(ArrayRef<uint64_t> R,
-                                           bool &WordsPast) {
-  uint32_t Widest = 0;
+/// What an attribute group entry (R: [group id, index, attributes...])
+/// holds that LLVM's reader takes as given, its attributes read as the
+/// reader reads them: enum [0, kind], integer [1, kind, value], string [3,
+/// chars, 0] or [4, chars, 0, chars, 0], type [5, kind] (no type) or [6,
+/// kind, type], range [7, kind, width, range] and range list [8, kind,
+/// count, width, range x count], where a range is [lower, upper] up to 64
+/// bits and else [active words (lower | upper << 32), words...].
+struct GroupEntry {
+  /// The widest range: LLVM takes the width as given and makes integers
+  /// that wide.
+  uint32_t WidestRange = 0;
+  /// A type attribute left without a type where the reader supplies none
+  /// (its bitcode kind): it upgrades byval, sret and inalloca without a
+  /// type (or in the enum form of old bitcode) on a parameter, from the
+  /// parameter's type; anywhere else the type stays null, and LLVM's
+  /// writer and printer crash on it.
+  std::optional<uint64_t> Untyped;
+};
+
+/// Reads an attribute group entry (GroupEntry). None when the attributes
+/// do not read to the record's end exactly: LLVM's reader says what is
+/// wrong then, except for a range whose words (lower + upper) run past the
+/// record, which sets WordsPast: LLVM adds the two counts in 32 bits, and a
+/// sum that wraps passes its check (2^32 - 1 + 1 words: 32 GB read from
+/// past the record).
+static std::optional<GroupEntry> readGroupEntry(ArrayRef<uint64_t> R,
+                                                bool &WordsPast) {
+  GroupEntry Entry;
   size_t I = 2;
+  // Index 0 is the return value, ~0U the function, K parameter K - 1.
+  bool Parameter =
+      R.size() >= 2 && uint32_t(R[1]) != 0 && uint32_t(R[1]) != ~0u;
+  auto Upgraded = [](uint64_t Kind) {
+    return Kind == bitc::ATTR_KIND_BY_VAL ||
+           Kind == bitc::ATTR_KIND_STRUCT_RET ||
+           Kind == bitc::ATTR_KIND_IN_ALLOCA;
+  };
   auto Range = [&](uint32_t Width) {
-    Widest = std::max(Widest, Width);
+    Entry.WidestRange = std::max(Entry.WidestRange, Width);
     if (Width <= 64) {
       I += 2;
       return;
@@ -152,6 +173,10 @@ static std::optional<uint32_t> widestRange(ArrayRef<uint64_t> R,
     switch (R[I]) {
     case 0:
     case 5:
+      if (I + 1 < R.size() && !Entry.Untyped &&
+          (R[I] == 5 || Upgraded(R[I + 1])) &&
+          !(Parameter && Upgraded(R[I + 1])))
+        Entry.Untyped = R[I + 1];
       I += 2;
       break;
     case 1:
@@ -192,7 +217,7 @@ static std::optional<uint32_t> widestRange(ArrayRef<uint64_t> R,
   }
   if (I != R.size())
     return std::nullopt;
-  return Widest;
+  return Entry;
 }
 
 /// What LLVM's reader takes from a module block as given, and what the
@@ -351,12 +376,18 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
             MaxParamIndex = std::max(MaxParamIndex, Index);
           // A range is of an integer type: at most MAX_INT_BITS wide.
           bool WordsPast = false;
-          std::optional<uint32_t> Width = widestRange(R, WordsPast);
+          std::optional<GroupEntry> Entry = readGroupEntry(R, WordsPast);
           if (WordsPast)
             Refuse("an attribute's range has more words than its record "
                    "holds");
-          if (Width && *Width > IntegerType::MAX_INT_BITS)
-            Refuse("an attribute's range is " + std::to_string(*Width) +
+          if (Entry && Entry->Untyped)
+            Refuse("an attribute group gives attribute kind " +
+                   std::to_string(*Entry->Untyped) +
+                   " no type, which it needs, where LLVM's reader cannot "
+                   "supply one");
+          if (Entry && Entry->WidestRange > IntegerType::MAX_INT_BITS)
+            Refuse("an attribute's range is " +
+                   std::to_string(Entry->WidestRange) +
                    " bits wide, wider than any integer type (" +
                    std::to_string(IntegerType::MAX_INT_BITS) + ")");
         }
