@@ -36,11 +36,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <new>
 #include <string>
 
 // Any single allocation over 1 GiB aborts the test: a header must not make
 // a reader allocate what it merely declares (the fuzzers' -malloc_limit_mb,
-// here for the plain and --config=asan builds).
+// here for the plain and --config=asan builds). Every unaligned form is
+// replaced, nothrow ones included (libstdc++'s std::stable_sort, inside
+// LLVM's bitcode writer, takes its buffer from nothrow new and gives it
+// back through sized delete): a form left to ASan's runtime would pair its
+// allocation with our free and abort as alloc-dealloc-mismatch. The aligned
+// forms stay ASan's on both sides.
 void *operator new(size_t N) {
   if (N > (size_t(1) << 30)) {
     std::fprintf(stderr, "FAIL: an allocation of %zu bytes\n", N);
@@ -52,10 +58,20 @@ void *operator new(size_t N) {
   return P;
 }
 void *operator new[](size_t N) { return operator new(N); }
+void *operator new(size_t N, const std::nothrow_t &) noexcept {
+  return operator new(N);
+}
+void *operator new[](size_t N, const std::nothrow_t &) noexcept {
+  return operator new(N);
+}
 void operator delete(void *P) noexcept { std::free(P); }
 void operator delete[](void *P) noexcept { std::free(P); }
 void operator delete(void *P, size_t) noexcept { std::free(P); }
 void operator delete[](void *P, size_t) noexcept { std::free(P); }
+void operator delete(void *P, const std::nothrow_t &) noexcept { std::free(P); }
+void operator delete[](void *P, const std::nothrow_t &) noexcept {
+  std::free(P);
+}
 
 using namespace llvm;
 using namespace fatlink;
