@@ -21,7 +21,6 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallString.h"
-#include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/LLVMContext.h"
@@ -142,7 +141,8 @@ Expected<std::string> generatePTX(StringRef Bitcode, const lto::Target &T,
   lto::DiagnosticCollector Diags;
   Diags.install(Ctx);
   Expected<std::unique_ptr<Module>> MOrErr =
-      parseBitcodeFile(MemoryBufferRef(Bitcode, "optimized module"), Ctx);
+      lto::readOwnBitcode(MemoryBufferRef(Bitcode, "optimized module"), Ctx,
+                          "the optimized module for " + T.Name);
   if (!MOrErr)
     return MOrErr.takeError();
   Module &M = **MOrErr;

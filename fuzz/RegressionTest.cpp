@@ -1028,3 +1028,54 @@ TEST(FuzzRegression, TypeAttributeWithoutType) {
                   "supply one")
         << Index;
 }
+
+// Inline asm in the forms before its explicit function type
+// (CST_CODE_INLINEASM_OLD, _OLD2, _OLD3) takes its function type from the
+// typed pointer it is given; LLVM 22's reader casts that pointer's pointee
+// to a function type without checking it.
+TEST(FuzzRegression, OldInlineAsmOfNonFunctionPointee) {
+  const char *IR = R"(
+target triple = "nvptx64-nvidia-cuda"
+define ptx_kernel void @k() {
+  call void asm sideeffect "exit;", ""()
+  ret void
+}
+)";
+  // LLVM writes the types ptr, void, void () and metadata (IDs 0-3), and
+  // the asm as [function type, flags, asm, constraints] of type ptr. The
+  // edit turns the metadata type into a typed pointer to Pointee and the
+  // asm into Form, of that pointer's type.
+  auto Old = [&](unsigned Form, uint64_t Pointee) {
+    unsigned TypeID = 0;
+    return readBitcode(editedBitcode(IR, [&](unsigned Block, unsigned &Code,
+                                             SmallVectorImpl<uint64_t> &R) {
+      if (Block == bitc::TYPE_BLOCK_ID_NEW &&
+          Code != bitc::TYPE_CODE_NUMENTRY && TypeID++ == 3) {
+        ASSERT_EQ(Code, unsigned(bitc::TYPE_CODE_METADATA));
+        Code = bitc::TYPE_CODE_POINTER;
+        R.assign({Pointee, 0});
+      }
+      if (Block == bitc::CONSTANTS_BLOCK_ID && Code == bitc::CST_CODE_SETTYPE)
+        R[0] = 3;
+      if (Block == bitc::CONSTANTS_BLOCK_ID &&
+          Code == bitc::CST_CODE_INLINEASM) {
+        Code = Form;
+        R.erase(R.begin()); // the function type
+        if (Form != bitc::CST_CODE_INLINEASM_OLD3)
+          R[0] &= 3; // no unwind bit, and OLD no dialect either
+      }
+    }));
+  };
+  const uint64_t Ptr = 0, Void = 1, Function = 2;
+  for (unsigned Form :
+       {bitc::CST_CODE_INLINEASM_OLD, bitc::CST_CODE_INLINEASM_OLD2,
+        bitc::CST_CODE_INLINEASM_OLD3}) {
+    // Pointing to its function type, the old form reads.
+    EXPECT_EQ(Old(Form, Function), "<success>") << Form;
+    for (uint64_t Pointee : {Ptr, Void})
+      EXPECT_EQ(Old(Form, Pointee),
+                "corrupt bitcode: an inline asm constant's type points to a "
+                "type that is not a function type")
+          << Form << " " << Pointee;
+  }
+}

@@ -258,7 +258,8 @@ struct ModuleScan {
 /// vector type, an aggregate constant not a scalable vector one, an
 /// invoke's explicit type must exist, a vector type's element count fit 32
 /// bits, a getelementptr constant's in-range width that of an integer type,
-/// a callbr's and a catchswitch's destinations fit their record, and
+/// a callbr's and a catchswitch's destinations fit their record, an old
+/// inline asm constant's typed pointer must point to a function type, and
 /// a switch must not be in the 2012 form (LLVM 3.1 to 3.3), whose type,
 /// counts and case ranges LLVM takes as given.
 static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
@@ -295,7 +296,8 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
   // entry count and a struct's name makes the next type).
   struct TypeEntry {
     unsigned Code;
-    bool Scalable; ///< a scalable vector
+    bool Scalable = false;         ///< a scalable vector
+    uint64_t Pointee = UINT64_MAX; ///< a typed pointer's (before LLVM 15)
   };
   std::vector<TypeEntry> Types;
   // The largest basic block number a block address names. LLVM's reader
@@ -321,6 +323,20 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
           Current->Code != bitc::TYPE_CODE_VECTOR)
         Refuse("an array or vector constant is given a type that is not "
                "an array or vector");
+      break;
+    case bitc::CST_CODE_INLINEASM_OLD:
+    case bitc::CST_CODE_INLINEASM_OLD2:
+    case bitc::CST_CODE_INLINEASM_OLD3:
+      // Inline asm of older bitcode, of a typed pointer type: LLVM
+      // casts the pointee to a function type without checking that it is
+      // one. (A pointee past the table, or a type that is no typed
+      // pointer, it refuses.)
+      if (Current && Current->Code == bitc::TYPE_CODE_POINTER &&
+          Current->Pointee < Types.size() &&
+          Types[Current->Pointee].Code != bitc::TYPE_CODE_FUNCTION &&
+          Types[Current->Pointee].Code != bitc::TYPE_CODE_FUNCTION_OLD)
+        Refuse("an inline asm constant's type points to a type that is not "
+               "a function type");
       break;
     case bitc::CST_CODE_AGGREGATE:
       // [values]: a vector's is made as a fixed one, whatever the type.
@@ -417,8 +433,11 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
         if (Code == bitc::TYPE_CODE_NUMENTRY && !R.empty())
           Entries = std::max(Entries, R[0]);
         else if (Code != bitc::TYPE_CODE_STRUCT_NAME)
-          Types.push_back({Code, Code == bitc::TYPE_CODE_VECTOR &&
-                                     R.size() > 2 && R[2] != 0});
+          Types.push_back(
+              {Code,
+               Code == bitc::TYPE_CODE_VECTOR && R.size() > 2 && R[2] != 0,
+               Code == bitc::TYPE_CODE_POINTER && !R.empty() ? R[0]
+                                                             : UINT64_MAX});
         // VECTOR: [element count, element type, scalable]: LLVM checks
         // the count for 0 and then takes it as 32 bits.
         if (Code == bitc::TYPE_CODE_VECTOR && !R.empty() && R[0] > UINT32_MAX)
@@ -654,6 +673,19 @@ static Error checkTables(MemoryBufferRef MB, StringRef Origin) {
                            "partition name lies outside the module's string "
                            "table (%s)",
                            Origin.str().c_str(), Where.c_str());
+}
+
+Expected<std::unique_ptr<Module>>
+readOwnBitcode(MemoryBufferRef MB, LLVMContext &Ctx, const Twine &What) {
+  Expected<std::unique_ptr<Module>> M = parseBitcodeFile(MB, Ctx);
+  if (M)
+    return M;
+  return createStringError(
+      "LLVM cannot read back %s, which it wrote: %s: an input holds what "
+      "LLVM read without an error but does not write back (corrupt in a "
+      "way fatlink does not detect, or an LLVM bug); link the inputs in "
+      "halves to find which",
+      What.str().c_str(), toString(M.takeError()).c_str());
 }
 
 Error checkBitcode(MemoryBufferRef MB, StringRef Origin) {

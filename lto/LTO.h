@@ -569,6 +569,14 @@ private:
 llvm::Error runRecoverably(llvm::function_ref<llvm::Error()> Fn,
                            const llvm::Twine &What);
 
+/// Parses bitcode this link wrote itself (What: "the optimized module for
+/// sm_80"). LLVM refusing it means its writer wrote, from an input its
+/// reader took without an error, what its reader refuses: the error says
+/// so, where LLVM's alone names a record and no file.
+llvm::Expected<std::unique_ptr<llvm::Module>>
+readOwnBitcode(llvm::MemoryBufferRef MB, llvm::LLVMContext &Ctx,
+               const llvm::Twine &What);
+
 } // namespace fatlink::lto
 
 #endif // FATLINK_LTO_LTO_H

@@ -1577,7 +1577,8 @@ Expected<std::string> attachKernelTable(StringRef Bitcode,
                                         ArrayRef<KernelInfo> Kernels) {
   LLVMContext Ctx;
   Expected<std::unique_ptr<Module>> MOrErr =
-      parseBitcodeFile(MemoryBufferRef(Bitcode, "optimized module"), Ctx);
+      readOwnBitcode(MemoryBufferRef(Bitcode, "optimized module"), Ctx,
+                     "the optimized module");
   if (!MOrErr)
     return MOrErr.takeError();
   std::string Table;
@@ -2280,7 +2281,8 @@ Error DeviceLinker::optimizeSplit(std::vector<CodegenPartition> Split,
     DiagnosticCollector PartDiags;
     PartDiags.install(Ctx);
     Expected<std::unique_ptr<Module>> PM =
-        parseBitcodeFile((*In)->getMemBufferRef(), Ctx);
+        readOwnBitcode((*In)->getMemBufferRef(), Ctx,
+                       "partition " + Twine(I) + " for " + Rep.Name);
     In->reset(); // parsed: the input is not read again
     if (PM && ForTarget) {
       foldReflect(**PM, [&](StringRef Key) -> std::optional<int> {
@@ -2338,7 +2340,8 @@ Error DeviceLinker::optimizeSplit(std::vector<CodegenPartition> Split,
       if (!In)
         return In.takeError();
       Expected<std::unique_ptr<Module>> PM =
-          parseBitcodeFile((*In)->getMemBufferRef(), Ctx);
+          readOwnBitcode((*In)->getMemBufferRef(), Ctx,
+                         "an optimized partition for " + Rep.Name);
       if (!PM)
         return PM.takeError();
       if (!Whole) {

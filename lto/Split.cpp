@@ -572,7 +572,8 @@ splitForCodegen(StringRef Bitcode, unsigned MaxPartitions) {
   DiagnosticCollector Diags;
   Diags.install(Ctx);
   Expected<std::unique_ptr<Module>> MOrErr =
-      parseBitcodeFile(MemoryBufferRef(Bitcode, "optimized module"), Ctx);
+      readOwnBitcode(MemoryBufferRef(Bitcode, "optimized module"), Ctx,
+                     "the optimized module");
   if (!MOrErr)
     return MOrErr.takeError();
   std::vector<PartitionPlan> Plans =

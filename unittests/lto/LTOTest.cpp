@@ -40,6 +40,7 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::StartsWith;
 using ::testing::UnorderedElementsAre;
 
 namespace {
@@ -216,6 +217,26 @@ TEST_F(LTOTest, ReadsBitcode) {
   EXPECT_EQ(In->Images[0].Arch, "");
   EXPECT_THAT(In->Files, ElementsAre(A));
   EXPECT_TRUE(In->Skipped.empty());
+}
+
+// Bitcode fatlink wrote and LLVM cannot read back (here cut short) is
+// reported as such, with what it was and LLVM's reason.
+TEST(ReadOwnBitcode, SaysWhatDoesNotReadBack) {
+  std::string Bitcode = bitcodeOf(
+      (Twine(NVPTXHeader) + "define ptx_kernel void @k() { ret void }\n")
+          .str());
+  LLVMContext Ctx;
+  ASSERT_THAT_EXPECTED(
+      lto::readOwnBitcode(MemoryBufferRef(Bitcode, "m"), Ctx, "the module"),
+      Succeeded());
+  Bitcode.resize(Bitcode.size() / 2);
+  Expected<std::unique_ptr<Module>> M = lto::readOwnBitcode(
+      MemoryBufferRef(Bitcode, "m"), Ctx, "the optimized module for sm_80");
+  ASSERT_FALSE(bool(M));
+  std::string Message = toString(M.takeError());
+  EXPECT_THAT(Message, StartsWith("LLVM cannot read back the optimized "
+                                  "module for sm_80, which it wrote: "));
+  EXPECT_THAT(Message, HasSubstr("link the inputs in halves"));
 }
 
 TEST_F(LTOTest, ReadsArchiveMembers) {
