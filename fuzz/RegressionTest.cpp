@@ -31,6 +31,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 #include <cstdio>
@@ -75,6 +76,8 @@ void operator delete[](void *P, const std::nothrow_t &) noexcept {
 
 using namespace llvm;
 using namespace fatlink;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
 
 namespace {
 
@@ -1078,4 +1081,65 @@ define ptx_kernel void @k() {
                 "type that is not a function type")
           << Form << " " << Pointee;
   }
+}
+
+// What LLVM 22's reader makes from a constant's type rather than its
+// record: an integer constant as wide as its type (1 MB for an i8388608,
+// whatever the record holds), a splat with a value in every lane, a
+// shuffle's mask as long as its vector. 1,000 globals of an i8388608 in a
+// 20 KB file took a link 2 GB, 4,000 in 80 KB 8.2 GB and 29 s; a 1.5 KB
+// file's one splat of 2^28 lanes 4.2 GB.
+TEST(FuzzRegression, ConstantsLargerThanTheirRecords) {
+  // Globals @g0... of type i64 (values 1...), the type made Width bits
+  // wide by the edit.
+  auto Wide = [](int Globals, uint64_t Width) {
+    std::string IR = "target triple = \"nvptx64-nvidia-cuda\"\n";
+    for (int I = 0; I < Globals; ++I)
+      IR += "@g" + std::to_string(I) + " = global i64 " +
+            std::to_string(I + 1) + "\n";
+    return readBitcode(editedBitcode(
+        IR, [&](unsigned Block, unsigned &Code, SmallVectorImpl<uint64_t> &R) {
+          if (Block == bitc::TYPE_BLOCK_ID_NEW &&
+              Code == bitc::TYPE_CODE_INTEGER && R[0] == 64)
+            R[0] = Width;
+        }));
+  };
+  EXPECT_EQ(Wide(1000, 64), "<success>");
+  EXPECT_EQ(Wide(200, 1 << 23), "<success>"); // 200 MB
+  EXPECT_THAT(Wide(1000, 1 << 23),
+              MatchesRegex("corrupt bitcode: its constants take 1048576000 "
+                           "bytes as LLVM makes them \\(integers wider than "
+                           "64 bits, vectors with a value in every lane\\), "
+                           "more than fatlink reads from a module of [0-9]+ "
+                           "bytes \\(256 MB, or 16 times its size\\)"));
+
+  // Globals of type <4 x i64>, each the splat of its number, the vector
+  // made Lanes long.
+  auto Splats = [](int Globals, uint64_t Lanes) {
+    std::string IR = "target triple = \"nvptx64-nvidia-cuda\"\n";
+    for (int I = 0; I < Globals; ++I)
+      IR += "@v" + std::to_string(I) + " = global <4 x i64> <i64 " +
+            std::to_string(I) + ", i64 0, i64 0, i64 0>\n";
+    return readBitcode(editedBitcode(IR, [&](unsigned Block, unsigned &Code,
+                                             SmallVectorImpl<uint64_t> &R) {
+      if (Block == bitc::TYPE_BLOCK_ID_NEW && Code == bitc::TYPE_CODE_VECTOR)
+        R[0] = Lanes;
+      if (Block == bitc::CONSTANTS_BLOCK_ID && Code == bitc::CST_CODE_DATA) {
+        Code = bitc::CST_CODE_INTEGER;
+        R.assign({R[0] << 1}); // sign-rotated
+      }
+    }));
+  };
+  EXPECT_EQ(Splats(1, 1 << 16), "<success>");
+  EXPECT_EQ(Splats(1, (1 << 16) + 1),
+            "corrupt bitcode: a vector type has 65537 elements; fatlink reads "
+            "vectors of at most 65536 (LLVM makes a table of every element "
+            "for what is of its type)");
+  EXPECT_EQ(Splats(1, uint64_t(1) << 28),
+            "corrupt bitcode: a vector type has 268435456 elements; fatlink "
+            "reads vectors of at most 65536 (LLVM makes a table of every "
+            "element for what is of its type)");
+  // 599 splats of 2^16 lanes, 8 bytes each (the first global is a null).
+  EXPECT_THAT(Splats(600, 1 << 16),
+              HasSubstr("its constants take 314048512 bytes"));
 }

@@ -262,6 +262,16 @@ struct ModuleScan {
 /// inline asm constant's typed pointer must point to a function type, and
 /// a switch must not be in the 2012 form (LLVM 3.1 to 3.3), whose type,
 /// counts and case ranges LLVM takes as given.
+/// The longest vector fatlink reads: no GPU program has one near it, and
+/// LLVM makes a table as long as the vector for constants and shuffles of
+/// its type.
+static constexpr uint64_t MaxVectorLength = 1 << 16;
+
+/// What a module's constants may take past what their records hold
+/// (scanModule): this much, or this many times the module's size.
+static constexpr uint64_t MinConstantBudget = uint64_t(256) << 20;
+static constexpr uint64_t ConstantBudgetPerByte = 16;
+
 static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
                                        BitstreamBlockInfo &BlockInfo) {
   ModuleScan Scan;
@@ -296,8 +306,25 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
   // entry count and a struct's name makes the next type).
   struct TypeEntry {
     unsigned Code;
-    bool Scalable = false;         ///< a scalable vector
-    uint64_t Pointee = UINT64_MAX; ///< a typed pointer's (before LLVM 15)
+    bool Scalable = false; ///< a scalable vector
+    /// A typed pointer's pointee (before LLVM 15), a vector's element.
+    uint64_t Of = UINT64_MAX;
+    uint64_t Count = 0; ///< an integer's width in bits, a vector's length
+  };
+  // INTEGER: [width]; POINTER: [pointee, address space]; VECTOR: [length,
+  // element, scalable].
+  auto typeEntry = [](unsigned Code, ArrayRef<uint64_t> R) {
+    TypeEntry T{Code};
+    if (Code == bitc::TYPE_CODE_INTEGER && !R.empty())
+      T.Count = R[0];
+    if (Code == bitc::TYPE_CODE_POINTER && !R.empty())
+      T.Of = R[0];
+    if (Code == bitc::TYPE_CODE_VECTOR && R.size() >= 2) {
+      T.Count = R[0];
+      T.Of = R[1];
+      T.Scalable = R.size() > 2 && R[2] != 0;
+    }
+    return T;
   };
   std::vector<TypeEntry> Types;
   // The largest basic block number a block address names. LLVM's reader
@@ -307,7 +334,43 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
   // The constants block's current type (SETTYPE); none where the ID names
   // no type (LLVM's reader refuses it).
   std::optional<TypeEntry> Current;
+  // The bytes LLVM makes for the constants from their types alone (past
+  // what their records hold), and for one constant of type T made by a
+  // record Code: an integer's words past 64 bits (a value of an i8388608
+  // is 1 MB, whatever its record holds), and a vector's lanes for what
+  // LLVM makes one value in every lane of (a splat: an integer or a
+  // floating-point value, or an expression folded lane by lane).
+  uint64_t ConstantBytes = 0;
+  auto MadeFor = [&](const TypeEntry &T, unsigned Code) -> uint64_t {
+    auto IntegerBytes = [](const TypeEntry &I) -> uint64_t {
+      return I.Code == bitc::TYPE_CODE_INTEGER && I.Count > 64
+                 ? (I.Count + 63) / 64 * 8
+                 : 0;
+    };
+    switch (Code) {
+    case bitc::CST_CODE_SETTYPE:
+    case bitc::CST_CODE_UNDEF:
+    case bitc::CST_CODE_POISON:
+    case bitc::CST_CODE_AGGREGATE:
+    case bitc::CST_CODE_STRING:
+    case bitc::CST_CODE_CSTRING:
+    case bitc::CST_CODE_DATA:
+      return 0; // nothing, or what the record holds
+    default:
+      break;
+    }
+    if (T.Code != bitc::TYPE_CODE_VECTOR)
+      return IntegerBytes(T);
+    if (Code == bitc::CST_CODE_NULL)
+      return 0;        // one zero for the whole vector
+    uint64_t Lane = 8; // a pointer to the lane's value, or its data
+    if (T.Of < Types.size())
+      Lane += IntegerBytes(Types[T.Of]);
+    return T.Count * Lane;
+  };
   auto Constant = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
+    if (Current)
+      ConstantBytes += MadeFor(*Current, Code);
     switch (Code) {
     case bitc::CST_CODE_SETTYPE:
       Current.reset();
@@ -332,9 +395,9 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
       // one. (A pointee past the table, or a type that is no typed
       // pointer, it refuses.)
       if (Current && Current->Code == bitc::TYPE_CODE_POINTER &&
-          Current->Pointee < Types.size() &&
-          Types[Current->Pointee].Code != bitc::TYPE_CODE_FUNCTION &&
-          Types[Current->Pointee].Code != bitc::TYPE_CODE_FUNCTION_OLD)
+          Current->Of < Types.size() &&
+          Types[Current->Of].Code != bitc::TYPE_CODE_FUNCTION &&
+          Types[Current->Of].Code != bitc::TYPE_CODE_FUNCTION_OLD)
         Refuse("an inline asm constant's type points to a type that is not "
                "a function type");
       break;
@@ -433,16 +496,22 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
         if (Code == bitc::TYPE_CODE_NUMENTRY && !R.empty())
           Entries = std::max(Entries, R[0]);
         else if (Code != bitc::TYPE_CODE_STRUCT_NAME)
-          Types.push_back(
-              {Code,
-               Code == bitc::TYPE_CODE_VECTOR && R.size() > 2 && R[2] != 0,
-               Code == bitc::TYPE_CODE_POINTER && !R.empty() ? R[0]
-                                                             : UINT64_MAX});
+          Types.push_back(typeEntry(Code, R));
         // VECTOR: [element count, element type, scalable]: LLVM checks
         // the count for 0 and then takes it as 32 bits.
         if (Code == bitc::TYPE_CODE_VECTOR && !R.empty() && R[0] > UINT32_MAX)
           Refuse("a vector type claims " + std::to_string(R[0]) +
                  " elements, more than any vector has (2^32 - 1)");
+        // LLVM makes tables of a vector's length for what is of its type
+        // (a shuffle's mask, twice, from its record of a few bits; a
+        // constant splat, a lane at a time).
+        else if (Code == bitc::TYPE_CODE_VECTOR && !R.empty() &&
+                 R[0] > MaxVectorLength)
+          Refuse("a vector type has " + std::to_string(R[0]) +
+                 " elements; fatlink reads vectors of at most " +
+                 std::to_string(MaxVectorLength) +
+                 " (LLVM makes a table of every element for what is of "
+                 "its type)");
         return true;
       };
       if (Error E = forEachRecord(Stream, ID, Type))
@@ -547,6 +616,16 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
     Refuse("a block address names basic block " +
            std::to_string(MaxBlockAddress) + ", more than a module of " +
            std::to_string(Bits) + " bits can have");
+  uint64_t MaxConstantBytes =
+      std::max<uint64_t>(MinConstantBudget, ConstantBudgetPerByte * (Bits / 8));
+  if (ConstantBytes > MaxConstantBytes)
+    Refuse("its constants take " + std::to_string(ConstantBytes) +
+           " bytes as LLVM makes them (integers wider than 64 bits, vectors "
+           "with a value in every lane), more than fatlink reads from a "
+           "module of " +
+           std::to_string(Bits / 8) + " bytes (" +
+           std::to_string(MinConstantBudget >> 20) + " MB, or " +
+           std::to_string(ConstantBudgetPerByte) + " times its size)");
   return Scan;
 }
 
