@@ -1107,7 +1107,8 @@ TEST(FuzzRegression, ConstantsLargerThanTheirRecords) {
   EXPECT_EQ(Wide(1000, 64), "<success>");
   EXPECT_EQ(Wide(200, 1 << 23), "<success>"); // 200 MB
   EXPECT_THAT(Wide(1000, 1 << 23),
-              MatchesRegex("corrupt bitcode: its constants take 1048576000 "
+              MatchesRegex("corrupt bitcode: its constants and enumerators "
+                           "take 1048576000 "
                            "bytes as LLVM makes them \\(integers wider than "
                            "64 bits, vectors with a value in every lane\\), "
                            "more than fatlink reads from a module of [0-9]+ "
@@ -1141,5 +1142,47 @@ TEST(FuzzRegression, ConstantsLargerThanTheirRecords) {
             "element for what is of its type)");
   // 599 splats of 2^16 lanes, 8 bytes each (the first global is a null).
   EXPECT_THAT(Splats(600, 1 << 16),
-              HasSubstr("its constants take 314048512 bytes"));
+              HasSubstr("its constants and enumerators take 314048512 "
+                        "bytes"));
+}
+
+// Debug info's wide integers, as wide as their records say: LLVM 22 makes
+// an enumerator's value as wide as its stated width (2^32 - 1 bits: 2.1
+// GB and 5.9 s for a 1.6 KB module), and room for a fixed-point type's
+// numerator and denominator words as counted, then reads them past the
+// record (2^27 words: a crash after 2.1 GB; 2^29: 8.4 GB and 16.6 s).
+TEST(FuzzRegression, DebugInfoIntegersWiderThanTheirRecords) {
+  const char *IR = R"(
+target triple = "nvptx64-nvidia-cuda"
+!foo = !{!0, !1}
+!0 = !DIEnumerator(name: "A", value: 1)
+!1 = !DIFixedPointType(name: "fp", size: 32, align: 32, encoding: DW_ATE_signed_fixed, kind: Rational, numerator: 1, denominator: 3)
+)";
+  // ENUMERATOR: [flags (4: big), width, name, words...]; FIXED_POINT_TYPE:
+  // [..., (words << 32 | width) at 9, words..., (words << 32 | width),
+  // words...]: here 13 operands, a word each.
+  auto Edited = [&](unsigned OfCode, size_t Index, uint64_t Value) {
+    return readBitcode(editedBitcode(
+        IR, [&](unsigned Block, unsigned &Code, SmallVectorImpl<uint64_t> &R) {
+          if (Block == bitc::METADATA_BLOCK_ID && Code == OfCode)
+            R[Index] = Value;
+        }));
+  };
+  const unsigned Enumerator = bitc::METADATA_ENUMERATOR;
+  const unsigned Fixed = bitc::METADATA_FIXED_POINT_TYPE;
+  EXPECT_EQ(Edited(Enumerator, 1, 128), "<success>");
+  EXPECT_EQ(Edited(Enumerator, 1, 1 << 23), "<success>");
+  EXPECT_EQ(Edited(Enumerator, 1, 0xFFFFFFFF),
+            "corrupt bitcode: an enumerator's value is 4294967295 bits wide, "
+            "wider than any integer type (8388608)");
+  EXPECT_EQ(Edited(Fixed, 9, (uint64_t(1) << 32) | 128), "<success>");
+  EXPECT_EQ(Edited(Fixed, 9, (uint64_t(1) << 59) | 32),
+            "corrupt bitcode: a fixed-point type's record of 13 operands ends "
+            "inside its numerator (134217728 words)");
+  EXPECT_EQ(Edited(Fixed, 11, (uint64_t(2) << 32) | 32),
+            "corrupt bitcode: a fixed-point type's record of 13 operands ends "
+            "inside its denominator (2 words)");
+  EXPECT_EQ(Edited(Fixed, 11, (uint64_t(1) << 32) | 0xFFFFFFFF),
+            "corrupt bitcode: a fixed-point type's denominator is 4294967295 "
+            "bits wide, wider than any integer type (8388608)");
 }

@@ -236,8 +236,8 @@ struct ModuleScan {
 };
 
 /// Reads a module block (the cursor just past its entry): its records, the
-/// attribute groups, the type table, the constants and the function bodies
-/// within it (not their metadata).
+/// attribute groups, the type table, the constants, the metadata and the
+/// function bodies within it.
 ///
 /// LLVM's reader sizes some tables by a number in a record, before it reads
 /// what they hold: an attribute group's index (AttributeList::get keeps a
@@ -259,7 +259,10 @@ struct ModuleScan {
 /// invoke's explicit type must exist, a vector type's element count fit 32
 /// bits, a getelementptr constant's in-range width that of an integer type,
 /// a callbr's and a catchswitch's destinations fit their record, an old
-/// inline asm constant's typed pointer must point to a function type, and
+/// inline asm constant's typed pointer must point to a function type, a
+/// fixed-point type's numerator and denominator fit their record, what
+/// LLVM makes for constants and enumerators from their types and widths
+/// stay within a budget (integers wider than 64 bits, splats), and
 /// a switch must not be in the 2012 form (LLVM 3.1 to 3.3), whose type,
 /// counts and case ranges LLVM takes as given.
 /// The longest vector fatlink reads: no GPU program has one near it, and
@@ -334,13 +337,13 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
   // The constants block's current type (SETTYPE); none where the ID names
   // no type (LLVM's reader refuses it).
   std::optional<TypeEntry> Current;
-  // The bytes LLVM makes for the constants from their types alone (past
-  // what their records hold), and for one constant of type T made by a
-  // record Code: an integer's words past 64 bits (a value of an i8388608
-  // is 1 MB, whatever its record holds), and a vector's lanes for what
-  // LLVM makes one value in every lane of (a splat: an integer or a
-  // floating-point value, or an expression folded lane by lane).
-  uint64_t ConstantBytes = 0;
+  // The bytes LLVM makes for the constants (and debug info's enumerators)
+  // from their types and widths alone, past what their records hold; and
+  // for one constant of type T made by a record Code: an integer's words past
+  // 64 bits (a value of an i8388608 is 1 MB, whatever its record holds), and a
+  // vector's lanes for what LLVM makes one value in every lane of (a splat: an
+  // integer or a floating-point value, or an expression folded lane by lane).
+  uint64_t MadeBytes = 0;
   auto MadeFor = [&](const TypeEntry &T, unsigned Code) -> uint64_t {
     auto IntegerBytes = [](const TypeEntry &I) -> uint64_t {
       return I.Code == bitc::TYPE_CODE_INTEGER && I.Count > 64
@@ -370,7 +373,7 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
   };
   auto Constant = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
     if (Current)
-      ConstantBytes += MadeFor(*Current, Code);
+      MadeBytes += MadeFor(*Current, Code);
     switch (Code) {
     case bitc::CST_CODE_SETTYPE:
       Current.reset();
@@ -420,6 +423,49 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
       // [function type, function, block number]
       if (R.size() >= 3)
         MaxBlockAddress = std::max(MaxBlockAddress, uint64_t(uint32_t(R[2])));
+      break;
+    default:
+      break;
+    }
+    return true;
+  };
+  // Debug info's integers as wide as a record says: an enumerator's value
+  // (LLVM makes it as wide as stated, whatever words the record holds: 512
+  // MB at 2^32 - 1 bits) and a fixed-point type's numerator and
+  // denominator (their word counts LLVM makes room for, then reads past
+  // the record: a crash, after a gigabyte).
+  auto Wide = [&](const char *What, uint64_t Width) {
+    if (Width > IntegerType::MAX_INT_BITS)
+      Refuse(std::string(What) + " is " + std::to_string(Width) +
+             " bits wide, wider than any integer type (" +
+             std::to_string(IntegerType::MAX_INT_BITS) + ")");
+    else if (Width > 64)
+      MadeBytes += (Width + 63) / 64 * 8;
+  };
+  auto Metadata = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
+    switch (Code) {
+    case bitc::METADATA_ENUMERATOR:
+      // [flags, value (width if big: flags & 4), name, words...]
+      if (R.size() >= 3 && (R[0] & 4))
+        Wide("an enumerator's value", uint32_t(R[1]));
+      break;
+    case bitc::METADATA_FIXED_POINT_TYPE:
+      // [..., (words << 32 | width), words..., (words << 32 | width),
+      // words..., ...] from operand 9, in a record of at least 11.
+      for (size_t At = 9, I = 0; R.size() >= 11 && I < 2; ++I) {
+        uint64_t Words = At < R.size() ? R[At] >> 32 : 0;
+        if (At >= R.size() || Words > R.size() - At - 1) {
+          Refuse("a fixed-point type's record of " + std::to_string(R.size()) +
+                 " operands ends inside its " +
+                 (I ? "denominator" : "numerator") + " (" +
+                 std::to_string(Words) + " words)");
+          break;
+        }
+        Wide(I ? "a fixed-point type's denominator"
+               : "a fixed-point type's numerator",
+             uint32_t(R[At]));
+        At += 1 + Words;
+      }
       break;
     default:
       break;
@@ -527,6 +573,10 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
       if (Error E = Constants(ID))
         return std::move(E);
       return true;
+    case bitc::METADATA_BLOCK_ID:
+      if (Error E = forEachRecord(Stream, ID, Metadata))
+        return std::move(E);
+      return true;
     case bitc::FUNCTION_BLOCK_ID: {
       uint64_t BodyStart = Stream.GetCurrentBitNo();
       uint64_t Blocks = 0;
@@ -586,9 +636,14 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
         return true;
       };
       auto Nested = [&](unsigned Sub) -> Expected<bool> {
-        if (Sub != bitc::CONSTANTS_BLOCK_ID)
+        Error E = Error::success();
+        if (Sub == bitc::CONSTANTS_BLOCK_ID)
+          E = Constants(Sub);
+        else if (Sub == bitc::METADATA_BLOCK_ID)
+          E = forEachRecord(Stream, Sub, Metadata);
+        else
           return false;
-        if (Error E = Constants(Sub))
+        if (E)
           return std::move(E);
         return true;
       };
@@ -616,10 +671,10 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
     Refuse("a block address names basic block " +
            std::to_string(MaxBlockAddress) + ", more than a module of " +
            std::to_string(Bits) + " bits can have");
-  uint64_t MaxConstantBytes =
+  uint64_t MaxMadeBytes =
       std::max<uint64_t>(MinConstantBudget, ConstantBudgetPerByte * (Bits / 8));
-  if (ConstantBytes > MaxConstantBytes)
-    Refuse("its constants take " + std::to_string(ConstantBytes) +
+  if (MadeBytes > MaxMadeBytes)
+    Refuse("its constants and enumerators take " + std::to_string(MadeBytes) +
            " bytes as LLVM makes them (integers wider than 64 bits, vectors "
            "with a value in every lane), more than fatlink reads from a "
            "module of " +
