@@ -1186,3 +1186,34 @@ target triple = "nvptx64-nvidia-cuda"
             "corrupt bitcode: a fixed-point type's denominator is 4294967295 "
             "bits wide, wider than any integer type (8388608)");
 }
+
+// A metadata attachment's instruction index (METADATA_ATTACHMENT, odd
+// length: [instruction, (kind, node)...]): LLVM 22 takes the instruction
+// from those it has read without a bound, and writes the attachment
+// through what it finds there. Past a function's two instructions, every
+// index crashed the reader.
+TEST(FuzzRegression, MetadataAttachmentPastTheInstructions) {
+  const char *IR = R"(
+target triple = "nvptx64-nvidia-cuda"
+define ptx_kernel void @k(ptr %p) {
+  store i32 1, ptr %p, !nontemporal !0
+  ret void
+}
+!0 = !{i32 1}
+)";
+  auto Attached = [&](uint64_t Index) {
+    return readBitcode(editedBitcode(
+        IR, [&](unsigned Block, unsigned &Code, SmallVectorImpl<uint64_t> &R) {
+          if (Block == bitc::METADATA_ATTACHMENT_ID &&
+              Code == bitc::METADATA_ATTACHMENT && R.size() % 2 == 1)
+            R[0] = Index;
+        }));
+  };
+  EXPECT_EQ(Attached(0), "<success>");
+  EXPECT_EQ(Attached(1), "<success>"); // the ret
+  for (uint64_t Index : {2, 3, 1000000})
+    EXPECT_EQ(Attached(Index),
+              "corrupt bitcode: a metadata attachment names instruction " +
+                  std::to_string(Index) +
+                  ", past the function's 2 instructions");
+}

@@ -580,7 +580,26 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
     case bitc::FUNCTION_BLOCK_ID: {
       uint64_t BodyStart = Stream.GetCurrentBitNo();
       uint64_t Blocks = 0;
+      // The instructions read so far: every record but these makes one.
+      uint64_t Instructions = 0;
       auto Instruction = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
+        switch (Code) {
+        case bitc::FUNC_CODE_DECLAREBLOCKS:
+        case bitc::FUNC_CODE_DEBUG_LOC:
+        case bitc::FUNC_CODE_DEBUG_LOC_AGAIN:
+        case bitc::FUNC_CODE_OPERAND_BUNDLE:
+        case bitc::FUNC_CODE_BLOCKADDR_USERS:
+        case bitc::FUNC_CODE_DEBUG_RECORD_VALUE:
+        case bitc::FUNC_CODE_DEBUG_RECORD_DECLARE:
+        case bitc::FUNC_CODE_DEBUG_RECORD_ASSIGN:
+        case bitc::FUNC_CODE_DEBUG_RECORD_VALUE_SIMPLE:
+        case bitc::FUNC_CODE_DEBUG_RECORD_LABEL:
+        case bitc::FUNC_CODE_DEBUG_RECORD_DECLARE_VALUE:
+          break;
+        default:
+          ++Instructions;
+          break;
+        }
         switch (Code) {
         case bitc::FUNC_CODE_DECLAREBLOCKS:
           // [count]: LLVM's reader creates that many basic blocks.
@@ -635,12 +654,26 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
         }
         return true;
       };
+      // ATTACHMENT: [instruction, (kind, metadata)...] (an odd count; an
+      // even one is the function's own): LLVM takes the instruction from
+      // those read so far without checking that it is one of them, and
+      // writes through what it finds (a crash, or a write to the heap).
+      auto Attachment = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
+        if (Code == bitc::METADATA_ATTACHMENT && R.size() % 2 == 1 &&
+            R[0] >= Instructions)
+          Refuse("a metadata attachment names instruction " +
+                 std::to_string(R[0]) + ", past the function's " +
+                 std::to_string(Instructions) + " instructions");
+        return true;
+      };
       auto Nested = [&](unsigned Sub) -> Expected<bool> {
         Error E = Error::success();
         if (Sub == bitc::CONSTANTS_BLOCK_ID)
           E = Constants(Sub);
         else if (Sub == bitc::METADATA_BLOCK_ID)
           E = forEachRecord(Stream, Sub, Metadata);
+        else if (Sub == bitc::METADATA_ATTACHMENT_ID)
+          E = forEachRecord(Stream, Sub, Attachment);
         else
           return false;
         if (E)
