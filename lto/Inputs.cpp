@@ -235,6 +235,17 @@ struct ModuleScan {
   std::string Refused;
 };
 
+/// The longest vector fatlink reads: no GPU program has one near it, and
+/// LLVM makes a table as long as the vector for constants and shuffles of
+/// its type.
+static constexpr uint64_t MaxVectorLength = 1 << 16;
+
+/// What a module's constants and debug-info enumerators may take past what
+/// their records hold (scanModule): this much, or this many times the
+/// module's size.
+static constexpr uint64_t MinConstantBudget = uint64_t(256) << 20;
+static constexpr uint64_t ConstantBudgetPerByte = 16;
+
 /// Reads a module block (the cursor just past its entry): its records, the
 /// attribute groups, the type table, the constants, the metadata and the
 /// function bodies within it.
@@ -265,16 +276,6 @@ struct ModuleScan {
 /// stay within a budget (integers wider than 64 bits, splats), and
 /// a switch must not be in the 2012 form (LLVM 3.1 to 3.3), whose type,
 /// counts and case ranges LLVM takes as given.
-/// The longest vector fatlink reads: no GPU program has one near it, and
-/// LLVM makes a table as long as the vector for constants and shuffles of
-/// its type.
-static constexpr uint64_t MaxVectorLength = 1 << 16;
-
-/// What a module's constants may take past what their records hold
-/// (scanModule): this much, or this many times the module's size.
-static constexpr uint64_t MinConstantBudget = uint64_t(256) << 20;
-static constexpr uint64_t ConstantBudgetPerByte = 16;
-
 static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
                                        BitstreamBlockInfo &BlockInfo) {
   ModuleScan Scan;
