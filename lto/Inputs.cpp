@@ -237,7 +237,7 @@ struct ModuleScan {
 
 /// The longest vector fatlink reads: no GPU program has one near it, and
 /// LLVM makes a table as long as the vector for constants and shuffles of
-/// its type.
+/// its type (it also takes a length as 32 bits, 2^32 as 0).
 static constexpr uint64_t MaxVectorLength = 1 << 16;
 
 /// What a module's constants and debug-info enumerators may take past what
@@ -276,6 +276,34 @@ static constexpr uint64_t ConstantBudgetPerByte = 16;
 /// stay within a budget (integers wider than 64 bits, splats), and
 /// a switch must not be in the 2012 form (LLVM 3.1 to 3.3), whose type,
 /// counts and case ranges LLVM takes as given.
+/// The bytes an integer of Width bits keeps out of line (APInt: the words
+/// of one wider than 64 bits).
+static uint64_t wideIntegerBytes(uint64_t Width) {
+  return Width > 64 ? (Width + 63) / 64 * 8 : 0;
+}
+
+/// Whether a function block's record Code makes an instruction (LLVM's
+/// reader adds each one to the function's instruction list; these others
+/// annotate one or declare its blocks).
+static bool makesInstruction(unsigned Code) {
+  switch (Code) {
+  case bitc::FUNC_CODE_DECLAREBLOCKS:
+  case bitc::FUNC_CODE_DEBUG_LOC:
+  case bitc::FUNC_CODE_DEBUG_LOC_AGAIN:
+  case bitc::FUNC_CODE_OPERAND_BUNDLE:
+  case bitc::FUNC_CODE_BLOCKADDR_USERS:
+  case bitc::FUNC_CODE_DEBUG_RECORD_VALUE:
+  case bitc::FUNC_CODE_DEBUG_RECORD_DECLARE:
+  case bitc::FUNC_CODE_DEBUG_RECORD_ASSIGN:
+  case bitc::FUNC_CODE_DEBUG_RECORD_VALUE_SIMPLE:
+  case bitc::FUNC_CODE_DEBUG_RECORD_LABEL:
+  case bitc::FUNC_CODE_DEBUG_RECORD_DECLARE_VALUE:
+    return false;
+  default:
+    return true;
+  }
+}
+
 static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
                                        BitstreamBlockInfo &BlockInfo) {
   ModuleScan Scan;
@@ -347,9 +375,7 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
   uint64_t MadeBytes = 0;
   auto MadeFor = [&](const TypeEntry &T, unsigned Code) -> uint64_t {
     auto IntegerBytes = [](const TypeEntry &I) -> uint64_t {
-      return I.Code == bitc::TYPE_CODE_INTEGER && I.Count > 64
-                 ? (I.Count + 63) / 64 * 8
-                 : 0;
+      return I.Code == bitc::TYPE_CODE_INTEGER ? wideIntegerBytes(I.Count) : 0;
     };
     switch (Code) {
     case bitc::CST_CODE_SETTYPE:
@@ -440,8 +466,8 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
       Refuse(std::string(What) + " is " + std::to_string(Width) +
              " bits wide, wider than any integer type (" +
              std::to_string(IntegerType::MAX_INT_BITS) + ")");
-    else if (Width > 64)
-      MadeBytes += (Width + 63) / 64 * 8;
+    else
+      MadeBytes += wideIntegerBytes(Width);
   };
   auto Metadata = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
     switch (Code) {
@@ -475,7 +501,7 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
   };
   // Each constants block starts with i32 as its type.
   auto Constants = [&](unsigned ID) -> Error {
-    Current = TypeEntry{bitc::TYPE_CODE_INTEGER, false};
+    Current = TypeEntry{bitc::TYPE_CODE_INTEGER, false, UINT64_MAX, 32};
     return forEachRecord(Stream, ID, Constant);
   };
   auto SubBlock = [&](unsigned ID) -> Expected<bool> {
@@ -544,16 +570,12 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
           Entries = std::max(Entries, R[0]);
         else if (Code != bitc::TYPE_CODE_STRUCT_NAME)
           Types.push_back(typeEntry(Code, R));
-        // VECTOR: [element count, element type, scalable]: LLVM checks
-        // the count for 0 and then takes it as 32 bits.
-        if (Code == bitc::TYPE_CODE_VECTOR && !R.empty() && R[0] > UINT32_MAX)
-          Refuse("a vector type claims " + std::to_string(R[0]) +
-                 " elements, more than any vector has (2^32 - 1)");
-        // LLVM makes tables of a vector's length for what is of its type
-        // (a shuffle's mask, twice, from its record of a few bits; a
-        // constant splat, a lane at a time).
-        else if (Code == bitc::TYPE_CODE_VECTOR && !R.empty() &&
-                 R[0] > MaxVectorLength)
+        // VECTOR: [element count, element type, scalable]: LLVM makes
+        // tables of a vector's length for what is of its type (a shuffle's
+        // mask, twice, from its record of a few bits; a constant splat, a
+        // lane at a time), and takes the count as 32 bits.
+        if (Code == bitc::TYPE_CODE_VECTOR && !R.empty() &&
+            R[0] > MaxVectorLength)
           Refuse("a vector type has " + std::to_string(R[0]) +
                  " elements; fatlink reads vectors of at most " +
                  std::to_string(MaxVectorLength) +
@@ -581,26 +603,10 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
     case bitc::FUNCTION_BLOCK_ID: {
       uint64_t BodyStart = Stream.GetCurrentBitNo();
       uint64_t Blocks = 0;
-      // The instructions read so far: every record but these makes one.
+      // The instructions read so far.
       uint64_t Instructions = 0;
       auto Instruction = [&](unsigned Code, ArrayRef<uint64_t> R, StringRef) {
-        switch (Code) {
-        case bitc::FUNC_CODE_DECLAREBLOCKS:
-        case bitc::FUNC_CODE_DEBUG_LOC:
-        case bitc::FUNC_CODE_DEBUG_LOC_AGAIN:
-        case bitc::FUNC_CODE_OPERAND_BUNDLE:
-        case bitc::FUNC_CODE_BLOCKADDR_USERS:
-        case bitc::FUNC_CODE_DEBUG_RECORD_VALUE:
-        case bitc::FUNC_CODE_DEBUG_RECORD_DECLARE:
-        case bitc::FUNC_CODE_DEBUG_RECORD_ASSIGN:
-        case bitc::FUNC_CODE_DEBUG_RECORD_VALUE_SIMPLE:
-        case bitc::FUNC_CODE_DEBUG_RECORD_LABEL:
-        case bitc::FUNC_CODE_DEBUG_RECORD_DECLARE_VALUE:
-          break;
-        default:
-          ++Instructions;
-          break;
-        }
+        Instructions += makesInstruction(Code);
         switch (Code) {
         case bitc::FUNC_CODE_DECLAREBLOCKS:
           // [count]: LLVM's reader creates that many basic blocks.
