@@ -169,7 +169,7 @@ Expected<std::string> generatePTX(StringRef Bitcode, const lto::Target &T,
             PM.run(M);
             return Error::success();
           },
-          "generating PTX for " + T.Name))
+          "generating PTX for " + T.Name, /*OnProgram=*/true))
     return std::move(E);
   if (Error E = Diags.takeError("code generation for " + T.Name))
     return std::move(E);

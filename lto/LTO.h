@@ -565,9 +565,11 @@ private:
 /// Runs Fn under LLVM's crash recovery (when enableCrashRecovery armed it):
 /// a crash or a fatal LLVM error inside becomes an Error, "LLVM crashed
 /// <What> (Segmentation fault)" or "LLVM failed <What>: <reason>"; What is
-/// a phrase such as "reading it" or "optimizing for sm_80".
+/// a phrase such as "reading it" or "optimizing for sm_80". For work on
+/// the linked program (every input read and verified), OnProgram adds what
+/// the user can do: find the input by halves, report it.
 llvm::Error runRecoverably(llvm::function_ref<llvm::Error()> Fn,
-                           const llvm::Twine &What);
+                           const llvm::Twine &What, bool OnProgram = false);
 
 /// Parses bitcode this link wrote itself (What: "the optimized module for
 /// sm_80"). LLVM refusing it means its writer wrote, from an input its

@@ -56,7 +56,8 @@ void enableCrashRecovery() {
   install_bad_alloc_error_handler(onFatalError, nullptr);
 }
 
-Error runRecoverably(function_ref<Error()> Fn, const Twine &What) {
+Error runRecoverably(function_ref<Error()> Fn, const Twine &What,
+                     bool OnProgram) {
   std::string Reason;
   std::string *Outer = FatalReason;
   FatalReason = &Reason;
@@ -67,12 +68,19 @@ Error runRecoverably(function_ref<Error()> Fn, const Twine &What) {
   if (Finished)
     return Result;
   consumeError(std::move(Result)); // unset, or half-made by a crashed Fn
+  // Every input was read and verified before: what crashed LLVM is its
+  // bug, or an input its verifier lets through.
+  const char *Next =
+      OnProgram ? ": every input read and verified, so this is an LLVM bug or "
+                  "an input LLVM's verifier does not catch; link the inputs in "
+                  "halves to find which, and report it with that input"
+                : "";
   if (!Reason.empty())
-    return createStringError("LLVM failed " + What + ": " + Reason);
+    return createStringError("LLVM failed " + What + ": " + Reason + Next);
   std::string Signal = "exit code " + std::to_string(CRC.RetCode);
   if (CRC.RetCode > 128)
     Signal = strsignal(CRC.RetCode - 128);
-  return createStringError("LLVM crashed " + What + " (" + Signal + ")");
+  return createStringError("LLVM crashed " + What + " (" + Signal + ")" + Next);
 }
 
 } // namespace fatlink::lto

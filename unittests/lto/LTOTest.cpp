@@ -25,9 +25,11 @@
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -237,6 +239,40 @@ TEST(ReadOwnBitcode, SaysWhatDoesNotReadBack) {
   EXPECT_THAT(Message, StartsWith("LLVM cannot read back the optimized "
                                   "module for sm_80, which it wrote: "));
   EXPECT_THAT(Message, HasSubstr("link the inputs in halves"));
+}
+
+// What LLVM gives up on or crashes in becomes an Error (as in the fatlink
+// executable, which arms the recovery); after the inputs were read and
+// verified, it says what the user can do.
+TEST(Recovery, SaysWhatToDoWhenLLVMFailsOnTheProgram) {
+  lto::enableCrashRecovery();
+  // A reason short enough for std::string's inline buffer: the recovery
+  // unwinds past LLVM's copy of it, which LeakSanitizer would report.
+  auto Fatal = []() -> Error { report_fatal_error("no registers"); };
+  EXPECT_EQ(toString(lto::runRecoverably(Fatal, "reading it")),
+            "LLVM failed reading it: no registers");
+  std::string Message = toString(lto::runRecoverably(
+      Fatal, "optimizing a partition for sm_80", /*OnProgram=*/true));
+  EXPECT_THAT(Message, StartsWith("LLVM failed optimizing a partition for "
+                                  "sm_80: no registers: every input "
+                                  "read and verified, so this is an LLVM "
+                                  "bug or an input LLVM's verifier does "
+                                  "not catch; link the inputs in halves"));
+  auto Crash = []() -> Error {
+    raise(SIGABRT);
+    return Error::success();
+  };
+  EXPECT_EQ(toString(lto::runRecoverably(Crash, "reading it")),
+            "LLVM crashed reading it (Aborted)");
+  EXPECT_THAT(toString(lto::runRecoverably(Crash, "generating PTX for sm_80",
+                                           /*OnProgram=*/true)),
+              StartsWith("LLVM crashed generating PTX for sm_80 (Aborted): "
+                         "every input read and verified"));
+  // Fn's own errors are its own.
+  EXPECT_EQ(toString(lto::runRecoverably(
+                [] { return createStringError("no kernels"); }, "linking",
+                /*OnProgram=*/true)),
+            "no kernels");
 }
 
 TEST_F(LTOTest, ReadsArchiveMembers) {
