@@ -649,6 +649,13 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
                    " indirect destinations, more than its record of " +
                    std::to_string(R.size()) + " operands can hold");
           break;
+        case bitc::FUNC_CODE_DEBUG_LOC:
+          // [line, column, scope, inlined at, ...]: LLVM takes the scope's
+          // context from it without checking that there is one (a read
+          // through null, for every such record).
+          if (R.size() >= 4 && R[2] == 0)
+            Refuse("a debug location has no scope");
+          break;
         case bitc::FUNC_CODE_INST_CATCHSWITCH:
           // [parent pad, handler count, handlers..., (unwind)]: the same.
           if (R.size() >= 2 && R[1] > R.size() - 2)

@@ -1168,20 +1168,44 @@ static std::string uncheckedMetadataProblem(const Module &M) {
     return "module flag 'darwin.target_variant.triple' is not a string "
            "(LLVM reads it as one)";
   // A loop's metadata (!llvm.loop): LLVM's loop utilities take every
-  // operand after the first (the node itself) as there, and the first
-  // operand of each option (its name) too.
+  // operand after the first (the node itself) as there, and each option's
+  // name and values too; the value of an option of theirs
+  // (`!{!"llvm.loop.unroll.count", i32 4}`) they cast to an integer
+  // constant, but for the options that name other metadata (follow-up
+  // loops' options, access groups).
   for (const Function &F : M)
     for (const Instruction &I : instructions(F)) {
       const MDNode *Loop = I.getMetadata(LLVMContext::MD_loop);
       if (!Loop)
         continue;
+      auto Problem = [&](const Twine &What) {
+        return ("function '" + F.getName() + "': a loop's metadata holds " +
+                What)
+            .str();
+      };
       for (const MDOperand &Op : drop_begin(Loop->operands())) {
-        const auto *Option = dyn_cast_or_null<MDTuple>(Op.get());
-        if (!Op ||
-            (Option && Option->getNumOperands() && !Option->getOperand(0)))
-          return "function '" + F.getName().str() +
-                 "': a loop's metadata holds " +
-                 (Op ? "an option without a name" : "a null operand");
+        if (!Op)
+          return Problem("a null operand");
+        const auto *Option = dyn_cast<MDTuple>(Op.get());
+        if (!Option || !Option->getNumOperands())
+          continue;
+        if (!Option->getOperand(0))
+          return Problem("an option without a name");
+        const auto *Name = dyn_cast<MDString>(Option->getOperand(0));
+        for (const MDOperand &Value : drop_begin(Option->operands()))
+          if (!Value)
+            return Problem("option '" +
+                           (Name ? Name->getString() : StringRef("?")) +
+                           "' with a null value");
+        if (!Name || !Name->getString().starts_with("llvm.loop.") ||
+            Name->getString().contains("followup") ||
+            Name->getString() == "llvm.loop.parallel_accesses" ||
+            Option->getNumOperands() != 2)
+          continue;
+        if (!mdconst::dyn_extract<ConstantInt>(Option->getOperand(1)))
+          return Problem("option '" + Name->getString() +
+                         "' whose value is not an integer constant (LLVM "
+                         "reads it as one)");
       }
     }
   return "";
