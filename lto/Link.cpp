@@ -72,6 +72,7 @@
 #include "llvm/Linker/Linker.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/BLAKE3.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/NVPTXAddrSpace.h"
 #include "llvm/Support/ThreadPool.h"
@@ -386,7 +387,7 @@ struct ModuleFacts {
   };
   SourceLanguage Language = SourceLanguage::Unknown;
   unsigned PtxVersion = 0; ///< requiredPtxVersion
-  bool Dwarf = false;      ///< hasDwarf
+  unsigned DwarfPtxVersion = 0; ///< dwarfPtxVersion
   /// External declarations and definitions (not LLVM's own), in order.
   std::vector<Symbol> Decls, Defs;
   /// `extern __shared__` declarations: name and alignment.
@@ -399,14 +400,29 @@ struct ModuleFacts {
 
 static unsigned requiredPtxVersion(const Module &M);
 
-/// Whether M's debug info makes the NVPTX backend write DWARF sections
-/// (`.target sm_NN, debug`): a compile unit with full debug info or line
-/// tables (rustc -g, clang -g). Line directives alone (.loc, .file) do not.
-static bool hasDwarf(const Module &M) {
-  return any_of(M.debug_compile_units(), [](const DICompileUnit *CU) {
-    return CU->getEmissionKind() == DICompileUnit::FullDebug ||
-           CU->getEmissionKind() == DICompileUnit::LineTablesOnly;
-  });
+/// The PTX ISA version the DWARF sections the NVPTX backend writes for M's
+/// debug info need, 0 if it writes none. It writes them (`.target sm_NN,
+/// debug`) for a compile unit with full debug info or line tables (rustc
+/// -g, clang -g; line directives alone, .loc and .file, need nothing): PTX
+/// 7.0 for their labels, and 7.5 where a unit with full debug info has
+/// its default name tables (or GNU's), which the backend, tuned for
+/// cuda-gdb, writes as .debug_pubnames and .debug_pubtypes, whose lengths
+/// are label differences ("labels1 - labels2 expression in .section
+/// requires PTX ISA .version 7.5"). clang and rustc ask for no name tables.
+static unsigned dwarfPtxVersion(const Module &M) {
+  unsigned Version = 0;
+  for (const DICompileUnit *CU : M.debug_compile_units()) {
+    auto Kind = CU->getEmissionKind();
+    if (Kind != DICompileUnit::FullDebug &&
+        Kind != DICompileUnit::LineTablesOnly)
+      continue;
+    auto Names = CU->getNameTableKind();
+    bool PubNames = Kind == DICompileUnit::FullDebug &&
+                    (Names == DICompileUnit::DebugNameTableKind::Default ||
+                     Names == DICompileUnit::DebugNameTableKind::GNU);
+    Version = std::max(Version, PubNames ? 75u : 70u);
+  }
+  return Version;
 }
 
 /// Whether GV, a function or variable, has source types (debug info) that
@@ -425,7 +441,7 @@ static ModuleFacts factsOf(const Module &M, bool Alone) {
   ModuleFacts F;
   F.Language = moduleLanguage(M);
   F.PtxVersion = requiredPtxVersion(M);
-  F.Dwarf = hasDwarf(M);
+  F.DwarfPtxVersion = dwarfPtxVersion(M);
   for (const GlobalValue &GV : M.global_values()) {
     if (GV.hasLocalLinkage() || !GV.hasName() || isLLVMReserved(GV))
       continue;
@@ -854,11 +870,16 @@ public:
   /// What each image contributed (noteUse), by image index.
   std::map<size_t, InputUse> Uses;
 
+  /// Images whose debug info parse() dropped (invalid, or of another
+  /// version), by image index: the partitions, which read images anew, drop
+  /// it too.
+  std::set<size_t> DroppedDebugInfo;
+
 private:
   std::vector<size_t> equivalentImages(
       const std::map<unsigned, std::vector<size_t>> &BySource);
-  Expected<std::unique_ptr<Module>> parse(LLVMContext &Ctx,
-                                          const DeviceImage &Image);
+  Expected<std::unique_ptr<Module>>
+  parse(LLVMContext &Ctx, const DeviceImage &Image, LinkedProgram &Out);
   Error checkCompiledFor(const Module &M, const DeviceImage &Image,
                          const LinkGroup &G);
   Error choosePtxVersions(ArrayRef<ModuleFacts> Facts, const LinkGroup &G,
@@ -929,6 +950,17 @@ private:
 static std::string memoKey(const Twine &Fact, StringRef Bytes) {
   BLAKE3Result<32> H = BLAKE3::hash(arrayRefFromStringRef(Bytes));
   return (Fact + "-" + toHex(ArrayRef<uint8_t>(H), /*LowerCase=*/true)).str();
+}
+
+void takeOverDebugInfoChecks() {
+  static std::once_flag Once;
+  std::call_once(Once, [] {
+    // A missing option (another LLVM) leaves the reader's checks on: the
+    // module is then verified twice.
+    auto &&Options = cl::getRegisteredOptions();
+    if (cl::Option *O = Options.lookup("disable-auto-upgrade-debug-info"))
+      (void)O->addOccurrence(0, O->ArgStr, "true");
+  });
 }
 
 /// Keeps \p Ctx alive for the rest of the run. LLVM 22's bitcode reader,
@@ -1211,12 +1243,63 @@ static std::string uncheckedMetadataProblem(const Module &M) {
   return "";
 }
 
+namespace {
+/// A stream that keeps the first line written to it, at most 300
+/// characters: LLVM's verifier's message, without the IR it prints after
+/// it (which, for corrupt metadata, can be memory read as a string).
+class FirstLineStream : public raw_ostream {
+public:
+  FirstLineStream() { SetUnbuffered(); }
+  const std::string &line() const { return Line; }
+
+private:
+  void write_impl(const char *Ptr, size_t Size) override {
+    Pos += Size;
+    for (size_t I = 0; I < Size && !Done; ++I) {
+      if (Ptr[I] == '\n')
+        Done = true;
+      else if (Line.size() < 300)
+        Line += Ptr[I];
+    }
+  }
+  uint64_t current_pos() const override { return Pos; }
+
+  std::string Line;
+  bool Done = false;
+  uint64_t Pos = 0;
+};
+} // namespace
+
+/// The module's debug metadata version ("Debug Info Version" flag), 0 if
+/// none, read without trusting the flags' shape (the verifier has not run).
+static unsigned debugInfoVersion(const Module &M) {
+  const NamedMDNode *Flags = M.getModuleFlagsMetadata();
+  if (!Flags)
+    return 0;
+  for (const MDNode *Flag : Flags->operands()) {
+    if (!Flag || Flag->getNumOperands() != 3)
+      continue;
+    const auto *Key = dyn_cast_or_null<MDString>(Flag->getOperand(1));
+    if (!Key || Key->getString() != "Debug Info Version" ||
+        !Flag->getOperand(2))
+      continue;
+    if (const auto *V = mdconst::dyn_extract<ConstantInt>(Flag->getOperand(2)))
+      return unsigned(V->getZExtValue());
+  }
+  return 0;
+}
+
 Expected<std::unique_ptr<Module>> DeviceLinker::parse(LLVMContext &Ctx,
-                                                      const DeviceImage &Image) {
+                                                      const DeviceImage &Image,
+                                                      LinkedProgram &Out) {
+  takeOverDebugInfoChecks();
   // Corrupt bitcode that passed the intake checks can still crash LLVM's
   // reader or verifier: that is this input's error, not the end of fatlink.
   std::unique_ptr<Module> M;
-  bool Valid = false;
+  std::string Invalid;       // the verifier's message for the module
+  std::string InvalidDebug;  // ... for its debug info alone
+  unsigned Version = 0;      // of its debug info
+  bool DroppedOther = false; // debug info of another version, dropped
   if (Error E = runRecoverably(
           [&]() -> Error {
             Expected<std::unique_ptr<Module>> MOrErr =
@@ -1224,7 +1307,21 @@ Expected<std::unique_ptr<Module>> DeviceLinker::parse(LLVMContext &Ctx,
             if (!MOrErr)
               return MOrErr.takeError();
             M = std::move(*MOrErr);
-            Valid = !verifyModule(*M, nullptr);
+            // As LLVM's reader would (takeOverDebugInfoChecks): debug info
+            // of another version is dropped unread; this version's is
+            // verified, and dropped if invalid.
+            Version = debugInfoVersion(*M);
+            if (Version != DEBUG_METADATA_VERSION)
+              DroppedOther = StripDebugInfo(*M);
+            FirstLineStream Message;
+            bool BrokenDebugInfo = false;
+            if (verifyModule(*M, &Message, &BrokenDebugInfo))
+              Invalid =
+                  Message.line().empty() ? "no reason given" : Message.line();
+            else if (BrokenDebugInfo) {
+              InvalidDebug = Message.line();
+              StripDebugInfo(*M);
+            }
             return Error::success();
           },
           "reading it"))
@@ -1232,13 +1329,26 @@ Expected<std::unique_ptr<Module>> DeviceLinker::parse(LLVMContext &Ctx,
                              toString(std::move(E)).c_str());
   if (Error E = Diags.takeError(Image.Origin))
     return std::move(E);
-  if (!Valid)
-    return createStringError(
-        "%s: invalid LLVM module (the verifier rejects it)",
-        Image.Origin.c_str());
+  if (!Invalid.empty())
+    return createStringError("%s: invalid LLVM module: %s (LLVM's verifier)",
+                             Image.Origin.c_str(), Invalid.c_str());
   if (std::string Problem = uncheckedMetadataProblem(*M); !Problem.empty())
     return createStringError("%s: corrupt bitcode: %s", Image.Origin.c_str(),
                              Problem.c_str());
+  if (!InvalidDebug.empty() || DroppedOther) {
+    // Said once per image, and only where the link keeps debug info (-O0).
+    if (DroppedDebugInfo.insert(&Image - Inputs.Images.data()).second &&
+        Opts.OptLevel == 0)
+      Out.Warnings.push_back(
+          DroppedOther
+              ? Image.Origin + ": its debug info is of version " +
+                    std::to_string(Version) + " (module flag 'Debug Info " +
+                    "Version'), not LLVM " + LLVM_VERSION_STRING + "'s " +
+                    std::to_string(DEBUG_METADATA_VERSION) +
+                    ": linked without it"
+              : Image.Origin + ": its debug info is invalid (" + InvalidDebug +
+                    ", LLVM's verifier): linked without it");
+  }
   return std::move(M);
 }
 
@@ -1355,16 +1465,22 @@ Error DeviceLinker::choosePtxVersions(ArrayRef<ModuleFacts> Facts,
     }
   // Debug info: ptxas optimizes no code with DWARF ("Optimized debugging
   // not supported"), so above -O0 optimize() drops it, as nvcc without -G
-  // does; at -O0 it stays for cuda-gdb, and the labels the backend defines
-  // in the DWARF sections need PTX ISA 7.0 (sm_75's own minimum is 6.3).
-  auto Dwarf = find_if(Facts, [](const ModuleFacts &F) { return F.Dwarf; });
+  // does; at -O0 it stays for cuda-gdb, and the DWARF sections need PTX ISA
+  // 7.0 or 7.5 (dwarfPtxVersion; sm_75's own minimum is 6.3).
+  auto Dwarf =
+      max_element(Facts, [](const ModuleFacts &A, const ModuleFacts &B) {
+        return A.DwarfPtxVersion < B.DwarfPtxVersion;
+      });
+  if (Dwarf != Facts.end() && !Dwarf->DwarfPtxVersion)
+    Dwarf = Facts.end();
   if (Dwarf != Facts.end() && Opts.OptLevel > 0 && Opts.Verbose)
     Opts.Verbose("debug info of " +
                  Inputs.Images[G.Images[Dwarf - Facts.begin()]].Origin +
                  " and any other input dropped: ptxas cannot optimize code "
                  "with DWARF; link at -O0 to keep it for device debugging");
-  if (Dwarf != Facts.end() && Opts.OptLevel == 0 && Required < 70) {
-    Required = 70;
+  if (Dwarf != Facts.end() && Opts.OptLevel == 0 &&
+      Required < Dwarf->DwarfPtxVersion) {
+    Required = Dwarf->DwarfPtxVersion;
     By = Dwarf - Facts.begin();
   }
   if (Opts.KeepPtxVersion || Required == 0)
@@ -1762,7 +1878,8 @@ Error DeviceLinker::readGroup(const LinkGroup &G, LLVMContext &Ctx,
         Own = std::make_unique<LLVMContext>();
         Diags.install(*Own);
       }
-      Expected<std::unique_ptr<Module>> MOrErr = parse(Own ? *Own : Ctx, Image);
+      Expected<std::unique_ptr<Module>> MOrErr =
+          parse(Own ? *Own : Ctx, Image, Out);
       if (!MOrErr) {
         Errors.add(MOrErr.takeError());
         if (Own)
@@ -2066,6 +2183,13 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
           return createStringError("%s: %s", Image.Origin.c_str(),
                                    toString(MOrErr.takeError()).c_str());
         Module &M = **MOrErr;
+        // Its debug info parse() dropped: read whole, and dropped again.
+        if (DroppedDebugInfo.count(G.Images[I])) {
+          if (Error E = M.materializeAll())
+            return createStringError("%s: %s", Image.Origin.c_str(),
+                                     toString(std::move(E)).c_str());
+          StripDebugInfo(M);
+        }
         if (Expected<std::vector<KernelRecord>> Rs = takeKernelRecords(M); !Rs)
           return Rs.takeError(); // read once already
         unifySharedDeclarations(M, F.SharedAlignments);
@@ -2444,6 +2568,7 @@ Error DeviceLinker::optimizeSplit(std::vector<CodegenPartition> Split,
 }
 
 Expected<std::vector<KernelInfo>> readKernels(MemoryBufferRef Bitcode) {
+  takeOverDebugInfoChecks();
   LLVMContext Ctx;
   DiagnosticCollector Diags;
   Diags.install(Ctx);
@@ -2469,6 +2594,7 @@ Expected<LinkedProgram> linkAndOptimize(const InputSet &Inputs,
                                         const LinkOptions &Opts) {
   // Each input was read under crash recovery already (parse()); this is
   // for what verified IR can still make LLVM do.
+  takeOverDebugInfoChecks();
   Expected<LinkedProgram> Result = LinkedProgram();
   if (Error E = runRecoverably(
           [&] {

@@ -42,6 +42,7 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Metadata.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
 #include "llvm/Support/TimeProfiler.h"
 #include "llvm/Support/xxhash.h"
 #include "llvm/Transforms/Utils/Cloning.h"
@@ -602,17 +603,24 @@ static Expected<std::unique_ptr<Module>> parseOptimized(StringRef Bitcode,
   MemoryBufferRef MB(Bitcode, "optimized module");
   if (Error E = checkBitcode(MB, "the optimized module"))
     return std::move(E);
+  takeOverDebugInfoChecks();
   std::unique_ptr<Module> M;
+  bool Valid = false;
   if (Error E = runRecoverably(
           [&]() -> Error {
             Expected<std::unique_ptr<Module>> P = parseBitcodeFile(MB, Ctx);
             if (!P)
               return P.takeError();
             M = std::move(*P);
+            Valid = !verifyModule(*M, nullptr);
             return Error::success();
           },
           "reading the optimized module"))
     return std::move(E);
+  if (!Valid)
+    return createStringError("the optimized module is not valid LLVM IR "
+                             "(LLVM's verifier): it is not what fatlink "
+                             "wrote, or it was changed since");
   return std::move(M);
 }
 

@@ -53,6 +53,15 @@ private:
   unsigned Count = 0;
 };
 
+/// Switches off, once per process, what LLVM's bitcode reader does with a
+/// module's debug info when it materializes it: verify the whole module,
+/// printing what is wrong to stderr with the IR around it (for corrupt
+/// metadata, memory read as a string: 500 KB of the heap, once), and drop
+/// invalid debug info without a word to the caller. Whoever reads an input
+/// verifies it instead (DeviceLinker::parse: the verifier's first line,
+/// and a warning where debug info is dropped at -O0).
+void takeOverDebugInfoChecks();
+
 /// Checks that a buffer is bitcode fatlink can read: nvptx64 and produced by
 /// an LLVM no newer than this one.
 llvm::Error checkBitcode(llvm::MemoryBufferRef MB, llvm::StringRef Origin);
