@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fuzz/BitcodeEdit.h"
 #include "intake/Intake.h"
 #include "lto/LTO.h"
 #include "packager/Packager.h"
@@ -675,74 +676,7 @@ TEST(FuzzRegression, AttributeIndexPastModule) {
             std::string::npos);
 }
 
-/// An edit of one record: its block, code and operands, changed in place.
-using RecordEdit = function_ref<void(unsigned Block, unsigned &Code,
-                                     SmallVectorImpl<uint64_t> &)>;
-
-/// Copies the block Block (the cursor just past its entry) record by
-/// record, each through Edit, unabbreviated (a blob through an abbreviation
-/// of its own). The module's function index (VSTOFFSET and the module-level
-/// symbol table, which locate bodies by bit offset) is left out: LLVM's
-/// reader then finds each body where it lies.
-static void copyBlock(BitstreamCursor &In, BitstreamWriter &Out, unsigned Block,
-                      RecordEdit Edit, BitstreamBlockInfo &Info) {
-  ASSERT_FALSE(bool(In.EnterSubBlock(Block)));
-  Out.EnterSubblock(Block, 6);
-  std::map<unsigned, unsigned> BlobAbbrev;
-  SmallVector<uint64_t, 64> R;
-  while (true) {
-    Expected<BitstreamEntry> Entry =
-        In.advance(BitstreamCursor::AF_DontAutoprocessAbbrevs);
-    ASSERT_TRUE(bool(Entry));
-    if (Entry->Kind == BitstreamEntry::EndBlock) {
-      Out.ExitBlock();
-      return;
-    }
-    if (Entry->Kind == BitstreamEntry::SubBlock) {
-      if (Entry->ID == bitc::BLOCKINFO_BLOCK_ID) {
-        Expected<std::optional<BitstreamBlockInfo>> Read =
-            In.ReadBlockInfoBlock();
-        ASSERT_TRUE(Read && *Read);
-        Info = std::move(**Read);
-        In.setBlockInfo(&Info);
-      } else if (Block == bitc::MODULE_BLOCK_ID &&
-                 Entry->ID == bitc::VALUE_SYMTAB_BLOCK_ID) {
-        ASSERT_FALSE(bool(In.SkipBlock()));
-      } else {
-        copyBlock(In, Out, Entry->ID, Edit, Info);
-      }
-      continue;
-    }
-    ASSERT_EQ(Entry->Kind, BitstreamEntry::Record);
-    if (Entry->ID == bitc::DEFINE_ABBREV) {
-      ASSERT_FALSE(bool(In.ReadAbbrevRecord()));
-      continue;
-    }
-    R.clear();
-    StringRef Blob;
-    Expected<unsigned> Code = In.readRecord(Entry->ID, R, &Blob);
-    ASSERT_TRUE(bool(Code));
-    if (Block == bitc::MODULE_BLOCK_ID && *Code == bitc::MODULE_CODE_VSTOFFSET)
-      continue;
-    Edit(Block, *Code, R);
-    if (!Blob.data()) {
-      Out.EmitRecord(*Code, R);
-      continue;
-    }
-    unsigned &Abbrev = BlobAbbrev[*Code];
-    if (!Abbrev) {
-      auto A = std::make_shared<BitCodeAbbrev>();
-      A->Add(BitCodeAbbrevOp(*Code));
-      for (size_t I = 0; I < R.size(); ++I)
-        A->Add(BitCodeAbbrevOp(BitCodeAbbrevOp::VBR, 6));
-      A->Add(BitCodeAbbrevOp(BitCodeAbbrevOp::Blob));
-      Abbrev = Out.EmitAbbrev(std::move(A));
-    }
-    SmallVector<uint64_t, 8> Fields{*Code};
-    append_range(Fields, R);
-    Out.EmitRecordWithBlob(Abbrev, Fields, Blob);
-  }
-}
+using fuzz::RecordEdit;
 
 /// LLVM's bitcode of the module IR (LLVM assembly), its records passed
 /// through Edit: how a test writes a record LLVM's writer never would.
@@ -756,21 +690,9 @@ static std::string editedBitcode(StringRef IR, RecordEdit Edit) {
   std::string Written;
   raw_string_ostream OS(Written);
   WriteBitcodeToFile(*M, OS);
-  BitstreamCursor In(ArrayRef<uint8_t>(
-      reinterpret_cast<const uint8_t *>(Written.data()), Written.size()));
-  SmallVector<char, 0> Buf;
-  BitstreamWriter Out(Buf);
-  emitMagic(Out);
-  BitstreamBlockInfo Info;
-  EXPECT_FALSE(bool(In.JumpToBit(32)));
-  while (In.getCurrentByteNo() + 4 <= Written.size()) {
-    Expected<BitstreamEntry> Entry =
-        In.advance(BitstreamCursor::AF_DontAutoprocessAbbrevs);
-    if (!Entry || Entry->Kind != BitstreamEntry::SubBlock)
-      break;
-    copyBlock(In, Out, Entry->ID, Edit, Info);
-  }
-  return std::string(Buf.begin(), Buf.end());
+  Expected<std::string> Edited = fuzz::editBitcode(Written, Edit);
+  EXPECT_TRUE(bool(Edited)) << toString(Edited.takeError());
+  return Edited ? *Edited : "";
 }
 
 /// What lto::readInputs says of the file Bitcode, without its path.

@@ -76,6 +76,12 @@ script = which("script", "script (util-linux)")
 fatlink = need(os.path.abspath(param_or("fatlink", os.path.join(root, "bazel-bin", "tools", "fatlink", "fatlink"))),
                "fatlink (bazel build //tools/fatlink, or --param fatlink=PATH)")
 testdata = need(os.path.join(root, "testdata"), "testdata/")
+# fuzz/record_sweep, for test/reliability/metadata-sweep.test alone: a
+# missing one is a warning here and fails that test at its first use.
+record_sweep = os.path.abspath(param_or("record_sweep", os.path.join(root, "bazel-bin", "fuzz", "record_sweep")))
+if not os.path.exists(record_sweep):
+    lit_config.warning("record_sweep not found (%s): bazel build //fuzz:record_sweep, or --param record_sweep=PATH"
+                       % record_sweep)
 # The shared device code, prebuilt (Bazel: //test:testdata_dev); else each
 # test builds it.
 prebuilt_testdata = lit_config.params.get("prebuilt_testdata", "")
@@ -146,6 +152,7 @@ config.substitutions += [
     ("%host_elf_machine", elf_machine),
     # Helper scripts for what lit's shell cannot say (test/Inputs).
     ("%inputs", os.path.join(config.test_source_root, "Inputs")),
+    ("%record_sweep", record_sweep),
     ("%cuobjdump", cuobjdump),
     # `%on_tty "CMD"` runs CMD with stdin, stdout and stderr on a
     # pseudo-terminal; what it wrote comes out on stdout.

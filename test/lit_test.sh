@@ -15,6 +15,7 @@ python3 "$LIT" -v --show-unsupported \
   --param exec_root="$TEST_TMPDIR/lit" \
   --param fatlink="$RUNFILES/tools/fatlink/fatlink" \
   --param rt_lib="$RUNFILES/runtime/libfatlink_rt.a" \
+  --param record_sweep="$RUNFILES/fuzz/record_sweep" \
   --param prebuilt_testdata="$RUNFILES/test/testdata_dev" \
   "$RUNFILES/$1" 2>&1 | tee "$LOG"
 rc=${PIPESTATUS[0]}
