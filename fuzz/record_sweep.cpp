@@ -1,14 +1,17 @@
 //===- fuzz/record_sweep.cpp - One file per operand of each debug record -===//
 //
-// record_sweep IN.bc OUTDIR VALUE... writes, for each operand of each
-// record that names metadata (the metadata blocks' records but the
-// strings, names, kinds and index; metadata attachments; instructions'
-// debug locations and debug records), one copy of IN.bc per VALUE with
-// that operand set to it: OUTDIR/b<block>c<code>r<record>o<operand>v<value>.bc.
-// It prints how many records and files. test/reliability/metadata-sweep.test
-// links each (docs/reliability.md, "the metadata sweep"): the metadata
-// references, kinds and nulls that LLVM's reader, verifier and passes take
-// as given, which random byte changes rarely reach.
+// record_sweep [--per-code=N] IN.bc OUTDIR VALUE... writes, for each
+// operand of each record that names metadata (the metadata blocks' records
+// but the strings, names, kinds and index; metadata attachments;
+// instructions' debug locations and debug records), one copy of IN.bc per
+// VALUE with that operand set to it:
+// OUTDIR/b<block>c<code>r<record>o<operand>v<value>.bc. With --per-code,
+// only the first N records of each block and code (a function's dozens of
+// debug locations are one layout). It prints how many records and files.
+// test/reliability/metadata-sweep.test links each (docs/reliability.md, "the
+// metadata sweep"): the metadata references, kinds and nulls that LLVM's
+// reader, verifier and passes take as given, which random byte changes rarely
+// reach.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +26,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -59,8 +63,15 @@ static int fail(const Twine &Message) {
 }
 
 int main(int Argc, char **Argv) {
+  size_t PerCode = SIZE_MAX;
+  if (Argc > 1 && StringRef(Argv[1]).starts_with("--per-code=")) {
+    if (!to_integer(StringRef(Argv[1]).drop_front(11), PerCode, 10) || !PerCode)
+      return fail(Twine("not a count: ") + Argv[1]);
+    ++Argv;
+    --Argc;
+  }
   if (Argc < 4)
-    return fail("usage: record_sweep IN.bc OUTDIR VALUE...");
+    return fail("usage: record_sweep [--per-code=N] IN.bc OUTDIR VALUE...");
   std::vector<uint64_t> Values;
   for (int I = 3; I < Argc; ++I) {
     uint64_t V;
@@ -89,8 +100,12 @@ int main(int Argc, char **Argv) {
                     .takeError())
     return fail(Twine(Argv[1]) + ": " + toString(std::move(E)));
 
-  size_t Files = 0;
-  for (size_t K = 0; K < Records.size(); ++K)
+  size_t Files = 0, Swept = 0;
+  std::map<std::pair<unsigned, unsigned>, size_t> SeenOfCode;
+  for (size_t K = 0; K < Records.size(); ++K) {
+    if (SeenOfCode[{Records[K].Block, Records[K].Code}]++ >= PerCode)
+      continue;
+    ++Swept;
     for (size_t Op = 0; Op < Records[K].Operands; ++Op)
       for (uint64_t V : Values) {
         size_t Seen = 0;
@@ -114,6 +129,8 @@ int main(int Argc, char **Argv) {
         OS << *Out;
         ++Files;
       }
-  outs() << Records.size() << " records, " << Files << " files\n";
+  }
+  outs() << Swept << " of " << Records.size() << " records, " << Files
+         << " files\n";
   return 0;
 }

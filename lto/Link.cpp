@@ -1043,7 +1043,9 @@ std::vector<size_t> DeviceLinker::equivalentImages(
     MemoryBufferRef MB = Inputs.Images[I].Bitcode;
     std::string Key;
     if (Opts.MemoLookup) {
-      Key = memoKey("arch-neutral-digest-1-" LLVM_VERSION_STRING,
+      // 2: read without LLVM's debug info upgrade (takeOverDebugInfoChecks),
+      // which dropped debug info of other versions before the digest.
+      Key = memoKey("arch-neutral-digest-2-" LLVM_VERSION_STRING,
                     MB.getBuffer());
       if (std::optional<std::string> V = Opts.MemoLookup(Key);
           V && V->size() == 32) {
