@@ -1045,8 +1045,8 @@ std::vector<size_t> DeviceLinker::equivalentImages(
     if (Opts.MemoLookup) {
       // 2: read without LLVM's debug info upgrade (takeOverDebugInfoChecks),
       // which dropped debug info of other versions before the digest.
-      Key = memoKey("arch-neutral-digest-2-" LLVM_VERSION_STRING,
-                    MB.getBuffer());
+      Key =
+          memoKey("arch-neutral-digest-2-" LLVM_VERSION_STRING, MB.getBuffer());
       if (std::optional<std::string> V = Opts.MemoLookup(Key);
           V && V->size() == 32) {
         BLAKE3Result<32> D;
