@@ -39,6 +39,12 @@ def main():
     ap.add_argument("--arches", default="sm_75", help="comma-separated")
     ap.add_argument("--partitions", default="1,8,16,32", help="--fatlink-partitions values")
     ap.add_argument("--unit", type=int, default=-1, help="the unit edited (default: N/2 + 3)")
+    ap.add_argument("--edit", choices=("unit", "kernels"), default="unit",
+                    help="what the edit changes: the unit's leaf function (which other "
+                         "units' kernels call) and its kernels, or its kernels alone")
+    ap.add_argument("--independent", action="store_true",
+                    help="each kernel of a unit has its own reduction, so nothing but the unit "
+                         "joins them (by default a unit's kernels share one, and its shared tile)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--work", default=os.environ.get("FATLINK_BENCH_WORK", "/tmp/fatlink-bench/partitions"))
     ap.add_argument("--wait-load", type=float, default=0.5)
@@ -54,7 +60,8 @@ def main():
 
     os.makedirs(args.work, exist_ok=True)
     tools = Tools(args.work)
-    w = wl.Workload(args.work, args.n, "cuda", arches, tools=("clang",), kernels=args.kernels)
+    w = wl.Workload(args.work, args.n, "cuda", arches, tools=("clang",), kernels=args.kernels,
+                    independent=args.independent)
     w.build()
     if len(arches) == 1:
         w.device_bitcode(arches[0])
@@ -73,7 +80,7 @@ def main():
             wait_for_quiet(args.wait_load, args.max_wait)
             m = measure(cmd)
             res[p]["cold"].append({"wall": m["wall"], "cpu": m["cpu"], "rss_kb": m["rss_kb"]})
-            w.touch_unit(unit, 100 + r)
+            w.touch_unit(unit, 100 + r, leaf=args.edit == "unit")
             wait_for_quiet(args.wait_load, args.max_wait)
             m = measure(cmd)
             res[p]["one-unit"].append({"wall": m["wall"], "cpu": m["cpu"], "rss_kb": m["rss_kb"]})
@@ -91,7 +98,9 @@ def main():
 
     med = statistics.median
     fcpu = med([f["cpu"] for f in floors]) if floors else None
-    print(f"\n{args.n} units of {args.kernels} kernels, {','.join(arches)}, unit {unit} edited; medians of {args.runs} runs"
+    print(f"\n{args.n} units of {args.kernels} kernels, {','.join(arches)}, unit {unit} edited"
+          + (" (its kernels alone)" if args.edit == "kernels" else "")
+          + (", each kernel independent" if args.independent else "") + f"; medians of {args.runs} runs"
           + (f"; {' '.join(args.extra)}" if args.extra else "")
           + (f"; floor CPU {fcpu:.2f} s" if fcpu else ""))
     head = "| partitions | cold wall s | cold CPU s |" + (" cold CPU / floor |" if fcpu else "")
