@@ -903,6 +903,7 @@ private:
   unsigned partitionCount(size_t Kernels, size_t Instructions) const;
   Expected<bool> optimizePartitions(std::unique_ptr<Module> &M,
                                     const Target &Rep, unsigned Parts,
+                                    const StringMap<std::string> &Units,
                                     OptimizedModule &OM);
   Error optimizeSplit(std::vector<CodegenPartition> Split, const Target &Rep,
                       bool ForTarget, OptimizedModule &OM);
@@ -2020,11 +2021,29 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   for (std::unique_ptr<Module> &M : Modules)
     unifySharedDeclarations(*M, F.SharedAlignments);
 
-  // From here on the set of device modules is fixed: link them.
+  // From here on the set of device modules is fixed: link them, each
+  // definition tagged with its unit for the split (the IR linker carries
+  // the tag with the definition that prevails), then the tags read back and
+  // removed.
+  unsigned UnitKind = Ctx.getMDKindID("fatlink.unit");
+  for (std::unique_ptr<Module> &M : Modules)
+    if (std::string Unit = unitName(*M); !Unit.empty()) {
+      MDNode *Tag = MDNode::get(Ctx, MDString::get(Ctx, Unit));
+      for (GlobalObject &GO : M->global_objects())
+        if (!GO.isDeclarationForLinker())
+          GO.setMetadata(UnitKind, Tag);
+    }
   Expected<std::unique_ptr<Module>> Linked = linkInOrder(Modules, G, Out);
   if (!Linked)
     return Linked.takeError();
   std::unique_ptr<Module> Composite = std::move(*Linked);
+  StringMap<std::string> Units;
+  for (GlobalObject &GO : Composite->global_objects())
+    if (MDNode *Tag = GO.getMetadata(UnitKind)) {
+      if (!GO.isDeclaration())
+        Units[GO.getName()] = cast<MDString>(Tag->getOperand(0))->getString();
+      GO.setMetadata(UnitKind, nullptr);
+    }
   Modules.clear();
   Inputs.releaseMappedPages(); // parsed: the bytes are not read again here
   if (Error E = saveTemp(*Composite, "linked"))
@@ -2085,7 +2104,7 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
     }
     unsigned Parts = partitionCount(Kernels, Instructions);
     if (!Opts.CodegenOnly && Parts > 1) {
-      Expected<bool> InParts = optimizePartitions(M, Rep, Parts, OM);
+      Expected<bool> InParts = optimizePartitions(M, Rep, Parts, Units, OM);
       if (!InParts)
         return InParts.takeError();
       if (*InParts) {
@@ -2426,15 +2445,14 @@ unsigned DeviceLinker::partitionCount(size_t Kernels,
 /// Splits M (linked, internalized, not optimized) into partitions and runs
 /// O3 on each (optimizeSplit). Returns false, having done nothing, when the
 /// split yields a single partition; otherwise frees M as soon as it is cut.
-Expected<bool> DeviceLinker::optimizePartitions(std::unique_ptr<Module> &M,
-                                                const Target &Rep,
-                                                unsigned Parts,
-                                                OptimizedModule &OM) {
+Expected<bool> DeviceLinker::optimizePartitions(
+    std::unique_ptr<Module> &M, const Target &Rep, unsigned Parts,
+    const StringMap<std::string> &Units, OptimizedModule &OM) {
   // Only the partitions are read from here on. M, the whole program's IR
   // and most of the link's memory, is freed as it is cut, before they are
   // optimized, so that the peak is the program's IR or the partitions'
   // work, not both (docs/lto.md, "Memory").
-  std::vector<CodegenPartition> Split = splitForOptimization(M, Parts);
+  std::vector<CodegenPartition> Split = splitForOptimization(M, Parts, Units);
   if (Split.empty())
     return false; // one partition: the caller optimizes M whole
   if (Error E = optimizeSplit(std::move(Split), Rep, /*ForTarget=*/false, OM))

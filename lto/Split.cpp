@@ -20,9 +20,12 @@
 // given back with --codegen-only) nothing is copied: every definition joins
 // what it references.
 //
-// A component goes to partition hash(its smallest external name) mod N.
-// Editing one unit leaves the other components where they were, so their
-// partitions' IR, and their cache keys, stay the same. N is fixed by the
+// A component goes to a partition chosen by hash: of its input unit and
+// its place among the unit's components (in chunks of UnitChunk), where the
+// unit is known, else of its smallest external name; mod N. Editing one
+// unit leaves the other units' components where they were, so their
+// partitions' IR, and their cache keys, stay the same; keeping a unit's
+// components together keeps its edit to few partitions. N is fixed by the
 // caller (never by the thread count), so the output does not depend on -j.
 //
 //===----------------------------------------------------------------------===//
@@ -138,6 +141,25 @@ struct PartitionPlan {
   size_t Instructions = 0;
 };
 
+void RefGraph::setUnit(Node &N, StringRef Name) {
+  if (Name.empty())
+    return;
+  auto [It, New] = UnitIndex.try_emplace(Name, uint32_t(Units.size() + 1));
+  if (New)
+    Units.push_back(Name.str());
+  N.Unit = It->second;
+}
+
+std::string unitName(const Module &M) {
+  std::optional<StringRef> Smallest;
+  for (const GlobalValue &GV : M.global_values())
+    if (!GV.isDeclarationForLinker() && !GV.hasLocalLinkage() &&
+        !GV.getName().starts_with("llvm.") &&
+        (!Smallest || GV.getName() < *Smallest))
+      Smallest = GV.getName();
+  return Smallest ? Smallest->str() : std::string();
+}
+
 std::vector<GraphPartition> planGraph(const RefGraph &G, unsigned N) {
   TimeTraceScope Scope("Plan partitions");
   size_t Count = G.Nodes.size();
@@ -179,22 +201,53 @@ std::vector<GraphPartition> planGraph(const RefGraph &G, unsigned N) {
   }
 
   // Name each component by its smallest external name (else its smallest
-  // name): stable across edits of other units. Buckets are not capped by the
-  // number of components, so a component's bucket never moves when
-  // components come and go elsewhere.
-  std::map<uint32_t, std::string> ComponentName;
+  // name), and give it that root's unit: stable across edits of other
+  // units. Buckets are not capped by the number of components, so a
+  // component's bucket never moves when components come and go elsewhere.
+  struct Component {
+    std::string Name;
+    uint32_t Unit = 0;
+  };
+  std::map<uint32_t, Component> Components;
   for (uint32_t I : Roots) {
     const RefGraph::Node &Node = G.Nodes[I];
-    std::string &Name = ComponentName[Classes.getLeaderValue(I)];
+    Component &C = Components[Classes.getLeaderValue(I)];
     std::string Candidate = (Node.Local ? "1" : "0") + Node.Name;
-    if (Name.empty() || Candidate < Name)
-      Name = Candidate;
+    if (C.Name.empty() || Candidate < C.Name)
+      C = {std::move(Candidate), Node.Unit};
   }
+  // A unit's components, in name order, are dealt in chunks: a chunk goes
+  // to the bucket of (unit, chunk number), so an edit of the unit reaches
+  // the partitions of its chunks, not one partition per component.
+  std::vector<std::vector<std::pair<StringRef, uint32_t>>> OfUnit(
+      G.Units.size());
+  for (const auto &[Leader, C] : Components)
+    if (C.Unit)
+      OfUnit[C.Unit - 1].push_back({C.Name, Leader});
   std::vector<GraphPartition> Plans(std::max(1u, N));
+  auto BucketOf = [&](StringRef Key) {
+    return Plans.size() == 1 ? 0u : unsigned(xxh3_64bits(Key) % Plans.size());
+  };
+  // With fewer than two chunks per bucket, units together would leave
+  // many buckets empty (a program of one input would not split at all):
+  // each component goes by its name, as it does where its unit is not
+  // known.
+  size_t Chunks = 0;
+  for (const auto &Members : OfUnit)
+    Chunks += divideCeil(Members.size(), UnitChunk);
+  bool ByUnit = Chunks >= 2 * Plans.size();
   std::map<uint32_t, unsigned> Bucket;
-  for (const auto &[Leader, Name] : ComponentName)
-    Bucket[Leader] =
-        Plans.size() == 1 ? 0 : unsigned(xxh3_64bits(Name) % Plans.size());
+  for (const auto &[Leader, C] : Components)
+    if (!C.Unit || !ByUnit)
+      Bucket[Leader] = BucketOf(C.Name);
+  for (auto [U, Members] : enumerate(OfUnit)) {
+    if (!ByUnit)
+      break;
+    llvm::sort(Members);
+    for (auto [Rank, Member] : enumerate(Members))
+      Bucket[Member.second] = BucketOf(
+          (Twine("unit ") + G.Units[U] + " " + Twine(Rank / UnitChunk)).str());
+  }
   // Where each definition went (a clone, to several partitions).
   std::vector<SmallVector<unsigned, 1>> Placed(Count);
   for (uint32_t Root : Roots) {
@@ -226,8 +279,9 @@ std::vector<GraphPartition> planGraph(const RefGraph &G, unsigned N) {
 /// components of the reference graph, where references through a clonable
 /// global (isClonable) do not join their users; clonable globals go, copied,
 /// to every partition that reaches them, and nowhere if none does.
-static std::vector<PartitionPlan> planPartitions(const Module &M, unsigned N,
-                                                 bool CloneLocals) {
+static std::vector<PartitionPlan>
+planPartitions(const Module &M, unsigned N, bool CloneLocals,
+               const StringMap<std::string> *Units = nullptr) {
   std::vector<const GlobalValue *> Defined;
   DenseMap<const GlobalValue *, uint32_t> Index;
   for (const GlobalValue &GV : M.global_values())
@@ -249,6 +303,9 @@ static std::vector<PartitionPlan> planPartitions(const Module &M, unsigned N,
     Node.Instructions = instructionCount(*GV);
     const auto *F = dyn_cast<Function>(GV);
     Node.Kernel = F && F->getCallingConv() == CallingConv::PTX_Kernel;
+    if (Units)
+      if (auto It = Units->find(GV->getName()); It != Units->end())
+        G.setUnit(Node, It->second);
     // Direct references between definitions.
     forEachGlobalReferencedBy(*GV, [&](const GlobalValue *Ref) {
       if (!Ref->isDeclaration() && Ref != GV)
@@ -742,10 +799,11 @@ Expected<std::vector<BucketContents>> bucketContents(StringRef Bitcode,
 }
 
 std::vector<CodegenPartition>
-splitForOptimization(std::unique_ptr<Module> &M, unsigned MaxPartitions) {
+splitForOptimization(std::unique_ptr<Module> &M, unsigned MaxPartitions,
+                     const StringMap<std::string> &Units) {
   TimeTraceScope Scope("Split for optimization");
   std::vector<PartitionPlan> Plans =
-      planPartitions(*M, MaxPartitions, /*CloneLocals=*/true);
+      planPartitions(*M, MaxPartitions, /*CloneLocals=*/true, &Units);
   if (count_if(Plans, [](const PartitionPlan &P) {
         return !P.Members.empty();
       }) < 2)

@@ -125,6 +125,7 @@ static std::string unsupportedIn(const Module &M) {
 
 ImageGraph imageGraphOf(const Module &M) {
   ImageGraph G;
+  G.Unit = unitName(M);
   G.Unsupported = unsupportedIn(M);
   if (!G.Unsupported.empty())
     return G;
@@ -319,6 +320,7 @@ ProgramGraph programGraph(ArrayRef<ImageGraph> Images,
                     (G.Function ? !G.Kernel : G.ConstantUnnamed);
     Node.Kernel = G.Kernel;
     Node.Instructions = G.Instructions;
+    P.Graph.setUnit(Node, Images[P.Where[N].first].Unit);
     for (uint32_t R : Refs[N])
       Node.Refs.push_back(GraphIndex[R]);
     if (G.Kernel)

@@ -12,6 +12,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/IR/GlobalValue.h"
@@ -58,9 +59,26 @@ struct RefGraph {
     bool Kernel = false;
     size_t Instructions = 0;
     std::vector<uint32_t> Refs; ///< the other definitions it references
+    /// The input unit that defined it: 1 + an index into Units; 0 where
+    /// not known (a module given back after O3, a device library).
+    uint32_t Unit = 0;
   };
   std::vector<Node> Nodes;
+  /// The names of the input units (unitName), each once.
+  std::vector<std::string> Units;
+  llvm::StringMap<uint32_t> UnitIndex; ///< 1 + the index of each in Units
+
+  /// Node \p N's unit, by name: \p Name's index in Units (added if new).
+  void setUnit(Node &N, llvm::StringRef Name);
 };
+
+/// How a link names the input unit a definition comes from, for placing
+/// its components (planGraph): the smallest name among the unit's external
+/// definitions (not llvm.*). It depends on the unit's interface alone, not
+/// on its path, its place on the command line or its code, so an edit that
+/// keeps a unit's external names keeps its components where they were.
+/// Empty for a unit that defines nothing external.
+std::string unitName(const llvm::Module &M);
 
 /// One partition of a RefGraph: its members in the graph's order (clonable
 /// nodes can be members of several), its kernels' names and its size.
@@ -72,10 +90,17 @@ struct GraphPartition {
 
 /// Assigns G's nodes to (at most) N partitions: the connected components of
 /// the roots (the nodes that are not clonable), joined through clonable
-/// nodes; each component goes to bucket hash(its smallest external name)
-/// mod N, and a clonable node to every partition whose roots reach it
-/// (nowhere if none does). Empty partitions stay, so that bucket numbers
-/// mean the same in every link.
+/// nodes; each component goes to a bucket (below), and a clonable node to
+/// every partition whose roots reach it (nowhere if none does). Empty
+/// partitions stay, so that bucket numbers mean the same in every link.
+///
+/// A component is named by its smallest external name. One whose name
+/// comes from a known unit goes with the unit's other components: a unit's
+/// components, in name order, are dealt in chunks of UnitChunk, and chunk
+/// K of unit U goes to bucket hash(U, K) mod N. Any other component, and
+/// every component where the units' chunks are fewer than 2N (by unit,
+/// many buckets would stay empty), goes to bucket hash(its name) mod N.
+constexpr size_t UnitChunk = 4;
 std::vector<GraphPartition> planGraph(const RefGraph &G, unsigned N);
 
 /// Calls F on every global value GV's body or initializer (and a
@@ -129,6 +154,8 @@ struct ImageGraph {
   /// What the module holds that only the whole link handles ("a comdat");
   /// empty if nothing.
   std::string Unsupported;
+  /// Its unitName.
+  std::string Unit;
 };
 
 ImageGraph imageGraphOf(const llvm::Module &M);
@@ -162,8 +189,11 @@ ProgramGraph programGraph(llvm::ArrayRef<ImageGraph> Images,
 /// is deleted, and its memory given back, once the last partition that
 /// holds it is cut, and M is freed. Otherwise M is left as it was and the
 /// result is empty.
+/// \p Units names, for each definition M holds, its input unit (unitName);
+/// a definition not in it is placed by its own name.
 std::vector<CodegenPartition>
-splitForOptimization(std::unique_ptr<llvm::Module> &M, unsigned MaxPartitions);
+splitForOptimization(std::unique_ptr<llvm::Module> &M, unsigned MaxPartitions,
+                     const llvm::StringMap<std::string> &Units);
 
 } // namespace fatlink::lto
 

@@ -34,6 +34,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <set>
 
 using namespace llvm;
 using namespace fatlink;
@@ -1862,6 +1863,43 @@ TEST_F(LTOTest, PartitionFirstComputesWhatTheWholeLinkDoes) {
   for (const lto::KernelInfo &K : Whole->Kernels)
     WholeKernels.push_back(K.Name);
   EXPECT_EQ(Kernels, WholeKernels);
+}
+
+// A unit's components go to partitions in chunks (lto::UnitChunk = 4 in
+// name order), not one by one: 8 units of 8 independent kernels over 4
+// partitions (16 chunks) put each unit's kernels in at most 2 partitions,
+// where placing each kernel by its own name spreads a unit over 3 or 4
+// (all 8 units within 2 by chance: below 1e-12). Both planners place them
+// alike: the whole link's (the tags the IR linker carries) and, in
+// lto_partition_first_test, the summaries'.
+TEST_F(LTOTest, PartitionsKeepAUnitsKernelsTogether) {
+  std::vector<std::string> Paths;
+  for (int U = 0; U < 8; ++U) {
+    std::string Body;
+    for (int K = 0; K < 8; ++K)
+      Body += ("define ptx_kernel void @u" + Twine(U) + "_k" + Twine(K) +
+               "(ptr %out) {\n  store i32 " + Twine(U * 8 + K) +
+               ", ptr %out\n  ret void\n}\n")
+                  .str();
+    Paths.push_back(writeIR(("u" + Twine(U) + ".bc").str(), Body));
+  }
+  lto::LinkOptions Opts = options();
+  Opts.Partitions = 4;
+  Expected<lto::LinkedProgram> P = link(Paths, Sm80, Opts);
+  ASSERT_THAT_EXPECTED(P, Succeeded());
+  ASSERT_EQ(P->Modules.size(), 1u);
+  std::map<std::string, std::set<size_t>> PartsOfUnit;
+  size_t Placed = 0;
+  for (auto [I, Part] : enumerate(P->Modules[0].Parts))
+    for (const std::string &K : Part.Kernels) {
+      PartsOfUnit[K.substr(0, K.find('_'))].insert(I);
+      ++Placed;
+    }
+  EXPECT_EQ(Placed, 64u);
+  ASSERT_EQ(PartsOfUnit.size(), 8u);
+  for (const auto &[Unit, Parts] : PartsOfUnit)
+    EXPECT_LE(Parts.size(), 2u) << Unit;
+  EXPECT_GE(P->Modules[0].Parts.size(), 2u);
 }
 
 // __CUDA_ARCH is folded per target group in each partition: the targets
