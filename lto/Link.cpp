@@ -903,7 +903,7 @@ private:
   unsigned partitionCount(size_t Kernels, size_t Instructions) const;
   Expected<bool> optimizePartitions(std::unique_ptr<Module> &M,
                                     const Target &Rep, unsigned Parts,
-                                    const StringMap<std::string> &Units,
+                                    const StringMap<StringRef> &Units,
                                     OptimizedModule &OM);
   Error optimizeSplit(std::vector<CodegenPartition> Split, const Target &Rep,
                       bool ForTarget, OptimizedModule &OM);
@@ -1273,25 +1273,6 @@ private:
 };
 } // namespace
 
-/// The module's debug metadata version ("Debug Info Version" flag), 0 if
-/// none, read without trusting the flags' shape (the verifier has not run).
-static unsigned debugInfoVersion(const Module &M) {
-  const NamedMDNode *Flags = M.getModuleFlagsMetadata();
-  if (!Flags)
-    return 0;
-  for (const MDNode *Flag : Flags->operands()) {
-    if (!Flag || Flag->getNumOperands() != 3)
-      continue;
-    const auto *Key = dyn_cast_or_null<MDString>(Flag->getOperand(1));
-    if (!Key || Key->getString() != "Debug Info Version" ||
-        !Flag->getOperand(2))
-      continue;
-    if (const auto *V = mdconst::dyn_extract<ConstantInt>(Flag->getOperand(2)))
-      return unsigned(V->getZExtValue());
-  }
-  return 0;
-}
-
 Expected<std::unique_ptr<Module>> DeviceLinker::parse(LLVMContext &Ctx,
                                                       const DeviceImage &Image,
                                                       LinkedProgram &Out) {
@@ -1313,7 +1294,7 @@ Expected<std::unique_ptr<Module>> DeviceLinker::parse(LLVMContext &Ctx,
             // As LLVM's reader would (takeOverDebugInfoChecks): debug info
             // of another version is dropped unread; this version's is
             // verified, and dropped if invalid.
-            Version = debugInfoVersion(*M);
+            Version = getDebugMetadataVersionFromModule(*M);
             if (Version != DEBUG_METADATA_VERSION)
               DroppedOther = StripDebugInfo(*M);
             FirstLineStream Message;
@@ -2024,26 +2005,30 @@ Error DeviceLinker::linkGroup(const LinkGroup &G, LinkedProgram &Out,
   // From here on the set of device modules is fixed: link them, each
   // definition tagged with its unit for the split (the IR linker carries
   // the tag with the definition that prevails), then the tags read back and
-  // removed.
-  unsigned UnitKind = Ctx.getMDKindID("fatlink.unit");
-  for (std::unique_ptr<Module> &M : Modules)
-    if (std::string Unit = unitName(*M); !Unit.empty()) {
-      MDNode *Tag = MDNode::get(Ctx, MDString::get(Ctx, Unit));
-      for (GlobalObject &GO : M->global_objects())
-        if (!GO.isDeclarationForLinker())
-          GO.setMetadata(UnitKind, Tag);
-    }
+  // removed; not where no split can follow (--codegen-only,
+  // --partitions=1).
+  bool MaySplit = !Opts.CodegenOnly && Opts.Partitions != 1;
+  unsigned UnitKind = MaySplit ? Ctx.getMDKindID("fatlink.unit") : 0;
+  if (MaySplit)
+    for (std::unique_ptr<Module> &M : Modules)
+      if (std::string Unit = unitName(*M); !Unit.empty()) {
+        MDNode *Tag = MDNode::get(Ctx, MDString::get(Ctx, Unit));
+        for (GlobalObject &GO : M->global_objects())
+          if (!GO.isDeclarationForLinker())
+            GO.setMetadata(UnitKind, Tag);
+      }
   Expected<std::unique_ptr<Module>> Linked = linkInOrder(Modules, G, Out);
   if (!Linked)
     return Linked.takeError();
   std::unique_ptr<Module> Composite = std::move(*Linked);
-  StringMap<std::string> Units;
-  for (GlobalObject &GO : Composite->global_objects())
-    if (MDNode *Tag = GO.getMetadata(UnitKind)) {
-      if (!GO.isDeclaration())
-        Units[GO.getName()] = cast<MDString>(Tag->getOperand(0))->getString();
-      GO.setMetadata(UnitKind, nullptr);
-    }
+  StringMap<StringRef> Units; // into the context's MDStrings
+  if (MaySplit)
+    for (GlobalObject &GO : Composite->global_objects())
+      if (MDNode *Tag = GO.getMetadata(UnitKind)) {
+        if (!GO.isDeclaration())
+          Units[GO.getName()] = cast<MDString>(Tag->getOperand(0))->getString();
+        GO.setMetadata(UnitKind, nullptr);
+      }
   Modules.clear();
   Inputs.releaseMappedPages(); // parsed: the bytes are not read again here
   if (Error E = saveTemp(*Composite, "linked"))
@@ -2447,7 +2432,7 @@ unsigned DeviceLinker::partitionCount(size_t Kernels,
 /// split yields a single partition; otherwise frees M as soon as it is cut.
 Expected<bool> DeviceLinker::optimizePartitions(
     std::unique_ptr<Module> &M, const Target &Rep, unsigned Parts,
-    const StringMap<std::string> &Units, OptimizedModule &OM) {
+    const StringMap<StringRef> &Units, OptimizedModule &OM) {
   // Only the partitions are read from here on. M, the whole program's IR
   // and most of the link's memory, is freed as it is cut, before they are
   // optimized, so that the peak is the program's IR or the partitions'

@@ -281,7 +281,7 @@ std::vector<GraphPartition> planGraph(const RefGraph &G, unsigned N) {
 /// to every partition that reaches them, and nowhere if none does.
 static std::vector<PartitionPlan>
 planPartitions(const Module &M, unsigned N, bool CloneLocals,
-               const StringMap<std::string> *Units = nullptr) {
+               const StringMap<StringRef> *Units = nullptr) {
   std::vector<const GlobalValue *> Defined;
   DenseMap<const GlobalValue *, uint32_t> Index;
   for (const GlobalValue &GV : M.global_values())
@@ -800,7 +800,7 @@ Expected<std::vector<BucketContents>> bucketContents(StringRef Bitcode,
 
 std::vector<CodegenPartition>
 splitForOptimization(std::unique_ptr<Module> &M, unsigned MaxPartitions,
-                     const StringMap<std::string> &Units) {
+                     const StringMap<StringRef> &Units) {
   TimeTraceScope Scope("Split for optimization");
   std::vector<PartitionPlan> Plans =
       planPartitions(*M, MaxPartitions, /*CloneLocals=*/true, &Units);

@@ -193,7 +193,7 @@ ProgramGraph programGraph(llvm::ArrayRef<ImageGraph> Images,
 /// a definition not in it is placed by its own name.
 std::vector<CodegenPartition>
 splitForOptimization(std::unique_ptr<llvm::Module> &M, unsigned MaxPartitions,
-                     const llvm::StringMap<std::string> &Units);
+                     const llvm::StringMap<llvm::StringRef> &Units);
 
 } // namespace fatlink::lto
 
