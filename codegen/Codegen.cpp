@@ -2,9 +2,11 @@
 //
 // Each target's code, from its optimized module to what the driver writes:
 //
-//   whole targets      generatePTX, then ptxas (a cubin for sm_XX, a check
-//                      for compute_XX); nvlink when relocatable cubins or
-//                      device libraries join in; a PTX target with nvcc
+//   whole targets      generatePTX (shared between arches where the oldest
+//                      and newest agree, as for partitions), then ptxas (a
+//                      cubin for sm_XX, a check for compute_XX); nvlink
+//                      when relocatable cubins or device libraries join
+//                      in; a PTX target with nvcc
 //                      units links their PTX into its own (linkPTX) and
 //                      checks the result with whole-program ptxas
 //   partitioned ones   per (partition, target): the cache, else PTX (shared
@@ -605,6 +607,32 @@ struct PartitionGroup {
 
 } // namespace
 
+/// Of \p Members (target indices), the plain sm_XX targets, oldest first,
+/// when they may share PTX: three or more, their SM and PTX ISA versions
+/// growing together; else none.
+static std::vector<size_t> sharingTargets(ArrayRef<lto::Target> Targets,
+                                          ArrayRef<size_t> Members) {
+  // Plain processors only: an sm_90a or sm_100f target has instructions of
+  // its own that neither neighbour has.
+  std::vector<size_t> Plain;
+  for (size_t I : Members)
+    if (!Targets[I].IsPTX &&
+        Targets[I].Cpu == "sm_" + std::to_string(Targets[I].Sm))
+      Plain.push_back(I);
+  llvm::stable_sort(
+      Plain, [&](size_t A, size_t B) { return Targets[A].Sm < Targets[B].Sm; });
+  // The backend's choices switch on at an SM or PTX ISA version; both must
+  // grow from the oldest to the newest for the two ends to bound the
+  // arches between.
+  for (size_t K = 1; K < Plain.size(); ++K)
+    if (Targets[Plain[K - 1]].Sm >= Targets[Plain[K]].Sm ||
+        Targets[Plain[K - 1]].PtxVersion > Targets[Plain[K]].PtxVersion)
+      return {};
+  if (Plain.size() < 3)
+    return {};
+  return Plain;
+}
+
 /// Groups the partitioned targets by the partitions they compile, and picks
 /// the targets that may share PTX. PTXSource[I] names where target I's PTX
 /// may come from (part of its cache key): "" for its own code generation.
@@ -628,32 +656,15 @@ static std::vector<PartitionGroup> planPartitionGroups(
   if (!Opts.SharePTX)
     return Groups;
   for (PartitionGroup &G : Groups) {
-    // Plain processors only: an sm_90a or sm_100f target has instructions
-    // of its own that neither neighbour has.
-    std::vector<size_t> Plain;
-    for (size_t I : G.Members)
-      if (Targets[I].Cpu == "sm_" + std::to_string(Targets[I].Sm))
-        Plain.push_back(I);
-    llvm::stable_sort(Plain, [&](size_t A, size_t B) {
-      return Targets[A].Sm < Targets[B].Sm;
-    });
-    // The backend's choices switch on at an SM or PTX ISA version; both
-    // must grow from the oldest to the newest for the two ends to bound
-    // the arches between.
-    bool Ordered = true;
-    for (size_t K = 1; K < Plain.size(); ++K)
-      Ordered &=
-          Targets[Plain[K - 1]].Sm < Targets[Plain[K]].Sm &&
-          Targets[Plain[K - 1]].PtxVersion <= Targets[Plain[K]].PtxVersion;
-    if (Plain.size() < 3 || !Ordered)
+    G.Sharing = sharingTargets(Targets, G.Members);
+    if (G.Sharing.empty())
       continue;
-    G.Sharing = Plain;
-    const lto::Target &Lo = Targets[Plain.front()];
-    const lto::Target &Hi = Targets[Plain.back()];
+    const lto::Target &Lo = Targets[G.Sharing.front()];
+    const lto::Target &Hi = Targets[G.Sharing.back()];
     std::string Source = "shared:" + Lo.Cpu + "/" + Lo.ptxVersionString() +
                          ":" + Hi.Cpu + "/" + Hi.ptxVersionString();
-    for (size_t K = 1; K + 1 < Plain.size(); ++K)
-      PTXSource[Plain[K]] = Source;
+    for (size_t K = 1; K + 1 < G.Sharing.size(); ++K)
+      PTXSource[G.Sharing[K]] = Source;
   }
   return Groups;
 }
@@ -918,18 +929,21 @@ linkNvccPTX(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
   return std::move(Linked->PTX);
 }
 
-/// Generates PTX for one target and assembles it (sm_XX) or checks it
-/// (compute_XX) with ptxas. With relocatable cubins of the target's arch in
-/// the inputs, the PTX is assembled relocatable (ptxas -c) and nvlink links
-/// it with them.
+/// Generates PTX for one target (or takes \p Given, its PTX shared from
+/// another arch) and assembles it (sm_XX) or checks it (compute_XX) with
+/// ptxas. With relocatable cubins of the target's arch in the inputs, the
+/// PTX is assembled relocatable (ptxas -c) and nvlink links it with them.
 static Expected<TargetOutput>
 compileTarget(Context &Ctx, const CodegenOptions &Opts,
               const lto::LinkedProgram &Program, const lto::InputSet &Inputs,
-              ArrayRef<lto::Target> Targets, size_t I) {
+              ArrayRef<lto::Target> Targets, size_t I,
+              std::optional<std::string> Given) {
   const lto::Target &T = Targets[I];
   TargetOutput Out;
   bool HasBitcode = !Program.Modules.empty();
-  if (HasBitcode) {
+  if (Given) {
+    Out.PTX = std::move(*Given);
+  } else if (HasBitcode) {
     Expected<std::string> PTX = generatePTX(Program, Targets, I, Opts.OptLevel);
     if (!PTX)
       return PTX.takeError();
@@ -1010,6 +1024,145 @@ compileTarget(Context &Ctx, const CodegenOptions &Opts,
   sortSpills(Out.Spills);
   return Out;
 }
+
+namespace {
+
+/// The whole targets' jobs (targets compiled unpartitioned): one per
+/// target, which generates its PTX and assembles it (compileTarget) and
+/// hands the result to Done. Three or more plain sm_XX targets of one
+/// optimized module share PTX as partitions do (PartitionJobs): the
+/// oldest's and the newest's code is generated side by side, and the job
+/// that finishes second compares the two and posts the targets between,
+/// which take the oldest's PTX with their own header where the two agree,
+/// and generate their own where not.
+class WholeTargetJobs {
+public:
+  using DoneFn = function_ref<void(size_t Target, Expected<TargetOutput>)>;
+
+  WholeTargetJobs(Context &Ctx, const CodegenOptions &Opts,
+                  const lto::LinkedProgram &Program,
+                  const lto::InputSet &Inputs, ArrayRef<lto::Target> Targets,
+                  std::vector<size_t> Whole, JobQueue &Queue, DoneFn Done)
+      : Ctx(Ctx), Opts(Opts), Program(Program), Inputs(Inputs),
+        Targets(Targets), Whole(std::move(Whole)), Queue(Queue), Done(Done) {
+    if (!Opts.SharePTX || Program.Modules.empty())
+      return;
+    for (const lto::OptimizedModule &M : Program.Modules) {
+      std::vector<size_t> Members;
+      for (size_t I : M.TargetIndices)
+        if (is_contained(this->Whole, I))
+          Members.push_back(I);
+      std::vector<size_t> Sharing = sharingTargets(Targets, Members);
+      if (!Sharing.empty()) {
+        Groups.push_back(std::make_unique<Group>());
+        Groups.back()->Members = std::move(Sharing);
+      }
+    }
+  }
+
+  /// Posts every whole target's job, or its group's two ends.
+  void post() {
+    for (size_t I : Whole) {
+      Group *G = groupOf(I);
+      if (!G)
+        Queue.post(JobQueue::priority(0, I, 0), [this, I] { run(I, {}); });
+      else if (I == G->Members.front() || I == G->Members.back())
+        Queue.post(JobQueue::priority(0, I, 0), [this, G, I] { end(*G, I); });
+    }
+  }
+
+  /// Whether any targets may share PTX.
+  bool sharing() const { return !Groups.empty(); }
+
+  std::atomic<unsigned> Generated{0}; ///< code generations run
+  std::atomic<unsigned> Reused{0};    ///< PTX taken from the oldest arch
+
+private:
+  struct Group {
+    std::vector<size_t> Members; ///< oldest first
+    std::string LoText, HiText;  ///< the two ends' PTX, until shared
+    bool LoOk = false, HiOk = false;
+    bool Shared = false;
+    std::atomic<unsigned> EndsPending{2};
+    std::atomic<unsigned> MiddlesPending{0};
+  };
+
+  Group *groupOf(size_t I) const {
+    for (const std::unique_ptr<Group> &G : Groups)
+      if (is_contained(G->Members, I))
+        return G.get();
+    return nullptr;
+  }
+
+  void run(size_t I, std::optional<std::string> PTX) {
+    if (!PTX && !Program.Modules.empty())
+      ++Generated;
+    Done(I,
+         compileTarget(Ctx, Opts, Program, Inputs, Targets, I, std::move(PTX)));
+  }
+
+  /// The oldest or newest target of group G: its PTX for the comparison,
+  /// then its own cubin.
+  void end(Group &G, size_t I) {
+    bool IsLo = I == G.Members.front();
+    ++Generated;
+    Expected<std::string> PTX = generatePTX(Program, Targets, I, Opts.OptLevel);
+    std::optional<std::string> Own;
+    if (PTX) {
+      Own = *PTX; // the group's copy is the other jobs'
+      (IsLo ? G.LoText : G.HiText) = std::move(*PTX);
+      (IsLo ? G.LoOk : G.HiOk) = true;
+    }
+    if (--G.EndsPending == 0)
+      settle(G);
+    if (!PTX)
+      return Done(I, PTX.takeError());
+    Done(I,
+         compileTarget(Ctx, Opts, Program, Inputs, Targets, I, std::move(Own)));
+  }
+
+  /// Both ends have their PTX (or failed): shared if the newest's, given
+  /// the oldest's header, is the oldest's; the targets between go to work.
+  void settle(Group &G) {
+    size_t Lo = G.Members.front(), Hi = G.Members.back();
+    if (G.LoOk && G.HiOk) {
+      TimeTraceScope CompareScope("Compare PTX");
+      std::optional<std::string> HiAsLo =
+          retargetPTX(G.HiText, Targets[Hi], Targets[Lo]);
+      G.Shared = HiAsLo && *HiAsLo == G.LoText;
+    }
+    std::string().swap(G.HiText);
+    if (!G.Shared)
+      std::string().swap(G.LoText);
+    G.MiddlesPending = G.Members.size() - 2;
+    for (size_t K = 1; K + 1 < G.Members.size(); ++K) {
+      size_t M = G.Members[K];
+      Queue.post(JobQueue::priority(0, M, 0), [this, &G, Lo, M] {
+        std::optional<std::string> PTX;
+        if (G.Shared) {
+          PTX = retargetPTX(G.LoText, Targets[Lo], Targets[M]);
+          if (PTX)
+            ++Reused;
+        }
+        if (--G.MiddlesPending == 0)
+          std::string().swap(G.LoText);
+        run(M, std::move(PTX));
+      });
+    }
+  }
+
+  Context &Ctx;
+  const CodegenOptions &Opts;
+  const lto::LinkedProgram &Program;
+  const lto::InputSet &Inputs;
+  ArrayRef<lto::Target> Targets;
+  std::vector<size_t> Whole; ///< the targets compiled whole
+  JobQueue &Queue;
+  DoneFn Done;
+  std::vector<std::unique_ptr<Group>> Groups;
+};
+
+} // namespace
 
 Expected<packager::FatbinImage> encodeImage(const lto::Target &T,
                                             const TargetOutput &O,
@@ -1164,23 +1317,27 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
     DefaultThreadPool Pool(hardware_concurrency(Threads));
     JobQueue Queue(Pool, Opts, Jobserver);
     // Whole targets first: they are the longest tasks.
+    std::vector<size_t> Whole;
     for (size_t I = 0; I < NT; ++I)
       if (!PartsOf[I])
-        Queue.post(JobQueue::priority(0, I, 0), [&, I] {
-          Expected<TargetOutput> Out =
-              compileTarget(Ctx, Opts, Program, Inputs, Targets, I);
-          Ctx.progressDone(Targets[I].Name);
-          if (!Out)
-            return Fail(I, Out.takeError());
-          Outputs[I] = std::move(*Out);
-          Encode(I);
-        });
+        Whole.push_back(I);
+    auto WholeDone = [&](size_t I, Expected<TargetOutput> Out) {
+      Ctx.progressDone(Targets[I].Name);
+      if (!Out)
+        return Fail(I, Out.takeError());
+      Outputs[I] = std::move(*Out);
+      Encode(I);
+    };
+    WholeTargetJobs WholeJobs(Ctx, Opts, Program, Inputs, Targets,
+                              std::move(Whole), Queue, WholeDone);
+    WholeJobs.post();
     PartitionJobs Jobs(Ctx, Opts, Targets, PartsOf, Queue, PartDone);
     Jobs.post();
     Pool.wait();
-    if (Jobs.Generated || Jobs.Reused)
-      Ctx.verbose("PTX: " + Twine(Jobs.Generated.load()) + " generated, " +
-                  Twine(Jobs.Reused.load()) +
+    unsigned Generated = WholeJobs.Generated + Jobs.Generated;
+    unsigned Reused = WholeJobs.Reused + Jobs.Reused;
+    if (Jobs.Generated || Reused || WholeJobs.sharing())
+      Ctx.verbose("PTX: " + Twine(Generated) + " generated, " + Twine(Reused) +
                   " reused (the oldest arch's, where the newest arch's "
                   "agreed)");
   }
