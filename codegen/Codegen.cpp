@@ -6,9 +6,9 @@
 //                      and newest agree, as for partitions), then ptxas (a
 //                      cubin for sm_XX, a check for compute_XX); nvlink
 //                      when relocatable cubins or device libraries join
-//                      in; a PTX target with nvcc
-//                      units links their PTX into its own (linkPTX) and
-//                      checks the result with whole-program ptxas
+//                      in; a PTX target with nvcc units links their PTX
+//                      into its own (linkPTX) and checks the result with
+//                      whole-program ptxas
 //   partitioned ones   per (partition, target): the cache, else PTX (shared
 //                      between arches where the oldest and newest agree),
 //                      then ptxas -c; the job finishing a target's last
