@@ -12,8 +12,9 @@ script measures both sides on one bench/workload.py program: for each
 --partitions value, a cold link (empty cache) and then, with that cache,
 a re-link after one unit's edit (the edit differs in every run, so no
 cache holds it), under /usr/bin/time (wall; CPU of the process tree).
-With one arch it also measures the floor (bench/scale.py's: llvm-link,
-opt O3, llc, ptxas) once per run, between the same run's links.
+It also measures the floor (bench/scale.py's: llvm-link, opt O3 for the
+first arch, then llc and ptxas for each arch, one after another) once per
+run, between the same run's links.
 
 Prints a table of medians (docs/benchmarks.md, "What partitions cost");
 --json writes every run. Not part of the test suite.
@@ -63,8 +64,7 @@ def main():
     w = wl.Workload(args.work, args.n, "cuda", arches, tools=("clang",), kernels=args.kernels,
                     independent=args.independent)
     w.build()
-    if len(arches) == 1:
-        w.device_bitcode(arches[0])
+    w.device_bitcode(arches[0])
     out_dir = os.path.join(w.dir, "out")
     os.makedirs(out_dir, exist_ok=True)
 
@@ -90,11 +90,10 @@ def main():
                   f"{res[p]['cold'][-1]['cpu']:6.2f} s CPU; one unit edited "
                   f"{res[p]['one-unit'][-1]['wall']:6.2f} s wall {res[p]['one-unit'][-1]['cpu']:6.2f} s CPU",
                   flush=True)
-        if len(arches) == 1:
-            wait_for_quiet(args.wait_load, args.max_wait)
-            f = floor(w, arches[0], out_dir)
-            floors.append({"wall": f["wall"], "cpu": f["cpu"]})
-            print(f"run {r} floor: {f['wall']:6.2f} s wall {f['cpu']:6.2f} s CPU", flush=True)
+        wait_for_quiet(args.wait_load, args.max_wait)
+        f = floor(w, arches[0], out_dir, arches[1:])
+        floors.append({"wall": f["wall"], "cpu": f["cpu"]})
+        print(f"run {r} floor: {f['wall']:6.2f} s wall {f['cpu']:6.2f} s CPU", flush=True)
 
     med = statistics.median
     fcpu = med([f["cpu"] for f in floors]) if floors else None

@@ -75,15 +75,22 @@ def trace_stages(path):
     return sums
 
 
-def floor(w, arch, out_dir):
-    """The floor, one stage after another. Returns wall, cpu, peak RSS and
-    the PTX size."""
+def floor(w, arch, out_dir, more_arches=()):
+    """The floor, one stage after another: the front (for arch), then llc
+    and ptxas for arch and each of more_arches. Returns wall, cpu, peak RSS
+    and arch's PTX size."""
     stages, files = floor_front(w, arch, out_dir)
     ptx, cubin = os.path.join(out_dir, "floor.ptx"), os.path.join(out_dir, "floor.cubin")
-    stages += [
-        ("llc", ["llc-22", "-O3", "-march=nvptx64", f"-mcpu={arch}", files[0], "-o", ptx]),
-        ("ptxas", [f"{CU}/bin/ptxas", "-O3", f"-arch={arch}", ptx, "-o", cubin]),
-    ]
+    made = []
+    for a in (arch, *more_arches):
+        p, c = (ptx, cubin) if a == arch else (
+            os.path.join(out_dir, f"floor.{a}.ptx"), os.path.join(out_dir, f"floor.{a}.cubin"))
+        tag = "" if a == arch else f" {a}"
+        stages += [
+            ("llc" + tag, ["llc-22", "-O3", "-march=nvptx64", f"-mcpu={a}", files[0], "-o", p]),
+            ("ptxas" + tag, [f"{CU}/bin/ptxas", "-O3", f"-arch={a}", p, "-o", c]),
+        ]
+        made += [p, c]
     r = {"wall": 0.0, "cpu": 0.0, "rss_kb": 0, "stages": {}}
     for name, cmd in stages:
         m = measure(cmd)
@@ -93,7 +100,7 @@ def floor(w, arch, out_dir):
         r["stages"][name] = {"wall": m["wall"], "cpu": m["cpu"], "rss_kb": m["rss_kb"]}
     r["tree_kb"] = r["rss_kb"]
     r["ptx_bytes"] = os.path.getsize(ptx)
-    for f in (*files, ptx, cubin):
+    for f in (*files, *made):
         os.unlink(f)
     return r
 
