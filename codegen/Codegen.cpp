@@ -633,6 +633,15 @@ static std::vector<size_t> sharingTargets(ArrayRef<lto::Target> Targets,
   return Plain;
 }
 
+/// Whether the targets between \p Lo and \p Hi may take Lo's PTX: Hi's
+/// PTX, given Lo's header, is byte-identical to Lo's.
+static bool agreeApartFromHeader(StringRef LoText, StringRef HiText,
+                                 const lto::Target &Lo, const lto::Target &Hi) {
+  TimeTraceScope Scope("Compare PTX");
+  std::optional<std::string> HiAsLo = retargetPTX(HiText, Hi, Lo);
+  return HiAsLo && *HiAsLo == LoText;
+}
+
 /// Groups the partitioned targets by the partitions they compile, and picks
 /// the targets that may share PTX. PTXSource[I] names where target I's PTX
 /// may come from (part of its cache key): "" for its own code generation.
@@ -783,12 +792,8 @@ private:
           consumeError(E.takeError());
         }
       }
-      if (LoText && HiText) {
-        TimeTraceScope CompareScope("Compare PTX");
-        std::optional<std::string> HiAsLo =
-            retargetPTX(*HiText, Targets[Hi], Targets[Lo]);
-        Shared = HiAsLo && *HiAsLo == *LoText;
-      }
+      Shared = LoText && HiText &&
+               agreeApartFromHeader(*LoText, *HiText, Targets[Lo], Targets[Hi]);
     }
 
     for (size_t I : Missing) {
@@ -1080,8 +1085,8 @@ public:
 private:
   struct Group {
     std::vector<size_t> Members; ///< oldest first
-    std::string LoText, HiText;  ///< the two ends' PTX, until shared
-    bool LoOk = false, HiOk = false;
+    /// The two ends' PTX (none where its generation failed), until shared.
+    std::optional<std::string> LoText, HiText;
     bool Shared = false;
     std::atomic<unsigned> EndsPending{2};
     std::atomic<unsigned> MiddlesPending{0};
@@ -1111,7 +1116,6 @@ private:
     if (PTX) {
       Own = *PTX; // the group's copy is the other jobs'
       (IsLo ? G.LoText : G.HiText) = std::move(*PTX);
-      (IsLo ? G.LoOk : G.HiOk) = true;
     }
     if (--G.EndsPending == 0)
       settle(G);
@@ -1125,27 +1129,24 @@ private:
   /// the oldest's header, is the oldest's; the targets between go to work.
   void settle(Group &G) {
     size_t Lo = G.Members.front(), Hi = G.Members.back();
-    if (G.LoOk && G.HiOk) {
-      TimeTraceScope CompareScope("Compare PTX");
-      std::optional<std::string> HiAsLo =
-          retargetPTX(G.HiText, Targets[Hi], Targets[Lo]);
-      G.Shared = HiAsLo && *HiAsLo == G.LoText;
-    }
-    std::string().swap(G.HiText);
+    G.Shared =
+        G.LoText && G.HiText &&
+        agreeApartFromHeader(*G.LoText, *G.HiText, Targets[Lo], Targets[Hi]);
+    G.HiText.reset();
     if (!G.Shared)
-      std::string().swap(G.LoText);
+      G.LoText.reset();
     G.MiddlesPending = G.Members.size() - 2;
     for (size_t K = 1; K + 1 < G.Members.size(); ++K) {
       size_t M = G.Members[K];
       Queue.post(JobQueue::priority(0, M, 0), [this, &G, Lo, M] {
         std::optional<std::string> PTX;
         if (G.Shared) {
-          PTX = retargetPTX(G.LoText, Targets[Lo], Targets[M]);
+          PTX = retargetPTX(*G.LoText, Targets[Lo], Targets[M]);
           if (PTX)
             ++Reused;
         }
         if (--G.MiddlesPending == 0)
-          std::string().swap(G.LoText);
+          G.LoText.reset();
         run(M, std::move(PTX));
       });
     }
