@@ -3,7 +3,9 @@
 // lto::readInputs on one file: the type sniffing, the producer and triple
 // checks every image passes before LLVM's full reader sees it (bitcode,
 // rustc .rcgu.o) and the OffloadBinary extraction of ELF objects (clang
-// --offload-new-driver, fatlink embed).
+// --offload-new-driver, fatlink embed), and the arch-neutral digest each
+// image of a several-arch unit gets next (lto::archNeutralDigest: LLVM's
+// bitstream reader on the image, record by record).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,9 +20,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   llvm::Expected<lto::InputSet> Set =
       lto::readInputs({Path}, lto::InputMode::Device);
   if (Set) {
-    for (const lto::DeviceImage &I : Set->Images)
+    for (const lto::DeviceImage &I : Set->Images) {
       if (I.Bitcode.getBufferSize() > Size)
         __builtin_trap();
+      (void)lto::archNeutralDigest(I.Bitcode);
+    }
   } else {
     llvm::consumeError(Set.takeError());
   }

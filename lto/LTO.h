@@ -31,6 +31,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Threading.h"
@@ -253,6 +254,18 @@ enum class InputMode {
 llvm::Expected<InputSet> readInputs(llvm::ArrayRef<std::string> Paths,
                                     InputMode Mode = InputMode::Device,
                                     unsigned ErrorLimit = DefaultErrorLimit);
+
+/// A digest of a bitcode image that leaves out the function attributes
+/// naming its arch ("target-cpu", "target-features"), which the link
+/// overwrites anyway: clang's per-arch images of one translation unit with
+/// equal digests are the same program for every target, and the link
+/// takes one of them for all (docs/lto.md, "Per-arch images"). Read record
+/// by record with LLVM's bitstream reader, never parsed into IR
+/// (lto/ArchDigest.cpp). None for bitcode the walk cannot vouch for
+/// (malformed, or holding an encoding or offset it does not know), whose
+/// image is then compared with nothing.
+std::optional<llvm::BLAKE3Result<32>>
+archNeutralDigest(llvm::MemoryBufferRef Bitcode);
 
 /// Fills \p O's Defined, Undefined and Kernels from the PTX of its code
 /// (nvcc's PTX directives: `.visible .entry`, `.extern .func`, ...).

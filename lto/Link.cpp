@@ -36,8 +36,9 @@
 // Before all that, a translation unit compiled for several arches (clang
 // --offload-arch=sm_75,sm_80,...) whose per-arch images differ only in
 // those two attributes is one program for all of them: such images are
-// compared (the bitcode of each with the attributes removed, hashed) and
-// the targets that chose them share one group, one link and one O3 run.
+// compared (a digest of each one's bitcode records without the attributes,
+// lto/ArchDigest.cpp) and the targets that chose them share one group, one
+// link and one O3 run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,11 +87,12 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <memory>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -980,42 +982,6 @@ static void keepForever(std::unique_ptr<LLVMContext> Ctx) {
   Kept->push_back(std::move(Ctx));
 }
 
-/// A digest of an image's bitcode without the function attributes that name
-/// the arch ("target-cpu", "target-features"), which linkGroup overwrites
-/// anyway. Images with equal digests are the same program for every target.
-static std::optional<BLAKE3Result<32>> archNeutralDigest(MemoryBufferRef MB) {
-  auto CtxOwner = std::make_unique<LLVMContext>();
-  LLVMContext &Ctx = *CtxOwner;
-  Ctx.setDiagnosticHandlerCallBack([](const DiagnosticInfo *, void *) {});
-  SmallString<0> Buf;
-  // parse() reports a bad image with its origin; here it is only unequal.
-  // The module is written back, and freed, under the same recovery: an
-  // image LLVM reads without an error may still hold what its writer
-  // crashes on (an attribute whose type is null, before the verifier has
-  // seen it).
-  if (Error E = runRecoverably(
-          [&]() -> Error {
-            Expected<std::unique_ptr<Module>> M = parseBitcodeFile(MB, Ctx);
-            if (!M)
-              return M.takeError();
-            for (Function &F : **M) {
-              F.removeFnAttr("target-cpu");
-              F.removeFnAttr("target-features");
-            }
-            (*M)->setModuleIdentifier("");
-            (*M)->setSourceFileName("");
-            raw_svector_ostream OS(Buf);
-            WriteBitcodeToFile(**M, OS);
-            return Error::success();
-          },
-          "digest")) {
-    consumeError(std::move(E));
-    keepForever(std::move(CtxOwner));
-    return std::nullopt;
-  }
-  return BLAKE3::hash(arrayRefFromStringRef(Buf));
-}
-
 /// For each image, the image that stands for it: itself, or the first image
 /// of its source whose arch's images are, all together, the same program
 /// (equal arch-neutral digests, in the same order). Computed only for
@@ -1040,31 +1006,65 @@ std::vector<size_t> DeviceLinker::equivalentImages(
 
   TimeTraceScope Scope("Compare per-arch images");
   std::vector<std::optional<BLAKE3Result<32>>> Digest(Inputs.Images.size());
+  // Memoized in one table for the link's images (named by their origins,
+  // so a re-link of the same program finds it), whose entries pair a hash
+  // of an image's bytes with its digest: a re-link after an edit walks only
+  // the edited images, and a cold link writes one file, not one per image.
+  std::string TableKey;
+  std::map<BLAKE3Result<32>, BLAKE3Result<32>> Known;
+  std::vector<BLAKE3Result<32>> Bytes(Inputs.Images.size());
+  if (Opts.MemoLookup) {
+    BLAKE3 H;
+    for (size_t I : ToHash) {
+      H.update(Inputs.Images[I].Origin);
+      H.update(StringRef("\0", 1));
+    }
+    BLAKE3Result<32> Names = H.final();
+    TableKey = "arch-neutral-digests-3-" LLVM_VERSION_STRING "-" +
+               toHex(ArrayRef<uint8_t>(Names), /*LowerCase=*/true);
+    if (std::optional<std::string> V = Opts.MemoLookup(TableKey);
+        V && V->size() % 64 == 0)
+      for (size_t At = 0; At < V->size(); At += 64) {
+        BLAKE3Result<32> K, D;
+        std::copy_n(V->data() + At, 32, K.begin());
+        std::copy_n(V->data() + At + 32, 32, D.begin());
+        Known.emplace(K, D);
+      }
+  }
+  std::atomic<bool> Missed = false;
   auto Compute = [&](size_t I) {
     MemoryBufferRef MB = Inputs.Images[I].Bitcode;
-    std::string Key;
     if (Opts.MemoLookup) {
-      // 2: read without LLVM's debug info upgrade (takeOverDebugInfoChecks),
-      // which dropped debug info of other versions before the digest.
-      Key =
-          memoKey("arch-neutral-digest-2-" LLVM_VERSION_STRING, MB.getBuffer());
-      if (std::optional<std::string> V = Opts.MemoLookup(Key);
-          V && V->size() == 32) {
-        BLAKE3Result<32> D;
-        std::copy(V->begin(), V->end(), D.begin());
-        Digest[I] = D;
+      Bytes[I] = BLAKE3::hash(arrayRefFromStringRef(MB.getBuffer()));
+      if (auto It = Known.find(Bytes[I]); It != Known.end()) {
+        Digest[I] = It->second;
         return;
       }
     }
     Digest[I] = archNeutralDigest(MB);
-    if (Digest[I] && Opts.MemoStore)
-      Opts.MemoStore(Key, toStringRef(ArrayRef<uint8_t>(*Digest[I])));
+    Missed = true;
   };
   {
     DefaultThreadPool Pool(threadStrategy(Opts.Jobs, Opts.UseJobserver));
     for (size_t I : ToHash)
       Pool.async([&, I] { Compute(I); });
     Pool.wait();
+  }
+  if (Opts.Verbose) {
+    size_t Cached =
+        count_if(ToHash, [&](size_t I) { return Known.count(Bytes[I]) != 0; });
+    Opts.Verbose("per-arch images: " + std::to_string(ToHash.size()) +
+                 " compared, " + std::to_string(Cached) +
+                 " digests from the cache");
+  }
+  if (Missed && Opts.MemoStore && !TableKey.empty()) {
+    std::string Table;
+    for (size_t I : ToHash)
+      if (Digest[I]) {
+        Table.append(Bytes[I].begin(), Bytes[I].end());
+        Table.append(Digest[I]->begin(), Digest[I]->end());
+      }
+    Opts.MemoStore(TableKey, Table);
   }
 
   for (const auto &[Source, Alternatives] : BySource) {

@@ -242,6 +242,82 @@ TEST(ReadOwnBitcode, SaysWhatDoesNotReadBack) {
   EXPECT_THAT(Message, HasSubstr("link the inputs in halves"));
 }
 
+/// A kernel calling a helper, for \p Cpu, with the code's constant \p C.
+std::string archImage(StringRef Cpu, int C = 1) {
+  return bitcodeOf((Twine(NVPTXHeader) +
+                    "define internal i32 @h(i32 %x) #0 { %y = add i32 %x, " +
+                    Twine(C) +
+                    " ret i32 %y }\n"
+                    "define ptx_kernel void @k(ptr %p) #0 {\n"
+                    "  %v = load i32, ptr %p\n"
+                    "  %w = call i32 @h(i32 %v)\n"
+                    "  store i32 %w, ptr %p\n"
+                    "  ret void\n}\n"
+                    "attributes #0 = { nounwind \"target-cpu\"=\"" +
+                    Cpu + "\" \"target-features\"=\"+ptx88," + Cpu + "\" }\n")
+                       .str());
+}
+
+// clang's per-arch images of one unit differ in target-cpu and
+// target-features only, whose lengths move everything after them: equal
+// digests. Other code, or another attribute, is another digest.
+TEST(ArchNeutralDigest, SameProgramForEveryArch) {
+  std::string Sm75 = archImage("sm_75"), Sm100 = archImage("sm_100");
+  ASSERT_NE(Sm75, Sm100);
+  auto D75 = lto::archNeutralDigest(MemoryBufferRef(Sm75, "a"));
+  auto D100 = lto::archNeutralDigest(MemoryBufferRef(Sm100, "b"));
+  ASSERT_TRUE(D75.has_value());
+  ASSERT_TRUE(D100.has_value());
+  EXPECT_EQ(*D75, *D100);
+
+  std::string Other = archImage("sm_75", 2);
+  auto DOther = lto::archNeutralDigest(MemoryBufferRef(Other, "c"));
+  ASSERT_TRUE(DOther.has_value());
+  EXPECT_NE(*D75, *DOther);
+
+  // Another attribute beside the two: not the same program.
+  std::string Cold =
+      bitcodeOf((Twine(NVPTXHeader) +
+                 "define ptx_kernel void @k() #0 { ret void }\n"
+                 "attributes #0 = { cold \"target-cpu\"=\"sm_75\" }\n")
+                    .str());
+  std::string Warm = bitcodeOf(
+      (Twine(NVPTXHeader) + "define ptx_kernel void @k() #0 { ret void }\n"
+                            "attributes #0 = { \"target-cpu\"=\"sm_90\" }\n")
+          .str());
+  auto DCold = lto::archNeutralDigest(MemoryBufferRef(Cold, "d"));
+  auto DWarm = lto::archNeutralDigest(MemoryBufferRef(Warm, "e"));
+  ASSERT_TRUE(DCold && DWarm);
+  EXPECT_NE(*DCold, *DWarm);
+}
+
+// What the walk cannot vouch for gets no digest, and never a crash:
+// bitcode cut short, bytes that are not bitcode, blocks nested deeper than
+// LLVM ever writes them.
+TEST(ArchNeutralDigest, NoneForWhatItCannotRead) {
+  std::string Image = archImage("sm_80");
+  for (size_t Keep : {Image.size() / 2, Image.size() - 4, size_t(8)}) {
+    std::string Cut = Image.substr(0, Keep);
+    EXPECT_FALSE(lto::archNeutralDigest(MemoryBufferRef(Cut, "cut")))
+        << Keep << " bytes";
+  }
+  std::string NotBitcode = "not bitcode at all";
+  EXPECT_FALSE(lto::archNeutralDigest(MemoryBufferRef(NotBitcode, "x")));
+
+  SmallVector<char, 0> Deep;
+  {
+    BitstreamWriter W(Deep);
+    for (char C : StringRef("BC\xC0\xDE"))
+      W.Emit(uint8_t(C), 8);
+    for (int I = 0; I < 100000; ++I)
+      W.EnterSubblock(bitc::MODULE_BLOCK_ID, 3);
+    for (int I = 0; I < 100000; ++I)
+      W.ExitBlock();
+  }
+  EXPECT_FALSE(lto::archNeutralDigest(
+      MemoryBufferRef(StringRef(Deep.data(), Deep.size()), "deep")));
+}
+
 // What LLVM gives up on or crashes in becomes an Error (as in the fatlink
 // executable, which arms the recovery); after the inputs were read and
 // verified, it says what the user can do.
