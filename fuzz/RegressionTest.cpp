@@ -929,8 +929,9 @@ target triple = "nvptx64-nvidia-cuda"
 // without its type ([5, kind]), keeps a null type, and LLVM's bitcode
 // writer crashes on it: fatlink wrote each image back to compare the
 // arches' images (archNeutralDigest) outside crash recovery, and died
-// (exit 139). Now intake refuses such a group, and the comparison writes
-// under recovery.
+// (exit 139). Now intake refuses such a group; and since 2026-12-06 the
+// comparison reads the images record by record (lto/ArchDigest.cpp) and
+// writes nothing back.
 TEST(FuzzRegression, TypeAttributeWithoutType) {
   auto Group = [](uint64_t Index, std::vector<uint64_t> Attrs) {
     Tables T;
@@ -1153,8 +1154,9 @@ define ptx_kernel void @k(ptr %p) {
 // before any write (docs/reliability.md, the metadata sweep). Intake does
 // not bound metadata IDs; the crash recovery reports the file, as in the
 // fatlink executable. Among a unit's per-arch images the corrupt one
-// first crashes the comparison of the images (archNeutralDigest), which
-// must recover too and leave the image to be reported when it is read.
+// crashed the comparison of the images too, which parsed them; it reads
+// their records now (lto::archNeutralDigest), where the corrupt operand is
+// only another value, and the image is reported when the link reads it.
 TEST(FuzzRegression, MetadataIDPastTheDefinedIsReportedByTheRecovery) {
   const char *IR = R"(
 target triple = "nvptx64-nvidia-cuda"
