@@ -1254,3 +1254,35 @@ define ptx_kernel void @k(ptr %p) !dbg !3 {
   EXPECT_EQ(Scope(4), "<success>"); // !3 + 1, as written
   EXPECT_EQ(Scope(0), "corrupt bitcode: a debug location has no scope");
 }
+
+// The per-arch comparison's digest (lto::archNeutralDigest) decodes a
+// function's attribute group to leave out target-cpu and target-features;
+// an attribute encoding it does not know (here kind 9, which LLVM's reader
+// has none of) gets no digest, so the image is compared with nothing,
+// rather than a guess at where the next attribute starts. The same module
+// re-encoded without the edit (editBitcode drops the VST offset and the
+// module's symbol table) still gets one, equal for every arch.
+TEST(FuzzRegression, ArchDigestRefusesAnAttributeEncodingItDoesNotKnow) {
+  auto Image = [](StringRef Cpu, bool Unknown) {
+    std::string IR = (Twine("target triple = \"nvptx64-nvidia-cuda\"\n"
+                            "define ptx_kernel void @k() #0 { ret void }\n"
+                            "attributes #0 = { nounwind \"target-cpu\"=\"") +
+                      Cpu + "\" }\n")
+                         .str();
+    return editedBitcode(
+        IR, [&](unsigned Block, unsigned &Code, SmallVectorImpl<uint64_t> &R) {
+          if (Unknown && Block == bitc::PARAMATTR_GROUP_BLOCK_ID &&
+              Code == bitc::PARAMATTR_GRP_CODE_ENTRY && R.size() >= 2 &&
+              R[1] == ~0u)
+            R.append({9, 1});
+        });
+  };
+  std::string Sm75 = Image("sm_75", false), Sm90 = Image("sm_90", false);
+  std::string Bad = Image("sm_75", true);
+  ASSERT_FALSE(Sm75.empty() || Sm90.empty() || Bad.empty());
+  auto D75 = lto::archNeutralDigest(MemoryBufferRef(Sm75, "sm_75"));
+  auto D90 = lto::archNeutralDigest(MemoryBufferRef(Sm90, "sm_90"));
+  ASSERT_TRUE(D75 && D90);
+  EXPECT_EQ(*D75, *D90);
+  EXPECT_FALSE(lto::archNeutralDigest(MemoryBufferRef(Bad, "bad")));
+}
