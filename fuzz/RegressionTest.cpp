@@ -637,6 +637,15 @@ TEST(FuzzRegression, AttributeIndexPastModule) {
   Ranges.GroupAttrs = Each;
   Ranges.GroupAttrs.insert(Ranges.GroupAttrs.end(), {8, 93, 1, 1u << 30, 0});
   TempFile WideList(bitcodeWithPartition(0, 1, true, BadLength::None, Ranges));
+  // Before an attribute of an encoding LLVM has none of: the reader reads
+  // the range, and makes its integers, before it finds the entry
+  // malformed.
+  Ranges.GroupAttrs = Each;
+  Ranges.GroupAttrs.insert(Ranges.GroupAttrs.end(), {7, 92, 1u << 30, 0, 9, 1});
+  TempFile WideFirst(bitcodeWithPartition(0, 1, true, BadLength::None, Ranges));
+  EXPECT_NE(errorOf(lto::readInputs({std::string(WideFirst.Path)}))
+                .find("range is 1073741824 bits wide"),
+            std::string::npos);
   // A range of i128 whose words, 2^32 - 1 lower and 1 upper, add up to 0 in
   // LLVM's 32 bits.
   Ranges.GroupAttrs = Each;

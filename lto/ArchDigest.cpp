@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lto/AttributeGroups.h"
 #include "lto/LTO.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -213,53 +214,21 @@ void DigestWalk::record(unsigned BlockID, unsigned Code,
 }
 
 /// Hashes a function's attribute group [grpid, idx, attr...] without its
-/// "target-cpu" and "target-features" string attributes. The encodings
-/// are LLVM's (BitcodeReader::parseAttributeGroupBlock); one this does not
-/// know fails the digest rather than being guessed at.
+/// "target-cpu" and "target-features" string attributes; an entry that
+/// does not read whole (lto/AttributeGroups.h) fails the digest rather
+/// than being guessed at.
 bool DigestWalk::functionAttributes(ArrayRef<uint64_t> Vals) {
   SmallVector<uint64_t, 32> Kept(Vals.begin(), Vals.begin() + 2);
-  size_t I = 2, E = Vals.size();
-  while (I < E) {
-    uint64_t Kind = Vals[I];
-    size_t Start = I++;
-    switch (Kind) {
-    case 0: // enum attribute: kind
-    case 5: // type attribute without a type: kind
-      I += 1;
-      break;
-    case 1: // integer attribute: kind, value
-    case 6: // type attribute: kind, type
-      I += 2;
-      break;
-    case 3:   // string attribute: key, 0
-    case 4: { // string attribute with a value: key, 0, value, 0
-      size_t KeyStart = I;
-      while (I < E && Vals[I] != 0)
-        ++I;
-      if (I == E)
-        return false;
-      std::string Key;
-      for (size_t K = KeyStart; K < I; ++K)
-        Key.push_back(char(Vals[K]));
-      ++I;
-      if (Kind == 4) {
-        while (I < E && Vals[I] != 0)
-          ++I;
-        if (I == E)
-          return false;
-        ++I;
-      }
-      if (Key == "target-cpu" || Key == "target-features")
-        continue; // dropped
-      break;
-    }
-    default: // constant ranges (7, 8: parameters' attributes) and others
-      return false;
-    }
-    if (I > E)
-      return false;
-    Kept.append(Vals.begin() + Start, Vals.begin() + I);
-  }
+  auto IsKey = [](ArrayRef<uint64_t> Key, StringRef Name) {
+    return Key.size() == Name.size() &&
+           std::equal(Key.begin(), Key.end(), Name.bytes_begin());
+  };
+  GroupRead Read = forEachGroupAttribute(Vals, [&](const GroupAttribute &A) {
+    if (!IsKey(A.Key, "target-cpu") && !IsKey(A.Key, "target-features"))
+      Kept.append(Vals.begin() + A.Begin, Vals.begin() + A.End);
+  });
+  if (Read != GroupRead::Whole)
+    return false;
   put('A');
   put(Kept.size());
   for (uint64_t V : Kept)

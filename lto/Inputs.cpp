@@ -29,6 +29,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lto/AttributeGroups.h"
 #include "lto/LTO.h"
 #include "lto/Support.h"
 #include "lto/Target.h"
@@ -116,35 +117,26 @@ forEachRecord(BitstreamCursor &Stream, unsigned Block,
   }
 }
 
-/// What an attribute group entry (R: [group id, index, attributes...])
-/// holds that LLVM's reader takes as given, its attributes read as the
-/// reader reads them: enum [0, kind], integer [1, kind, value], string [3,
-/// chars, 0] or [4, chars, 0, chars, 0], type [5, kind] (no type) or [6,
-/// kind, type], range [7, kind, width, range] and range list [8, kind,
-/// count, width, range x count], where a range is [lower, upper] up to 64
-/// bits and else [active words (lower | upper << 32), words...].
+/// What an attribute group entry holds that LLVM's reader takes as given,
+/// from the attributes it reads before it finds the entry malformed, if it
+/// does (lto/AttributeGroups.h).
 struct GroupEntry {
   /// The widest range: LLVM takes the width as given and makes integers
-  /// that wide.
+  /// that wide as it reads the attribute.
   uint32_t WidestRange = 0;
   /// A type attribute left without a type where the reader supplies none
   /// (its bitcode kind): it upgrades byval, sret and inalloca without a
   /// type (or in the enum form of old bitcode) on a parameter, from the
   /// parameter's type; anywhere else the type stays null, and LLVM's
-  /// writer and printer crash on it.
+  /// writer and printer crash on it. Only set for an entry read whole: in
+  /// a malformed one the reader gives up before anything uses the type.
   std::optional<uint64_t> Untyped;
+  GroupRead Read = GroupRead::Whole;
 };
 
-/// Reads an attribute group entry (GroupEntry). None when the attributes
-/// do not read to the record's end exactly: LLVM's reader says what is
-/// wrong then, except for a range whose words (lower + upper) run past the
-/// record, which sets WordsPast: LLVM adds the two counts in 32 bits, and a
-/// sum that wraps passes its check (2^32 - 1 + 1 words: 32 GB read from
-/// past the record).
-static std::optional<GroupEntry> readGroupEntry(ArrayRef<uint64_t> R,
-                                                bool &WordsPast) {
+/// Reads an attribute group entry (R: [group id, index, attributes...]).
+static GroupEntry readGroupEntry(ArrayRef<uint64_t> R) {
   GroupEntry Entry;
-  size_t I = 2;
   // Index 0 is the return value, ~0U the function, K parameter K - 1.
   bool Parameter =
       R.size() >= 2 && uint32_t(R[1]) != 0 && uint32_t(R[1]) != ~0u;
@@ -153,70 +145,17 @@ static std::optional<GroupEntry> readGroupEntry(ArrayRef<uint64_t> R,
            Kind == bitc::ATTR_KIND_STRUCT_RET ||
            Kind == bitc::ATTR_KIND_IN_ALLOCA;
   };
-  auto Range = [&](uint32_t Width) {
-    Entry.WidestRange = std::max(Entry.WidestRange, Width);
-    if (Width <= 64) {
-      I += 2;
-      return;
-    }
-    if (I >= R.size()) {
-      I = R.size() + 1;
-      return;
-    }
-    uint64_t Words = R[I++];
-    uint64_t Count = uint64_t(uint32_t(Words)) + (Words >> 32);
-    if (Count > R.size() - I)
-      WordsPast = true;
-    I += Count;
-  };
-  while (I < R.size()) {
-    switch (R[I]) {
-    case 0:
-    case 5:
-      if (I + 1 < R.size() && !Entry.Untyped &&
-          (R[I] == 5 || Upgraded(R[I + 1])) &&
-          !(Parameter && Upgraded(R[I + 1])))
-        Entry.Untyped = R[I + 1];
-      I += 2;
-      break;
-    case 1:
-    case 6:
-      I += 3;
-      break;
-    case 3:
-    case 4: {
-      unsigned Strings = R[I] == 4 ? 2 : 1;
-      ++I;
-      for (; Strings && I < R.size(); --Strings) {
-        while (I < R.size() && R[I] != 0)
-          ++I;
-        ++I; // the NUL
-      }
-      if (Strings)
-        return std::nullopt;
-      break;
-    }
-    case 7:
-      if (I + 2 >= R.size())
-        return std::nullopt;
-      I += 3;
-      Range(uint32_t(R[I - 1]));
-      break;
-    case 8: {
-      if (I + 3 >= R.size())
-        return std::nullopt;
-      uint32_t Count = uint32_t(R[I + 2]), Width = uint32_t(R[I + 3]);
-      I += 4;
-      for (uint32_t N = 0; N < Count && I < R.size(); ++N)
-        Range(Width);
-      break;
-    }
-    default:
-      return std::nullopt;
-    }
-  }
-  if (I != R.size())
-    return std::nullopt;
+  std::optional<uint64_t> Untyped;
+  Entry.Read = forEachGroupAttribute(R, [&](const GroupAttribute &A) {
+    if (A.Ranges != 0)
+      Entry.WidestRange = std::max(Entry.WidestRange, A.RangeWidth);
+    if (!Untyped &&
+        (A.Encoding == 5 || (A.Encoding == 0 && Upgraded(A.Kind))) &&
+        !(Parameter && Upgraded(A.Kind)))
+      Untyped = A.Kind;
+  });
+  if (Entry.Read == GroupRead::Whole)
+    Entry.Untyped = Untyped;
   return Entry;
 }
 
@@ -527,19 +466,18 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
           if (Index != ~0u)
             MaxParamIndex = std::max(MaxParamIndex, Index);
           // A range is of an integer type: at most MAX_INT_BITS wide.
-          bool WordsPast = false;
-          std::optional<GroupEntry> Entry = readGroupEntry(R, WordsPast);
-          if (WordsPast)
+          GroupEntry Entry = readGroupEntry(R);
+          if (Entry.Read == GroupRead::WordsPast)
             Refuse("an attribute's range has more words than its record "
                    "holds");
-          if (Entry && Entry->Untyped)
+          if (Entry.Untyped)
             Refuse("an attribute group gives attribute kind " +
-                   std::to_string(*Entry->Untyped) +
+                   std::to_string(*Entry.Untyped) +
                    " no type, which it needs, where LLVM's reader cannot "
                    "supply one");
-          if (Entry && Entry->WidestRange > IntegerType::MAX_INT_BITS)
+          if (Entry.WidestRange > IntegerType::MAX_INT_BITS)
             Refuse("an attribute's range is " +
-                   std::to_string(Entry->WidestRange) +
+                   std::to_string(Entry.WidestRange) +
                    " bits wide, wider than any integer type (" +
                    std::to_string(IntegerType::MAX_INT_BITS) + ")");
         }

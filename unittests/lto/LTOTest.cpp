@@ -19,6 +19,7 @@
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/Bitcode/LLVMBitCodes.h"
+#include "llvm/Bitstream/BitstreamReader.h"
 #include "llvm/Bitstream/BitstreamWriter.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/IR/Constants.h"
@@ -32,6 +33,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -316,6 +318,145 @@ TEST(ArchNeutralDigest, NoneForWhatItCannotRead) {
   }
   EXPECT_FALSE(lto::archNeutralDigest(
       MemoryBufferRef(StringRef(Deep.data(), Deep.size()), "deep")));
+}
+
+/// Where an operand of the first record Code in a block BlockID of the
+/// module block starts (its bit), and its value, found by reading Image as
+/// LLVM does: the operand is Operand of a record whose abbreviation's
+/// first operand is its code, or of an unabbreviated record.
+struct Operand {
+  uint64_t Bit = 0, Value = 0;
+};
+static std::optional<Operand> findOperand(StringRef Image, unsigned BlockID,
+                                          unsigned Code, unsigned Operand) {
+  BitstreamCursor C(arrayRefFromStringRef(Image));
+  BitstreamBlockInfo Info;
+  if (Error E = C.JumpToBit(32)) {
+    consumeError(std::move(E));
+    return std::nullopt;
+  }
+  std::function<std::optional<struct Operand>(unsigned)> Walk = [&](
+      unsigned In) -> std::optional<struct Operand> {
+    SmallVector<uint64_t, 16> Vals;
+    while (!C.AtEndOfStream()) {
+      Expected<BitstreamEntry> Entry = C.advance();
+      if (!Entry) {
+        consumeError(Entry.takeError());
+        return std::nullopt;
+      }
+      switch (Entry->Kind) {
+      case BitstreamEntry::Error:
+      case BitstreamEntry::EndBlock:
+        return std::nullopt;
+      case BitstreamEntry::SubBlock:
+        if (Entry->ID == bitc::BLOCKINFO_BLOCK_ID) {
+          Expected<std::optional<BitstreamBlockInfo>> BI =
+              C.ReadBlockInfoBlock();
+          if (!BI || !*BI) {
+            consumeError(BI.takeError());
+            return std::nullopt;
+          }
+          Info = std::move(**BI);
+          C.setBlockInfo(&Info);
+        } else if (Entry->ID == bitc::MODULE_BLOCK_ID ||
+                   (In == bitc::MODULE_BLOCK_ID && Entry->ID == BlockID)) {
+          if (Error E = C.EnterSubBlock(Entry->ID)) {
+            consumeError(std::move(E));
+            return std::nullopt;
+          }
+          if (auto Found = Walk(Entry->ID))
+            return Found;
+        } else if (Error E = C.SkipBlock()) {
+          consumeError(std::move(E));
+          return std::nullopt;
+        }
+        continue;
+      case BitstreamEntry::Record:
+        break;
+      }
+      uint64_t At = C.GetCurrentBitNo();
+      Vals.clear();
+      Expected<unsigned> Got = C.readRecord(Entry->ID, Vals);
+      if (!Got) {
+        consumeError(Got.takeError());
+        return std::nullopt;
+      }
+      if (In != BlockID || *Got != Code || Vals.size() <= Operand)
+        continue;
+      // Back to the record's start, then over what precedes the operand.
+      if (Error E = C.JumpToBit(At)) {
+        consumeError(std::move(E));
+        return std::nullopt;
+      }
+      auto Skip = [&](unsigned Width, bool Fixed) {
+        if (Fixed)
+          cantFail(C.Read(Width));
+        else
+          cantFail(C.ReadVBR64(Width));
+      };
+      if (Entry->ID == bitc::UNABBREV_RECORD) {
+        Skip(6, false); // code
+        Skip(6, false); // operand count
+        for (unsigned I = 0; I < Operand; ++I)
+          Skip(6, false);
+      } else {
+        Expected<const BitCodeAbbrev *> A = C.getAbbrev(Entry->ID);
+        if (!A) {
+          consumeError(A.takeError());
+          return std::nullopt;
+        }
+        // The code, a literal, then an encoding an operand.
+        if ((*A)->getNumOperandInfos() <= Operand + 1 ||
+            !(*A)->getOperandInfo(0).isLiteral())
+          return std::nullopt;
+        for (unsigned I = 1; I <= Operand; ++I) {
+          const BitCodeAbbrevOp &Op = (*A)->getOperandInfo(I);
+          if (Op.isLiteral())
+            continue;
+          if (Op.getEncoding() != BitCodeAbbrevOp::Fixed &&
+              Op.getEncoding() != BitCodeAbbrevOp::VBR)
+            return std::nullopt;
+          Skip(Op.getEncodingData(),
+               Op.getEncoding() == BitCodeAbbrevOp::Fixed);
+        }
+      }
+      return (struct Operand){C.GetCurrentBitNo(), Vals[Operand]};
+    }
+    return std::nullopt;
+  };
+  return Walk(~0u);
+}
+
+// The two positions the digest checks rather than hashes: the module's
+// VST offset must point at the VST, and each function's entry in the
+// module's symbol table at a function block. One word off (the lowest bit
+// of the operand flipped, in a fixed or a VBR field alike) is no digest.
+TEST(ArchNeutralDigest, NoneWhenAPositionPointsElsewhere) {
+  std::string Image = archImage("sm_80");
+  ASSERT_TRUE(lto::archNeutralDigest(MemoryBufferRef(Image, "whole")));
+  auto OneWordOff = [&](unsigned BlockID, unsigned Code, unsigned Operand) {
+    std::optional<struct Operand> At =
+        findOperand(Image, BlockID, Code, Operand);
+    EXPECT_TRUE(At.has_value());
+    if (!At)
+      return std::string();
+    std::string Patched = Image;
+    Patched[At->Bit / 8] ^= char(1 << (At->Bit % 8));
+    std::optional<struct Operand> Now =
+        findOperand(Patched, BlockID, Code, Operand);
+    EXPECT_TRUE(Now && Now->Value == (At->Value ^ 1));
+    return Patched;
+  };
+  // MODULE_CODE_VSTOFFSET: [offset]
+  std::string VST =
+      OneWordOff(bitc::MODULE_BLOCK_ID, bitc::MODULE_CODE_VSTOFFSET, 0);
+  ASSERT_FALSE(VST.empty());
+  EXPECT_FALSE(lto::archNeutralDigest(MemoryBufferRef(VST, "vst")));
+  // VST_CODE_FNENTRY: [value id, offset]
+  std::string Fn =
+      OneWordOff(bitc::VALUE_SYMTAB_BLOCK_ID, bitc::VST_CODE_FNENTRY, 1);
+  ASSERT_FALSE(Fn.empty());
+  EXPECT_FALSE(lto::archNeutralDigest(MemoryBufferRef(Fn, "fnentry")));
 }
 
 // What LLVM gives up on or crashes in becomes an Error (as in the fatlink

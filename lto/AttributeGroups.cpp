@@ -1,0 +1,106 @@
+//===- lto/AttributeGroups.cpp - Attribute group entries, read as LLVM does
+//===//
+
+#include "lto/AttributeGroups.h"
+
+using namespace llvm;
+
+namespace fatlink::lto {
+
+GroupRead forEachGroupAttribute(ArrayRef<uint64_t> R,
+                                function_ref<void(const GroupAttribute &)> F) {
+  size_t I = 2, E = R.size();
+  // Steps over a range of Width bits at I; false when it is not all there.
+  bool WordsPast = false;
+  auto Range = [&](uint32_t Width) {
+    if (Width <= 64) {
+      I += 2; // lower, upper
+      return I <= E;
+    }
+    if (I >= E)
+      return false;
+    uint64_t Words = R[I++];
+    uint64_t Count = uint64_t(uint32_t(Words)) + (Words >> 32);
+    if (Count > E - I) {
+      WordsPast = true;
+      return false;
+    }
+    I += Count;
+    return true;
+  };
+  // Steps over a NUL-terminated string at I; false when it has no NUL.
+  auto String = [&] {
+    while (I < E && R[I] != 0)
+      ++I;
+    if (I == E)
+      return false;
+    ++I;
+    return true;
+  };
+
+  while (I < E) {
+    GroupAttribute A;
+    A.Begin = I;
+    A.Encoding = R[I++];
+    bool Whole = true;
+    switch (A.Encoding) {
+    case 0:
+    case 5:
+      Whole = I + 1 <= E;
+      if (Whole)
+        A.Kind = R[I];
+      I += 1;
+      break;
+    case 1:
+    case 6:
+      Whole = I + 2 <= E;
+      if (Whole)
+        A.Kind = R[I];
+      I += 2;
+      break;
+    case 3:
+    case 4: {
+      size_t KeyBegin = I;
+      Whole = String();
+      if (Whole)
+        A.Key = R.slice(KeyBegin, I - 1 - KeyBegin);
+      if (Whole && A.Encoding == 4)
+        Whole = String();
+      break;
+    }
+    case 7:
+      Whole = I + 2 <= E;
+      if (Whole) {
+        A.Kind = R[I];
+        A.RangeWidth = uint32_t(R[I + 1]);
+        A.Ranges = 1;
+        I += 2;
+        Whole = Range(A.RangeWidth);
+      }
+      break;
+    case 8: {
+      Whole = I + 3 <= E;
+      if (!Whole)
+        break;
+      A.Kind = R[I];
+      A.Ranges = uint32_t(R[I + 1]);
+      A.RangeWidth = uint32_t(R[I + 2]);
+      I += 3;
+      for (uint32_t N = 0; N < A.Ranges && Whole; ++N)
+        Whole = Range(A.RangeWidth);
+      break;
+    }
+    default:
+      return GroupRead::Malformed;
+    }
+    if (WordsPast)
+      return GroupRead::WordsPast;
+    if (!Whole || I > E)
+      return GroupRead::Malformed;
+    A.End = I;
+    F(A);
+  }
+  return GroupRead::Whole;
+}
+
+} // namespace fatlink::lto
