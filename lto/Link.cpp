@@ -1010,7 +1010,10 @@ std::vector<size_t> DeviceLinker::equivalentImages(
   // so a re-link of the same program finds it), whose entries pair a hash
   // of an image's bytes with its digest: a re-link after an edit walks only
   // the edited images, and a cold link writes one file, not one per image.
-  std::string TableKey;
+  // Another program linked from the same paths (another build of the
+  // same files, sharing the cache) finds its entries kept beside this
+  // one's, up to as many again.
+  std::string TableKey, OldTable;
   std::map<BLAKE3Result<32>, BLAKE3Result<32>> Known;
   std::vector<BLAKE3Result<32>> Bytes(Inputs.Images.size());
   if (Opts.MemoLookup) {
@@ -1023,13 +1026,15 @@ std::vector<size_t> DeviceLinker::equivalentImages(
     TableKey = "arch-neutral-digests-3-" LLVM_VERSION_STRING "-" +
                toHex(ArrayRef<uint8_t>(Names), /*LowerCase=*/true);
     if (std::optional<std::string> V = Opts.MemoLookup(TableKey);
-        V && V->size() % 64 == 0)
-      for (size_t At = 0; At < V->size(); At += 64) {
+        V && V->size() % 64 == 0) {
+      OldTable = std::move(*V);
+      for (size_t At = 0; At < OldTable.size(); At += 64) {
         BLAKE3Result<32> K, D;
-        std::copy_n(V->data() + At, 32, K.begin());
-        std::copy_n(V->data() + At + 32, 32, D.begin());
+        std::copy_n(OldTable.data() + At, 32, K.begin());
+        std::copy_n(OldTable.data() + At + 32, 32, D.begin());
         Known.emplace(K, D);
       }
+    }
   }
   std::atomic<bool> Missed = false;
   auto Compute = [&](size_t I) {
@@ -1059,11 +1064,23 @@ std::vector<size_t> DeviceLinker::equivalentImages(
   }
   if (Missed && Opts.MemoStore && !TableKey.empty()) {
     std::string Table;
+    std::set<BLAKE3Result<32>> Here;
     for (size_t I : ToHash)
-      if (Digest[I]) {
+      if (Digest[I] && Here.insert(Bytes[I]).second) {
         Table.append(Bytes[I].begin(), Bytes[I].end());
         Table.append(Digest[I]->begin(), Digest[I]->end());
       }
+    // Then the entries this link did not use, oldest last, while the
+    // table is at most twice this link's.
+    for (size_t At = 0, Old = 0; At < OldTable.size() && Old < Here.size();
+         At += 64) {
+      BLAKE3Result<32> K;
+      std::copy_n(OldTable.data() + At, 32, K.begin());
+      if (Here.count(K))
+        continue;
+      Table.append(OldTable, At, 64);
+      ++Old;
+    }
     Opts.MemoStore(TableKey, Table);
   }
 
