@@ -223,11 +223,12 @@ bool DigestWalk::functionAttributes(ArrayRef<uint64_t> Vals) {
     return Key.size() == Name.size() &&
            std::equal(Key.begin(), Key.end(), Name.bytes_begin());
   };
-  GroupRead Read = forEachGroupAttribute(Vals, [&](const GroupAttribute &A) {
-    if (!IsKey(A.Key, "target-cpu") && !IsKey(A.Key, "target-features"))
-      Kept.append(Vals.begin() + A.Begin, Vals.begin() + A.End);
-  });
-  if (Read != GroupRead::Whole)
+  GroupReading Reading =
+      forEachGroupAttribute(Vals, [&](const GroupAttribute &A) {
+        if (!IsKey(A.Key, "target-cpu") && !IsKey(A.Key, "target-features"))
+          Kept.append(Vals.begin() + A.Begin, Vals.begin() + A.End);
+      });
+  if (Reading.Read != GroupRead::Whole)
     return false;
   put('A');
   put(Kept.size());

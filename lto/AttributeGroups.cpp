@@ -1,31 +1,37 @@
-//===- lto/AttributeGroups.cpp - Attribute group entries, read as LLVM does
-//===//
+//===- lto/AttributeGroups.cpp - Attribute group entries -----------------===//
 
 #include "lto/AttributeGroups.h"
+
+#include <algorithm>
 
 using namespace llvm;
 
 namespace fatlink::lto {
 
-GroupRead forEachGroupAttribute(ArrayRef<uint64_t> R,
-                                function_ref<void(const GroupAttribute &)> F) {
+GroupReading
+forEachGroupAttribute(ArrayRef<uint64_t> R,
+                      function_ref<void(const GroupAttribute &)> F) {
+  GroupReading Result;
   size_t I = 2, E = R.size();
   // Steps over a range of Width bits at I; false when it is not all there.
   bool WordsPast = false;
   auto Range = [&](uint32_t Width) {
     if (Width <= 64) {
       I += 2; // lower, upper
-      return I <= E;
+      if (I > E)
+        return false;
+    } else {
+      if (I >= E)
+        return false;
+      uint64_t Words = R[I++];
+      uint64_t Count = uint64_t(uint32_t(Words)) + (Words >> 32);
+      if (Count > E - I) {
+        WordsPast = true;
+        return false;
+      }
+      I += Count;
     }
-    if (I >= E)
-      return false;
-    uint64_t Words = R[I++];
-    uint64_t Count = uint64_t(uint32_t(Words)) + (Words >> 32);
-    if (Count > E - I) {
-      WordsPast = true;
-      return false;
-    }
-    I += Count;
+    Result.WidestRange = std::max(Result.WidestRange, Width);
     return true;
   };
   // Steps over a NUL-terminated string at I; false when it has no NUL.
@@ -72,10 +78,9 @@ GroupRead forEachGroupAttribute(ArrayRef<uint64_t> R,
       Whole = I + 2 <= E;
       if (Whole) {
         A.Kind = R[I];
-        A.RangeWidth = uint32_t(R[I + 1]);
-        A.Ranges = 1;
+        uint32_t Width = uint32_t(R[I + 1]);
         I += 2;
-        Whole = Range(A.RangeWidth);
+        Whole = Range(Width);
       }
       break;
     case 8: {
@@ -83,24 +88,24 @@ GroupRead forEachGroupAttribute(ArrayRef<uint64_t> R,
       if (!Whole)
         break;
       A.Kind = R[I];
-      A.Ranges = uint32_t(R[I + 1]);
-      A.RangeWidth = uint32_t(R[I + 2]);
+      uint32_t Count = uint32_t(R[I + 1]), Width = uint32_t(R[I + 2]);
       I += 3;
-      for (uint32_t N = 0; N < A.Ranges && Whole; ++N)
-        Whole = Range(A.RangeWidth);
+      for (uint32_t N = 0; N < Count && Whole; ++N)
+        Whole = Range(Width);
       break;
     }
     default:
-      return GroupRead::Malformed;
+      Result.Read = GroupRead::Malformed;
+      return Result;
     }
-    if (WordsPast)
-      return GroupRead::WordsPast;
-    if (!Whole || I > E)
-      return GroupRead::Malformed;
+    if (WordsPast || !Whole || I > E) {
+      Result.Read = WordsPast ? GroupRead::WordsPast : GroupRead::Malformed;
+      return Result;
+    }
     A.End = I;
     F(A);
   }
-  return GroupRead::Whole;
+  return Result;
 }
 
 } // namespace fatlink::lto

@@ -34,9 +34,6 @@ struct GroupAttribute {
   uint64_t Kind = 0;
   /// A string attribute's key, one character an operand.
   llvm::ArrayRef<uint64_t> Key;
-  /// A range's width in bits (encodings 7 and 8), and how many ranges it
-  /// holds (1 for encoding 7).
-  uint32_t RangeWidth = 0, Ranges = 0;
   /// The operands of the entry it spans, [Begin, End), its encoding
   /// included.
   size_t Begin = 0, End = 0;
@@ -46,7 +43,8 @@ enum class GroupRead {
   /// Every attribute, ending where the entry does.
   Whole,
   /// An encoding LLVM does not know, or attributes that do not end where
-  /// the entry does: LLVM's reader reports the entry as malformed.
+  /// the entry does. LLVM's reader rejects an unknown encoding, but reads
+  /// the operands of an attribute cut short from past the record.
   Malformed,
   /// A range whose words (lower + upper) run past the entry. LLVM adds the
   /// two counts in 32 bits, and a sum that wraps passes its check (2^32 - 1
@@ -54,11 +52,19 @@ enum class GroupRead {
   WordsPast,
 };
 
+struct GroupReading {
+  GroupRead Read = GroupRead::Whole;
+  /// The widest range read whole, in bits (0: none), wherever the entry
+  /// turns out malformed: LLVM makes a range's two integers as wide as its
+  /// record says as soon as it has read it, before it reads on.
+  uint32_t WidestRange = 0;
+};
+
 /// Calls F for each attribute of the entry R ([group id, index,
 /// attributes...]) in order, each one whole (every operand it needs is in
 /// R), and says how the reading ended. F sees the attributes before a
 /// malformed one.
-GroupRead
+GroupReading
 forEachGroupAttribute(llvm::ArrayRef<uint64_t> R,
                       llvm::function_ref<void(const GroupAttribute &)> F);
 

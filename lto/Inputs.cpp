@@ -117,21 +117,16 @@ forEachRecord(BitstreamCursor &Stream, unsigned Block,
   }
 }
 
-/// What an attribute group entry holds that LLVM's reader takes as given,
-/// from the attributes it reads before it finds the entry malformed, if it
-/// does (lto/AttributeGroups.h).
+/// What an attribute group entry holds that LLVM's reader takes as given
+/// (lto/AttributeGroups.h).
 struct GroupEntry {
-  /// The widest range: LLVM takes the width as given and makes integers
-  /// that wide as it reads the attribute.
-  uint32_t WidestRange = 0;
+  GroupReading Reading;
   /// A type attribute left without a type where the reader supplies none
   /// (its bitcode kind): it upgrades byval, sret and inalloca without a
   /// type (or in the enum form of old bitcode) on a parameter, from the
   /// parameter's type; anywhere else the type stays null, and LLVM's
-  /// writer and printer crash on it. Only set for an entry read whole: in
-  /// a malformed one the reader gives up before anything uses the type.
+  /// writer and printer crash on it.
   std::optional<uint64_t> Untyped;
-  GroupRead Read = GroupRead::Whole;
 };
 
 /// Reads an attribute group entry (R: [group id, index, attributes...]).
@@ -145,17 +140,12 @@ static GroupEntry readGroupEntry(ArrayRef<uint64_t> R) {
            Kind == bitc::ATTR_KIND_STRUCT_RET ||
            Kind == bitc::ATTR_KIND_IN_ALLOCA;
   };
-  std::optional<uint64_t> Untyped;
-  Entry.Read = forEachGroupAttribute(R, [&](const GroupAttribute &A) {
-    if (A.Ranges != 0)
-      Entry.WidestRange = std::max(Entry.WidestRange, A.RangeWidth);
-    if (!Untyped &&
+  Entry.Reading = forEachGroupAttribute(R, [&](const GroupAttribute &A) {
+    if (!Entry.Untyped &&
         (A.Encoding == 5 || (A.Encoding == 0 && Upgraded(A.Kind))) &&
         !(Parameter && Upgraded(A.Kind)))
-      Untyped = A.Kind;
+      Entry.Untyped = A.Kind;
   });
-  if (Entry.Read == GroupRead::Whole)
-    Entry.Untyped = Untyped;
   return Entry;
 }
 
@@ -467,7 +457,7 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
             MaxParamIndex = std::max(MaxParamIndex, Index);
           // A range is of an integer type: at most MAX_INT_BITS wide.
           GroupEntry Entry = readGroupEntry(R);
-          if (Entry.Read == GroupRead::WordsPast)
+          if (Entry.Reading.Read == GroupRead::WordsPast)
             Refuse("an attribute's range has more words than its record "
                    "holds");
           if (Entry.Untyped)
@@ -475,11 +465,16 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
                    std::to_string(*Entry.Untyped) +
                    " no type, which it needs, where LLVM's reader cannot "
                    "supply one");
-          if (Entry.WidestRange > IntegerType::MAX_INT_BITS)
+          if (Entry.Reading.WidestRange > IntegerType::MAX_INT_BITS)
             Refuse("an attribute's range is " +
-                   std::to_string(Entry.WidestRange) +
+                   std::to_string(Entry.Reading.WidestRange) +
                    " bits wide, wider than any integer type (" +
                    std::to_string(IntegerType::MAX_INT_BITS) + ")");
+          // LLVM rejects an unknown encoding, but reads an attribute cut
+          // short from past the record.
+          if (Entry.Reading.Read == GroupRead::Malformed)
+            Refuse("an attribute group entry's attributes do not end where "
+                   "its record does");
         }
         return true;
       };

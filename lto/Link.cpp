@@ -1023,7 +1023,7 @@ std::vector<size_t> DeviceLinker::equivalentImages(
       H.update(StringRef("\0", 1));
     }
     BLAKE3Result<32> Names = H.final();
-    TableKey = "arch-neutral-digests-3-" LLVM_VERSION_STRING "-" +
+    TableKey = "arch-neutral-digests-4-" LLVM_VERSION_STRING "-" +
                toHex(ArrayRef<uint8_t>(Names), /*LowerCase=*/true);
     if (std::optional<std::string> V = Opts.MemoLookup(TableKey);
         V && V->size() % 64 == 0) {
@@ -1072,16 +1072,17 @@ std::vector<size_t> DeviceLinker::equivalentImages(
       }
     // Then the entries this link did not use, oldest last, while the
     // table is at most twice this link's.
-    for (size_t At = 0, Old = 0; At < OldTable.size() && Old < Here.size();
+    size_t Own = Here.size();
+    for (size_t At = 0; At < OldTable.size() && Here.size() < 2 * Own;
          At += 64) {
       BLAKE3Result<32> K;
       std::copy_n(OldTable.data() + At, 32, K.begin());
-      if (Here.count(K))
-        continue;
-      Table.append(OldTable, At, 64);
-      ++Old;
+      if (Here.insert(K).second)
+        Table.append(OldTable, At, 64);
     }
-    Opts.MemoStore(TableKey, Table);
+    // A link none of whose images has a digest leaves the table as it was.
+    if (Own != 0)
+      Opts.MemoStore(TableKey, Table);
   }
 
   for (const auto &[Source, Alternatives] : BySource) {

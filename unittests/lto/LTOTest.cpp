@@ -324,19 +324,20 @@ TEST(ArchNeutralDigest, NoneForWhatItCannotRead) {
 /// module block starts (its bit), and its value, found by reading Image as
 /// LLVM does: the operand is Operand of a record whose abbreviation's
 /// first operand is its code, or of an unabbreviated record.
-struct Operand {
+struct FoundOperand {
   uint64_t Bit = 0, Value = 0;
 };
-static std::optional<Operand> findOperand(StringRef Image, unsigned BlockID,
-                                          unsigned Code, unsigned Operand) {
+static std::optional<FoundOperand> findOperand(StringRef Image,
+                                               unsigned BlockID, unsigned Code,
+                                               unsigned Operand) {
   BitstreamCursor C(arrayRefFromStringRef(Image));
   BitstreamBlockInfo Info;
   if (Error E = C.JumpToBit(32)) {
     consumeError(std::move(E));
     return std::nullopt;
   }
-  std::function<std::optional<struct Operand>(unsigned)> Walk = [&](
-      unsigned In) -> std::optional<struct Operand> {
+  std::function<std::optional<FoundOperand>(unsigned)> Walk =
+      [&](unsigned In) -> std::optional<FoundOperand> {
     SmallVector<uint64_t, 16> Vals;
     while (!C.AtEndOfStream()) {
       Expected<BitstreamEntry> Entry = C.advance();
@@ -420,7 +421,7 @@ static std::optional<Operand> findOperand(StringRef Image, unsigned BlockID,
                Op.getEncoding() == BitCodeAbbrevOp::Fixed);
         }
       }
-      return (struct Operand){C.GetCurrentBitNo(), Vals[Operand]};
+      return FoundOperand{C.GetCurrentBitNo(), Vals[Operand]};
     }
     return std::nullopt;
   };
@@ -435,14 +436,13 @@ TEST(ArchNeutralDigest, NoneWhenAPositionPointsElsewhere) {
   std::string Image = archImage("sm_80");
   ASSERT_TRUE(lto::archNeutralDigest(MemoryBufferRef(Image, "whole")));
   auto OneWordOff = [&](unsigned BlockID, unsigned Code, unsigned Operand) {
-    std::optional<struct Operand> At =
-        findOperand(Image, BlockID, Code, Operand);
+    std::optional<FoundOperand> At = findOperand(Image, BlockID, Code, Operand);
     EXPECT_TRUE(At.has_value());
     if (!At)
       return std::string();
     std::string Patched = Image;
     Patched[At->Bit / 8] ^= char(1 << (At->Bit % 8));
-    std::optional<struct Operand> Now =
+    std::optional<FoundOperand> Now =
         findOperand(Patched, BlockID, Code, Operand);
     EXPECT_TRUE(Now && Now->Value == (At->Value ^ 1));
     return Patched;
