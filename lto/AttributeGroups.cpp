@@ -14,7 +14,6 @@ forEachGroupAttribute(ArrayRef<uint64_t> R,
   GroupReading Result;
   size_t I = 2, E = R.size();
   // Steps over a range of Width bits at I; false when it is not all there.
-  bool WordsPast = false;
   auto Range = [&](uint32_t Width) {
     if (Width <= 64) {
       I += 2; // lower, upper
@@ -26,7 +25,7 @@ forEachGroupAttribute(ArrayRef<uint64_t> R,
       uint64_t Words = R[I++];
       uint64_t Count = uint64_t(uint32_t(Words)) + (Words >> 32);
       if (Count > E - I) {
-        WordsPast = true;
+        Result.Read = GroupRead::WordsPast;
         return false;
       }
       I += Count;
@@ -50,20 +49,17 @@ forEachGroupAttribute(ArrayRef<uint64_t> R,
     A.Encoding = R[I++];
     bool Whole = true;
     switch (A.Encoding) {
-    case 0:
-    case 5:
-      Whole = I + 1 <= E;
+    case 0:   // [kind]
+    case 5:   // [kind]
+    case 1:   // [kind, value]
+    case 6: { // [kind, type]
+      size_t Operands = A.Encoding == 1 || A.Encoding == 6 ? 2 : 1;
+      Whole = E - I >= Operands;
       if (Whole)
         A.Kind = R[I];
-      I += 1;
+      I += Operands;
       break;
-    case 1:
-    case 6:
-      Whole = I + 2 <= E;
-      if (Whole)
-        A.Kind = R[I];
-      I += 2;
-      break;
+    }
     case 3:
     case 4: {
       size_t KeyBegin = I;
@@ -75,7 +71,7 @@ forEachGroupAttribute(ArrayRef<uint64_t> R,
       break;
     }
     case 7:
-      Whole = I + 2 <= E;
+      Whole = E - I >= 2;
       if (Whole) {
         A.Kind = R[I];
         uint32_t Width = uint32_t(R[I + 1]);
@@ -84,7 +80,7 @@ forEachGroupAttribute(ArrayRef<uint64_t> R,
       }
       break;
     case 8: {
-      Whole = I + 3 <= E;
+      Whole = E - I >= 3;
       if (!Whole)
         break;
       A.Kind = R[I];
@@ -98,8 +94,9 @@ forEachGroupAttribute(ArrayRef<uint64_t> R,
       Result.Read = GroupRead::Malformed;
       return Result;
     }
-    if (WordsPast || !Whole || I > E) {
-      Result.Read = WordsPast ? GroupRead::WordsPast : GroupRead::Malformed;
+    if (!Whole) {
+      if (Result.Read == GroupRead::Whole)
+        Result.Read = GroupRead::Malformed;
       return Result;
     }
     A.End = I;

@@ -455,7 +455,6 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
           uint32_t Index = uint32_t(R[1]);
           if (Index != ~0u)
             MaxParamIndex = std::max(MaxParamIndex, Index);
-          // A range is of an integer type: at most MAX_INT_BITS wide.
           GroupEntry Entry = readGroupEntry(R);
           if (Entry.Reading.Read == GroupRead::WordsPast)
             Refuse("an attribute's range has more words than its record "
@@ -465,6 +464,7 @@ static Expected<ModuleScan> scanModule(BitstreamCursor &Stream,
                    std::to_string(*Entry.Untyped) +
                    " no type, which it needs, where LLVM's reader cannot "
                    "supply one");
+          // A range is of an integer type: at most MAX_INT_BITS wide.
           if (Entry.Reading.WidestRange > IntegerType::MAX_INT_BITS)
             Refuse("an attribute's range is " +
                    std::to_string(Entry.Reading.WidestRange) +

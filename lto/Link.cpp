@@ -1070,19 +1070,16 @@ std::vector<size_t> DeviceLinker::equivalentImages(
         Table.append(Bytes[I].begin(), Bytes[I].end());
         Table.append(Digest[I]->begin(), Digest[I]->end());
       }
-    // Then the entries this link did not use, oldest last, while the
-    // table is at most twice this link's.
-    size_t Own = Here.size();
-    for (size_t At = 0; At < OldTable.size() && Here.size() < 2 * Own;
-         At += 64) {
+    // Then the entries this link did not use, most recent first, up to as
+    // many as its images (a link where none has a digest keeps them all).
+    size_t Limit = Here.size() + ToHash.size();
+    for (size_t At = 0; At < OldTable.size() && Here.size() < Limit; At += 64) {
       BLAKE3Result<32> K;
       std::copy_n(OldTable.data() + At, 32, K.begin());
       if (Here.insert(K).second)
         Table.append(OldTable, At, 64);
     }
-    // A link none of whose images has a digest leaves the table as it was.
-    if (Own != 0)
-      Opts.MemoStore(TableKey, Table);
+    Opts.MemoStore(TableKey, Table);
   }
 
   for (const auto &[Source, Alternatives] : BySource) {

@@ -33,7 +33,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -320,10 +319,10 @@ TEST(ArchNeutralDigest, NoneForWhatItCannotRead) {
       MemoryBufferRef(StringRef(Deep.data(), Deep.size()), "deep")));
 }
 
-/// Where an operand of the first record Code in a block BlockID of the
-/// module block starts (its bit), and its value, found by reading Image as
-/// LLVM does: the operand is Operand of a record whose abbreviation's
-/// first operand is its code, or of an unabbreviated record.
+/// Where operand Operand of the first record Code in a block BlockID of
+/// the module block starts (its bit), and its value, found by reading
+/// Image, LLVM's own output, as LLVM does: the record's abbreviation gives
+/// each operand's encoding.
 struct FoundOperand {
   uint64_t Bit = 0, Value = 0;
 };
@@ -332,100 +331,53 @@ static std::optional<FoundOperand> findOperand(StringRef Image,
                                                unsigned Operand) {
   BitstreamCursor C(arrayRefFromStringRef(Image));
   BitstreamBlockInfo Info;
-  if (Error E = C.JumpToBit(32)) {
-    consumeError(std::move(E));
-    return std::nullopt;
-  }
-  std::function<std::optional<FoundOperand>(unsigned)> Walk =
-      [&](unsigned In) -> std::optional<FoundOperand> {
-    SmallVector<uint64_t, 16> Vals;
-    while (!C.AtEndOfStream()) {
-      Expected<BitstreamEntry> Entry = C.advance();
-      if (!Entry) {
-        consumeError(Entry.takeError());
-        return std::nullopt;
-      }
-      switch (Entry->Kind) {
-      case BitstreamEntry::Error:
-      case BitstreamEntry::EndBlock:
-        return std::nullopt;
-      case BitstreamEntry::SubBlock:
-        if (Entry->ID == bitc::BLOCKINFO_BLOCK_ID) {
-          Expected<std::optional<BitstreamBlockInfo>> BI =
-              C.ReadBlockInfoBlock();
-          if (!BI || !*BI) {
-            consumeError(BI.takeError());
-            return std::nullopt;
-          }
-          Info = std::move(**BI);
-          C.setBlockInfo(&Info);
-        } else if (Entry->ID == bitc::MODULE_BLOCK_ID ||
-                   (In == bitc::MODULE_BLOCK_ID && Entry->ID == BlockID)) {
-          if (Error E = C.EnterSubBlock(Entry->ID)) {
-            consumeError(std::move(E));
-            return std::nullopt;
-          }
-          if (auto Found = Walk(Entry->ID))
-            return Found;
-        } else if (Error E = C.SkipBlock()) {
-          consumeError(std::move(E));
-          return std::nullopt;
-        }
-        continue;
-      case BitstreamEntry::Record:
-        break;
-      }
-      uint64_t At = C.GetCurrentBitNo();
-      Vals.clear();
-      Expected<unsigned> Got = C.readRecord(Entry->ID, Vals);
-      if (!Got) {
-        consumeError(Got.takeError());
-        return std::nullopt;
-      }
-      if (In != BlockID || *Got != Code || Vals.size() <= Operand)
-        continue;
-      // Back to the record's start, then over what precedes the operand.
-      if (Error E = C.JumpToBit(At)) {
-        consumeError(std::move(E));
-        return std::nullopt;
-      }
-      auto Skip = [&](unsigned Width, bool Fixed) {
-        if (Fixed)
-          cantFail(C.Read(Width));
-        else
-          cantFail(C.ReadVBR64(Width));
-      };
-      if (Entry->ID == bitc::UNABBREV_RECORD) {
-        Skip(6, false); // code
-        Skip(6, false); // operand count
-        for (unsigned I = 0; I < Operand; ++I)
-          Skip(6, false);
+  cantFail(C.JumpToBit(32));
+  SmallVector<uint64_t, 16> Vals;
+  unsigned In = ~0u; // the block the cursor is in
+  while (!C.AtEndOfStream()) {
+    BitstreamEntry Entry = cantFail(C.advance());
+    if (Entry.Kind == BitstreamEntry::EndBlock)
+      return std::nullopt; // the block to look in, or the module, ended
+    if (Entry.Kind == BitstreamEntry::SubBlock) {
+      if (Entry.ID == bitc::BLOCKINFO_BLOCK_ID) {
+        Info = *cantFail(C.ReadBlockInfoBlock());
+        C.setBlockInfo(&Info);
+      } else if (Entry.ID == bitc::MODULE_BLOCK_ID ||
+                 (In == bitc::MODULE_BLOCK_ID && Entry.ID == BlockID)) {
+        cantFail(C.EnterSubBlock(Entry.ID));
+        In = Entry.ID;
       } else {
-        Expected<const BitCodeAbbrev *> A = C.getAbbrev(Entry->ID);
-        if (!A) {
-          consumeError(A.takeError());
-          return std::nullopt;
-        }
-        // The code, a literal, then an encoding an operand.
-        if ((*A)->getNumOperandInfos() <= Operand + 1 ||
-            !(*A)->getOperandInfo(0).isLiteral())
-          return std::nullopt;
-        for (unsigned I = 1; I <= Operand; ++I) {
-          const BitCodeAbbrevOp &Op = (*A)->getOperandInfo(I);
-          if (Op.isLiteral())
-            continue;
-          if (Op.getEncoding() != BitCodeAbbrevOp::Fixed &&
-              Op.getEncoding() != BitCodeAbbrevOp::VBR)
-            return std::nullopt;
-          Skip(Op.getEncodingData(),
-               Op.getEncoding() == BitCodeAbbrevOp::Fixed);
-        }
+        cantFail(C.SkipBlock());
       }
-      return FoundOperand{C.GetCurrentBitNo(), Vals[Operand]};
+      continue;
     }
-    return std::nullopt;
-  };
-  return Walk(~0u);
+    uint64_t At = C.GetCurrentBitNo();
+    Vals.clear();
+    if (cantFail(C.readRecord(Entry.ID, Vals)) != Code || In != BlockID)
+      continue;
+    // Back to the record's start (past its abbreviation's number), then
+    // over the code, a literal, and the operands before this one.
+    if (Entry.ID < bitc::FIRST_APPLICATION_ABBREV)
+      return std::nullopt; // unabbreviated: LLVM abbreviates these records
+    const BitCodeAbbrev *A = cantFail(C.getAbbrev(Entry.ID));
+    if (Vals.size() <= Operand || A->getNumOperandInfos() <= Operand + 1 ||
+        !A->getOperandInfo(0).isLiteral())
+      return std::nullopt;
+    cantFail(C.JumpToBit(At));
+    for (unsigned I = 1; I <= Operand; ++I) {
+      const BitCodeAbbrevOp &Op = A->getOperandInfo(I);
+      if (Op.isLiteral())
+        continue;
+      if (Op.getEncoding() == BitCodeAbbrevOp::Fixed)
+        cantFail(C.Read(Op.getEncodingData()));
+      else if (Op.getEncoding() == BitCodeAbbrevOp::VBR)
+        cantFail(C.ReadVBR64(Op.getEncodingData()));
+      else
+        return std::nullopt;
+    }
+    return FoundOperand{C.GetCurrentBitNo(), Vals[Operand]};
+  }
+  return std::nullopt;
 }
 
 // The two positions the digest checks rather than hashes: the module's
