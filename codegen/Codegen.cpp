@@ -11,8 +11,9 @@
 //                      whole-program ptxas
 //   partitioned ones   per (partition, target): the cache, else PTX (shared
 //                      between arches where the oldest and newest agree),
-//                      then ptxas -c; the job finishing a target's last
-//                      partition links them with nvlink
+//                      then ptxas -c (PartitionPtxas.cpp: alone, or small
+//                      partitions in shared runs); the job finishing a
+//                      target's last partition links them with nvlink
 //   packaged outputs   the job that finishes a target encodes its fatbin
 //                      entry
 //
@@ -31,6 +32,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Codegen.h"
+#include "codegen/PartitionPtxas.h"
 #include "lto/Libraries.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -115,6 +117,11 @@ static std::vector<FunctionSpills> spillsOf(StringRef Log,
   return Out;
 }
 
+std::vector<FunctionSpills> spillsOfKernels(StringRef Log,
+                                            ArrayRef<std::string> Kernels) {
+  return spillsOf(Log, Kernels);
+}
+
 /// Sorts Spills by name (the order of partitions and ptxas runs is not the
 /// output's).
 static void sortSpills(std::vector<FunctionSpills> &Spills) {
@@ -127,8 +134,8 @@ static void sortSpills(std::vector<FunctionSpills> &Spills) {
 /// The file a tool wrote at Path, mapped; an error naming the tool (What)
 /// where it wrote none. fatlink creates each output file before the tool
 /// runs, so a tool that fails quietly leaves it empty.
-static Expected<std::shared_ptr<const MappedFile>> toolOutput(StringRef Path,
-                                                              StringRef What) {
+Expected<std::shared_ptr<const MappedFile>> toolOutput(StringRef Path,
+                                                       StringRef What) {
   Expected<std::shared_ptr<const MappedFile>> File = MappedFile::open(Path);
   if (!File)
     return createStringError(inconvertibleErrorCode(), "%s wrote no output: %s",
@@ -404,7 +411,7 @@ static Error linkCubins(Context &Ctx, const CodegenOptions &Opts,
 
 /// The name of the function a PTX line declares or defines (`.entry k(`,
 /// `.func (.param .b32 r) f(`), or none.
-static std::optional<StringRef> ptxFunctionName(StringRef Line) {
+std::optional<StringRef> ptxFunctionName(StringRef Line) {
   size_t At = Line.find(".entry ");
   size_t Skip = 7;
   if (At == StringRef::npos) {
@@ -476,46 +483,6 @@ static std::string explainPtxasFailure(Context &Ctx, std::string Msg,
              : "\n>>> to keep the PTX, link again with "
                "--save-temps";
   return Msg;
-}
-
-/// The temporary file name of one partition's code for target T.
-static std::string partitionFileName(const lto::Target &T, size_t PartIndex,
-                                     StringRef Ext) {
-  return T.Name + ".part" + std::to_string(PartIndex) + Ext.str();
-}
-
-/// Assembles one partition's PTX file for target T, which defines Kernels,
-/// with ptxas -c into a relocatable cubin, and stores it and its spills in
-/// the cache under Key (if not empty).
-static Expected<PartitionCode>
-assemblePartition(Context &Ctx, const CodegenOptions &Opts,
-                  const lto::Target &T, StringRef PTXPath, size_t PartIndex,
-                  ArrayRef<std::string> Kernels, StringRef Key) {
-  TimeTraceScope Scope("ptxas", partitionFileName(T, PartIndex, ""));
-  Expected<std::string> CubinPath =
-      Ctx.Temps.create(partitionFileName(T, PartIndex, ".cubin"));
-  if (!CubinPath)
-    return CubinPath.takeError();
-  std::string Arch = "-arch=" + T.Cpu;
-  std::string OptFlag = "-O" + std::to_string(Opts.OptLevel);
-  std::string What =
-      "ptxas for " + T.Name + " (partition " + std::to_string(PartIndex) + ")";
-  Expected<std::string> R = runProgram(
-      Ctx, Opts.Paths.Ptxas,
-      {"ptxas", Arch, OptFlag, "-c", PTXPath, "-o", *CubinPath, PtxasSpillFlag},
-      Opts.PtxasTimeout, What, Opts.Paths.Hint);
-  if (!R)
-    return R.takeError();
-  // A partition's cubin is small (a share of the program) and goes into
-  // the cache entry and to nvlink's file: copied out of the mapping.
-  Expected<std::shared_ptr<const MappedFile>> File =
-      toolOutput(*CubinPath, What);
-  if (!File)
-    return File.takeError();
-  PartitionCode Code{(*File)->bytes().str(), spillsOf(*R, Kernels)};
-  if (!Key.empty())
-    Opts.Cache.Store(Key, Code);
-  return Code;
 }
 
 namespace {
@@ -712,6 +679,16 @@ public:
     for (auto [R, I] : enumerate(Order))
       RankOf[I] = R;
     LastTwo = Order.size() >= 2 ? Order.size() - 2 : 0;
+    // A batching target's partitions share ptxas runs by fixed groups of
+    // partition numbers; the run starts once every partition of its
+    // group is settled (compiled, cached or failed).
+    Batches.resize(Targets.size());
+    for (size_t I = 0; I < Targets.size(); ++I)
+      if (PartsOf[I] && PartsOf[I]->size() > 1 &&
+          batchesPtxas(Opts, Targets[I]))
+        Batches[I].Slots.resize(divideCeil(PartsOf[I]->size(), PtxasBatchSize));
+    for (size_t I = 0; I < Targets.size(); ++I)
+      Batches[I].Parts = PartsOf[I] ? PartsOf[I]->size() : 0;
   }
 
   /// Posts every partition's job (after whole targets, before any ptxas).
@@ -723,6 +700,7 @@ public:
 
   std::atomic<unsigned> Generated{0}; ///< code generations run
   std::atomic<unsigned> Reused{0};    ///< PTX taken from the oldest arch
+  std::atomic<unsigned> Batched{0};   ///< shared ptxas runs cut apart
 
 private:
   uint64_t ptxasPriority(size_t I, size_t P) const {
@@ -730,6 +708,54 @@ private:
     if (R >= LastTwo)
       return JobQueue::priority(2, LastTwo, P * 2 + (R - LastTwo));
     return JobQueue::priority(2, R, P);
+  }
+
+  /// Target I's ptxas run for the batch of partition P: M where P's PTX
+  /// waits to share it, none where P is settled otherwise (cached, failed,
+  /// or compiled alone). Posts the run when P's group is complete.
+  void settle(size_t I, size_t P, std::optional<BatchMember> M) {
+    if (Batches[I].Slots.empty())
+      return;
+    std::vector<BatchMember> Ready;
+    {
+      std::lock_guard<std::mutex> Lock(BatchMutex);
+      size_t G = P / PtxasBatchSize;
+      BatchSlot &S = Batches[I].Slots[G];
+      if (M)
+        S.Members.push_back(std::move(*M));
+      size_t Size =
+          std::min(PtxasBatchSize, Batches[I].Parts - G * PtxasBatchSize);
+      if (++S.Settled != Size)
+        return;
+      Ready = std::move(S.Members);
+    }
+    if (Ready.empty())
+      return;
+    llvm::sort(Ready, [](const BatchMember &A, const BatchMember &B) {
+      return A.Part < B.Part;
+    });
+    size_t First = Ready.front().Part;
+    Queue.post(ptxasPriority(I, First),
+               [this, I, Ready = std::move(Ready)] { runBatch(I, Ready); });
+  }
+
+  void runBatch(size_t I, ArrayRef<BatchMember> Members) {
+    const lto::Target &T = Targets[I];
+    if (Members.size() > 1) {
+      Expected<std::vector<PartitionCode>> Codes =
+          assembleBatch(Ctx, Opts, T, Members);
+      if (Codes) {
+        ++Batched;
+        for (auto [M, Code] : zip(Members, *Codes))
+          Done(I, M.Part, std::move(Code));
+        return;
+      }
+      Ctx.verbose(toString(Codes.takeError()) + "; compiled one by one");
+    }
+    for (const BatchMember &M : Members)
+      Done(I, M.Part,
+           assemblePartition(Ctx, Opts, T, M.PTXPath, M.Part, *M.Kernels, M.Key,
+                             /*Canonical=*/true));
   }
 
   Expected<std::string> generate(StringRef Bitcode, size_t I) {
@@ -746,8 +772,10 @@ private:
     Expected<std::unique_ptr<MemoryBuffer>> Loaded = lto::loadBitcode(Part);
     if (!Loaded) {
       std::string Msg = toString(Loaded.takeError());
-      for (size_t I : G.Members)
+      for (size_t I : G.Members) {
         Done(I, P, createStringError(inconvertibleErrorCode(), Msg));
+        settle(I, P, std::nullopt);
+      }
       return;
     }
     StringRef Bitcode = (*Loaded)->getBuffer();
@@ -796,6 +824,9 @@ private:
                agreeApartFromHeader(*LoText, *HiText, Targets[Lo], Targets[Hi]);
     }
 
+    // Each batching target's share of this partition: its PTX to share a
+    // ptxas run, or nothing (settled when this job ends).
+    std::vector<std::optional<BatchMember>> ToBatch(Targets.size());
     for (size_t I : Missing) {
       if (is_contained(Settled, I))
         continue;
@@ -825,12 +856,22 @@ private:
         Done(I, P, Path.takeError());
         continue;
       }
-      Queue.post(ptxasPriority(I, P), [this, I, P, Key = Keys[I],
-                                       Path = std::move(*Path),
-                                       Kernels = &Part.Kernels] {
-        Done(I, P,
-             assemblePartition(Ctx, Opts, Targets[I], Path, P, *Kernels, Key));
-      });
+      bool Batching = !Batches[I].Slots.empty();
+      bool Canonical = canonicalCubins(Opts, Targets[I]);
+      if (Batching)
+        if (std::optional<std::vector<std::string>> Functions =
+                sharedRunFunctions(*Text)) {
+          ToBatch[I] = BatchMember{P, std::move(*Path), Keys[I], &Part.Kernels,
+                                   std::move(*Functions)};
+          continue;
+        }
+      Queue.post(ptxasPriority(I, P),
+                 [this, I, P, Key = Keys[I], Path = std::move(*Path),
+                  Kernels = &Part.Kernels, Canonical] {
+                   Done(I, P,
+                        assemblePartition(Ctx, Opts, Targets[I], Path, P,
+                                          *Kernels, Key, Canonical));
+                 });
     }
     // Every target has its PTX: the partition's IR is not read again.
     // Freed now, the partitions' bitcode (tens of MB in a large program)
@@ -843,6 +884,8 @@ private:
       lto::releaseFreedMemory();
     for (auto &[I, Code] : Hits)
       Done(I, P, std::move(Code));
+    for (size_t I : G.Members)
+      settle(I, P, std::move(ToBatch[I]));
   }
 
   Context &Ctx;
@@ -854,6 +897,16 @@ private:
   std::vector<PartitionGroup> Groups;
   std::vector<size_t> RankOf;
   size_t LastTwo = 0;
+  struct BatchSlot {
+    size_t Settled = 0;
+    std::vector<BatchMember> Members;
+  };
+  struct TargetBatches {
+    size_t Parts = 0;             ///< the target's partitions
+    std::vector<BatchSlot> Slots; ///< by partition / PtxasBatchSize
+  };
+  std::mutex BatchMutex;
+  std::vector<TargetBatches> Batches;
 };
 
 } // namespace
@@ -1341,6 +1394,9 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
       Ctx.verbose("PTX: " + Twine(Generated) + " generated, " + Twine(Reused) +
                   " reused (the oldest arch's, where the newest arch's "
                   "agreed)");
+    if (Jobs.Batched)
+      Ctx.verbose("ptxas: " + Twine(Jobs.Batched) +
+                  " runs shared by partitions, cut apart");
   }
   Error All = Error::success();
   for (const std::string &E : Errors)
@@ -1369,7 +1425,8 @@ Expected<PartitionCode> compilePartition(Context &Ctx,
   for (packager::KernelInfo &K : packager::readPtxSymbols(*PTX).Kernels)
     Kernels.push_back(std::move(K.Name));
   Expected<PartitionCode> Code =
-      assemblePartition(Ctx, Opts, T, *Path, PartIndex, Kernels, /*Key=*/"");
+      assemblePartition(Ctx, Opts, T, *Path, PartIndex, Kernels, /*Key=*/"",
+                        canonicalCubins(Opts, T));
   if (Code)
     sortSpills(Code->Spills);
   return Code;

@@ -306,6 +306,15 @@ struct CodegenOptions {
   /// sm_XX target of a group get the same PTX (apart from the header), the
   /// targets between them reuse it instead of generating their own.
   bool SharePTX = true;
+  /// Partitioned code generation: a target older than sm_90 compiles its
+  /// small partitions in shared ptxas runs of up to 8 (one start-up instead
+  /// of 8) and cuts each run's cubin back into the partitions'
+  /// (splitBatchCubin). Such a target's partition cubins are
+  /// canonicalCubin's whether they shared a run or not (and with this
+  /// false), so neither the output nor the cache depends on it. sm_90 and
+  /// newer cubins carry a module-wide .nv.compat section a run's cubin
+  /// cannot divide.
+  bool BatchPtxas = true;
   ToolkitPaths Paths;
   unsigned PtxasTimeout = 0; ///< seconds per ptxas or nvlink; 0: no limit
   unsigned TimeTraceGranularity = 500;
@@ -359,6 +368,31 @@ llvm::Expected<std::string>
 joinPartitions(Context &Ctx, const CodegenOptions &Opts,
                const lto::LinkedProgram &Program, const lto::InputSet &Inputs,
                const lto::Target &T, std::vector<std::string> Cubins);
+
+/// The relocatable cubins a `ptxas -c` run over several PTX inputs (a
+/// batch, \p Cubin) holds, one per input: Inputs[I] names the functions
+/// (.entry and .func) input I defines. Each piece is what ptxas gives for
+/// that input alone, passed through canonicalCubin. An error where the
+/// batch holds something the cut does not know how to divide (module-scope
+/// variables, symbols defined outside the inputs, attributes it does not
+/// know): the inputs must then be compiled one by one.
+llvm::Expected<std::vector<std::string>>
+splitBatchCubin(llvm::StringRef Cubin,
+                llvm::ArrayRef<std::vector<std::string>> Inputs);
+
+/// The functions PTX defines (and declares), the names splitBatchCubin
+/// takes, when the module may share a ptxas run: at most 512 KiB, with a
+/// kernel, and nothing at module scope but functions and their tuning
+/// directives. A module-scope variable or an external declaration is one
+/// symbol for all of a run's inputs, which the cut does not divide; a
+/// module without kernels gets a mark of its own from ptxas. Else none.
+std::optional<std::vector<std::string>> sharedRunFunctions(llvm::StringRef PTX);
+
+/// A relocatable cubin from ptxas with its string tables laid out the one
+/// way splitBatchCubin lays them out (names in the order of the sections
+/// and symbols that use them), so that a cubin compiled alone and one cut
+/// from a batch are the same bytes. An error as splitBatchCubin's.
+llvm::Expected<std::string> canonicalCubin(llvm::StringRef Cubin);
 
 /// The fatbin image of a compiled target, its entry encoded with F. The
 /// image's Data is empty: its bytes stay O's (a large cubin is not copied).

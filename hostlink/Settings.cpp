@@ -79,6 +79,8 @@ constexpr KeyInfo Keys[] = {
     {"partition-first", false, "auto (from 4 MiB of device bitcode)",
      "link each partition from only its inputs: auto, always, never"},
     {"ptx-per-arch", true, "off", "generate each arch's PTX on its own"},
+    {"ptxas-per-partition", true, "off",
+     "run ptxas once per partition, never in shared runs"},
     {"warn-spills", true, "off",
      "warn about each kernel that spills registers, per target"},
     {"cache-policy", false,
@@ -335,6 +337,7 @@ Expected<DeviceLinkConfig> deviceConfigFromSettings(const Settings &S,
       Fail(M.takeError());
   }
   C.SharePTX = !S.flag("ptx-per-arch");
+  C.BatchPtxas = !S.flag("ptxas-per-partition");
   C.WarnSpills = S.flag("warn-spills");
   if (std::optional<StringRef> V = S.get("ptx-version")) {
     C.PtxVersion = parsePtxVersion(*V);

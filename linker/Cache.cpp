@@ -127,6 +127,7 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   W.u64(C.Partitions);
   W.u64(unsigned(C.Link.PartitionFirst));
   W.u64(C.SharePTX);
+  W.u64(C.BatchPtxas);
 
   // Images are hashed one by one, so the key costs one pass over the bytes.
   // Their origins, as written, too: the entry holds them (each input's and
@@ -286,8 +287,10 @@ std::string codegenKey(const DeviceLinkConfig &C, const lto::Target &T,
   std::string Data;
   Writer W(Data);
   // 3: the entry holds the cubin and its spills (encodePartitionCode);
-  // 4: ptxas runs with PtxasSpillFlag, not -v (the cubin's notes differ).
-  W.str("fatlink-codegen-4");
+  // 4: ptxas runs with PtxasSpillFlag, not -v (the cubin's notes differ);
+  // 5: a batching target's cubins have canonical string tables
+  // (codegen::canonicalCubin).
+  W.str("fatlink-codegen-5");
   W.str(PTXSource);
   W.str(versionString());
   W.str(LLVM_VERSION_STRING);

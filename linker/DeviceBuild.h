@@ -87,6 +87,9 @@ struct DeviceLinkConfig {
   /// sm_XX target of a group get the same PTX (apart from the header), the
   /// targets between them reuse it instead of generating their own.
   bool SharePTX = true;
+  /// Partitioned code generation: small partitions of a target that
+  /// batches (codegen::CodegenOptions::BatchPtxas) share ptxas runs.
+  bool BatchPtxas = true;
   /// A linked program without kernels is the caller's error (fatlink cc),
   /// not a warning (device-link).
   bool RequireKernels = false;

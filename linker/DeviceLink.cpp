@@ -272,6 +272,7 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
   }
   C.Link.CodegenOnly = Args.hasArg(OPT_codegen_only) || !C.Join.empty();
   C.SharePTX = !Args.hasArg(OPT_ptx_per_arch);
+  C.BatchPtxas = !Args.hasArg(OPT_ptxas_per_partition);
   C.WarnSpills = Args.hasArg(OPT_warn_spills);
   C.CacheDir = Args.getLastArgValue(OPT_cache_dir_EQ).str();
   if (const opt::Arg *A = Args.getLastArg(OPT_cache_policy_EQ)) {
@@ -1064,6 +1065,7 @@ static codegen::CodegenOptions codegenOptions(Context &Ctx, const Config &C) {
   O.UseJobserver = C.Jobs == 0 && joinJobserver(Ctx);
   O.RunPtxas = C.RunPtxas;
   O.SharePTX = C.SharePTX;
+  O.BatchPtxas = C.BatchPtxas;
   O.Paths = C.Paths;
   O.PtxasTimeout = C.PtxasTimeout;
   O.TimeTraceGranularity = C.TimeTraceGranularity;

@@ -135,6 +135,12 @@ def ptx_per_arch : F<"ptx-per-arch",
   "oldest and the newest arch of the set get the same code (by default the "
   "arches between them then reuse it)">, Group<grp_tools>;
 
+def ptxas_per_partition : F<"ptxas-per-partition",
+  "Run ptxas once per partition, even where several small partitions could "
+  "share one run (by default partitions for sm_89 and older share runs of "
+  "up to 8, whose cubin fatlink cuts apart; the output is the same)">,
+  Group<grp_tools>;
+
 def verbose : Flag<["-"], "v">, Group<grp_diag>,
   HelpText<"Print every subcommand run and what each input contributed">;
 def verbose_long : Flag<["--"], "verbose">, Alias<verbose>;
