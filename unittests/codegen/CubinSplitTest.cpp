@@ -139,7 +139,8 @@ std::string splitError(const std::string &Dir,
   for (const std::string &U : Units) {
     Ptx.push_back(ptxOf(Dir, U, "sm_75"));
     Functions.push_back({});
-    for (StringRef Line : split(readFile(Ptx.back()), '\n'))
+    std::string Text = readFile(Ptx.back());
+    for (StringRef Line : split(Text, '\n'))
       if (Line.starts_with(".visible .entry ") ||
           Line.starts_with(".visible .func ") || Line.starts_with(".func ")) {
         // `.visible .func (.param .b32 r) name(`: the word before the
