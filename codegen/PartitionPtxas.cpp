@@ -22,6 +22,28 @@ std::string partitionFileName(const lto::Target &T, size_t PartIndex,
   return T.Name + ".part" + std::to_string(PartIndex) + Ext.str();
 }
 
+/// `ptxas -c` of PTX files for target T into the file at CubinPath (What
+/// names the run in errors): ptxas's output, and the cubin, mapped.
+static Expected<std::pair<std::string, std::shared_ptr<const MappedFile>>>
+runPtxas(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
+         ArrayRef<StringRef> PTXPaths, StringRef CubinPath, unsigned Timeout,
+         const std::string &What) {
+  std::string Arch = "-arch=" + T.Cpu;
+  std::string OptFlag = "-O" + std::to_string(Opts.OptLevel);
+  std::vector<StringRef> Argv = {"ptxas", Arch, OptFlag, "-c"};
+  append_range(Argv, PTXPaths);
+  append_range(Argv, ArrayRef<StringRef>{"-o", CubinPath, PtxasSpillFlag});
+  Expected<std::string> R =
+      runProgram(Ctx, Opts.Paths.Ptxas, Argv, Timeout, What, Opts.Paths.Hint);
+  if (!R)
+    return R.takeError();
+  Expected<std::shared_ptr<const MappedFile>> File =
+      toolOutput(CubinPath, What);
+  if (!File)
+    return File.takeError();
+  return std::make_pair(std::move(*R), std::move(*File));
+}
+
 Expected<PartitionCode> assemblePartition(Context &Ctx,
                                           const CodegenOptions &Opts,
                                           const lto::Target &T,
@@ -33,23 +55,16 @@ Expected<PartitionCode> assemblePartition(Context &Ctx,
       Ctx.Temps.create(partitionFileName(T, PartIndex, ".cubin"));
   if (!CubinPath)
     return CubinPath.takeError();
-  std::string Arch = "-arch=" + T.Cpu;
-  std::string OptFlag = "-O" + std::to_string(Opts.OptLevel);
   std::string What =
       "ptxas for " + T.Name + " (partition " + std::to_string(PartIndex) + ")";
-  Expected<std::string> R = runProgram(
-      Ctx, Opts.Paths.Ptxas,
-      {"ptxas", Arch, OptFlag, "-c", PTXPath, "-o", *CubinPath, PtxasSpillFlag},
-      Opts.PtxasTimeout, What, Opts.Paths.Hint);
+  auto R =
+      runPtxas(Ctx, Opts, T, {PTXPath}, *CubinPath, Opts.PtxasTimeout, What);
   if (!R)
     return R.takeError();
   // A partition's cubin is small (a share of the program) and goes into
   // the cache entry and to nvlink's file: copied out of the mapping.
-  Expected<std::shared_ptr<const MappedFile>> File =
-      toolOutput(*CubinPath, What);
-  if (!File)
-    return File.takeError();
-  PartitionCode Code{(*File)->bytes().str(), spillsOfKernels(*R, Kernels)};
+  PartitionCode Code{R->second->bytes().str(),
+                     spillsOfKernels(R->first, Kernels)};
   // A batching target's cubins are the same bytes whether or not their
   // partition shared a ptxas run. One the cut cannot read never shares one
   // (a batch of it fails the same way), so it stays as ptxas wrote it.
@@ -118,32 +133,24 @@ assembleBatch(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
                         "-" + std::to_string(Members.back().Part) + ".cubin"));
   if (!CubinPath)
     return CubinPath.takeError();
-  std::string Arch = "-arch=" + T.Cpu;
-  std::string OptFlag = "-O" + std::to_string(Opts.OptLevel);
-  std::vector<StringRef> Argv = {"ptxas", Arch, OptFlag, "-c"};
+  std::vector<StringRef> Paths;
   for (const BatchMember &M : Members)
-    Argv.push_back(M.PTXPath);
-  append_range(Argv, ArrayRef<StringRef>{"-o", *CubinPath, PtxasSpillFlag});
+    Paths.push_back(M.PTXPath);
   std::string What = "ptxas for " + T.Name + " (partitions " + Parts + ")";
   // The time limit is per partition's worth of work.
   unsigned Timeout = Opts.PtxasTimeout * unsigned(Members.size());
-  Expected<std::string> R =
-      runProgram(Ctx, Opts.Paths.Ptxas, Argv, Timeout, What, Opts.Paths.Hint);
+  auto R = runPtxas(Ctx, Opts, T, Paths, *CubinPath, Timeout, What);
   if (!R)
     return R.takeError();
-  Expected<std::shared_ptr<const MappedFile>> File =
-      toolOutput(*CubinPath, What);
-  if (!File)
-    return File.takeError();
   std::vector<std::vector<std::string>> Functions;
   for (const BatchMember &M : Members)
     Functions.push_back(M.Functions);
   Expected<std::vector<std::string>> Pieces =
-      splitBatchCubin((*File)->bytes(), Functions);
+      splitBatchCubin(R->second->bytes(), Functions);
   if (!Pieces)
     return createStringError("cannot cut " + What +
                              "'s cubin apart: " + toString(Pieces.takeError()));
-  std::vector<FunctionSpills> Spills = parsePtxasSpills(*R);
+  std::vector<FunctionSpills> Spills = parsePtxasSpills(R->first);
   std::vector<PartitionCode> Codes;
   for (auto [M, Cubin] : zip(Members, *Pieces)) {
     StringSet<> Own;
