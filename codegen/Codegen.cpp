@@ -754,8 +754,8 @@ private:
     }
     for (const BatchMember &M : Members)
       Done(I, M.Part,
-           assemblePartition(Ctx, Opts, T, M.PTXPath, M.Part, *M.Kernels, M.Key,
-                             /*Canonical=*/true));
+           assemblePartition(Ctx, Opts, T, M.PTXPath, M.Part, *M.Kernels,
+                             M.Key));
   }
 
   Expected<std::string> generate(StringRef Bitcode, size_t I) {
@@ -857,7 +857,6 @@ private:
         continue;
       }
       bool Batching = !Batches[I].Slots.empty();
-      bool Canonical = canonicalCubins(Opts, Targets[I]);
       if (Batching)
         if (std::optional<std::vector<std::string>> Functions =
                 sharedRunFunctions(*Text)) {
@@ -865,13 +864,12 @@ private:
                                    std::move(*Functions)};
           continue;
         }
-      Queue.post(ptxasPriority(I, P),
-                 [this, I, P, Key = Keys[I], Path = std::move(*Path),
-                  Kernels = &Part.Kernels, Canonical] {
-                   Done(I, P,
-                        assemblePartition(Ctx, Opts, Targets[I], Path, P,
-                                          *Kernels, Key, Canonical));
-                 });
+      Queue.post(ptxasPriority(I, P), [this, I, P, Key = Keys[I],
+                                       Path = std::move(*Path),
+                                       Kernels = &Part.Kernels] {
+        Done(I, P,
+             assemblePartition(Ctx, Opts, Targets[I], Path, P, *Kernels, Key));
+      });
     }
     // Every target has its PTX: the partition's IR is not read again.
     // Freed now, the partitions' bitcode (tens of MB in a large program)
@@ -1425,8 +1423,7 @@ Expected<PartitionCode> compilePartition(Context &Ctx,
   for (packager::KernelInfo &K : packager::readPtxSymbols(*PTX).Kernels)
     Kernels.push_back(std::move(K.Name));
   Expected<PartitionCode> Code =
-      assemblePartition(Ctx, Opts, T, *Path, PartIndex, Kernels, /*Key=*/"",
-                        canonicalCubins(Opts, T));
+      assemblePartition(Ctx, Opts, T, *Path, PartIndex, Kernels, /*Key=*/"");
   if (Code)
     sortSpills(Code->Spills);
   return Code;

@@ -173,7 +173,6 @@ struct Reloc {
 
 /// A parsed batch cubin, every offset checked.
 struct Batch {
-  StringRef Bytes;
   ELF64LE::Ehdr Header;
   std::vector<Shdr> Sections;
   std::vector<StringRef> SectionNames, SectionData;
@@ -194,7 +193,6 @@ Expected<Batch> parse(StringRef Bytes) {
     return FileOrErr.takeError();
   const ELF64LEFile &File = *FileOrErr;
   Batch B;
-  B.Bytes = Bytes;
   B.Header = File.getHeader();
   if (B.Header.e_type != ELF::ET_REL || B.Header.e_machine != ELF::EM_CUDA)
     return fail("not a relocatable cubin");
@@ -330,18 +328,13 @@ Error assignOwners(Batch &B, ArrayRef<std::vector<std::string>> Inputs) {
     TextOwner[S] = Owner;
     B.SectionOwner[S] = Owner;
   }
-  // Sections that hang off a function's code (sh_info, SHF_INFO_LINK);
-  // chains are one link long in ptxas's output, but follow them anyway.
+  // Sections that hang off a function's code: their sh_info (with
+  // SHF_INFO_LINK) names its .text.F.
   for (uint32_t S = 0; S != NumSecs; ++S) {
-    uint32_t At = S;
-    for (unsigned Hops = 0; Hops != 4 && B.SectionOwner[S] == Shared; ++Hops) {
-      const Shdr &H = B.Sections[At];
-      if (!(H.sh_flags & ELF::SHF_INFO_LINK) || H.sh_info >= NumSecs ||
-          H.sh_info == At)
-        break;
-      At = H.sh_info;
-      B.SectionOwner[S] = TextOwner[At];
-    }
+    const Shdr &H = B.Sections[S];
+    if (B.SectionOwner[S] == Shared && (H.sh_flags & ELF::SHF_INFO_LINK) &&
+        H.sh_info < NumSecs)
+      B.SectionOwner[S] = TextOwner[H.sh_info];
     if (B.SectionOwner[S] == Shared && !isSharedName(B.SectionNames[S]))
       return fail("section " + B.SectionNames[S] +
                   " is shared by the inputs, and fatlink does not divide it");
@@ -577,17 +570,16 @@ Error Cutter::prepareFrames() {
     if (B.Symbols[K].getType() == ELF::STT_SECTION &&
         B.Symbols[K].st_shndx == Frame)
       FrameSym = K;
-  auto Relocs = [&](uint32_t S) -> ArrayRef<Reloc> {
-    if (S == NoSection)
-      return {};
-    if (B.Sections[S].sh_info != Frame)
-      return {};
-    return SectionRelocs[S];
-  };
   // FDEs first: the function each relocates against.
   std::vector<std::pair<int, uint64_t>> CiePointers; // FDE, CIE offset
   for (uint32_t S : {FrameRel, FrameRela}) {
-    for (const Reloc &R : Relocs(S)) {
+    if (S == NoSection)
+      continue;
+    // The cut rebuilds these two as .debug_frame's: refuse them otherwise,
+    // rather than drop what they relocate.
+    if (B.Sections[S].sh_info != Frame)
+      return fail(B.SectionNames[S] + " does not relocate .debug_frame");
+    for (const Reloc &R : SectionRelocs[S]) {
       Expected<int> E = frameEntryAt(R.Offset);
       if (!E)
         return E.takeError();

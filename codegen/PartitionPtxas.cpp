@@ -44,12 +44,10 @@ runPtxas(Context &Ctx, const CodegenOptions &Opts, const lto::Target &T,
   return std::make_pair(std::move(*R), std::move(*File));
 }
 
-Expected<PartitionCode> assemblePartition(Context &Ctx,
-                                          const CodegenOptions &Opts,
-                                          const lto::Target &T,
-                                          StringRef PTXPath, size_t PartIndex,
-                                          ArrayRef<std::string> Kernels,
-                                          StringRef Key, bool Canonical) {
+Expected<PartitionCode>
+assemblePartition(Context &Ctx, const CodegenOptions &Opts,
+                  const lto::Target &T, StringRef PTXPath, size_t PartIndex,
+                  ArrayRef<std::string> Kernels, StringRef Key) {
   TimeTraceScope Scope("ptxas", partitionFileName(T, PartIndex, ""));
   Expected<std::string> CubinPath =
       Ctx.Temps.create(partitionFileName(T, PartIndex, ".cubin"));
@@ -68,7 +66,7 @@ Expected<PartitionCode> assemblePartition(Context &Ctx,
   // A batching target's cubins are the same bytes whether or not their
   // partition shared a ptxas run. One the cut cannot read never shares one
   // (a batch of it fails the same way), so it stays as ptxas wrote it.
-  if (Canonical) {
+  if (canonicalCubins(Opts, T)) {
     if (Expected<std::string> C = canonicalCubin(Code.Cubin))
       Code.Cubin = std::move(*C);
     else

@@ -56,13 +56,13 @@ bool batchesPtxas(const CodegenOptions &Opts, const lto::Target &T);
 
 /// Assembles one partition's PTX file for target T, which defines Kernels,
 /// with ptxas -c into a relocatable cubin (canonicalCubin's where
-/// Canonical), and stores it and its spills in the cache under Key (if
-/// not empty).
+/// canonicalCubins), and stores it and its spills in the cache under Key
+/// (if not empty).
 llvm::Expected<PartitionCode>
 assemblePartition(Context &Ctx, const CodegenOptions &Opts,
                   const lto::Target &T, llvm::StringRef PTXPath,
                   size_t PartIndex, llvm::ArrayRef<std::string> Kernels,
-                  llvm::StringRef Key, bool Canonical);
+                  llvm::StringRef Key);
 
 /// A partition waiting for its target's shared ptxas run.
 struct BatchMember {

@@ -14,6 +14,7 @@
 #include "unittests/packager/TestUtil.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Object/ELF.h"
 
 using namespace llvm;
 using namespace fatlink;
@@ -200,6 +201,17 @@ TEST(CubinSplit, DamagedCubinsAreErrors) {
       errorOf(codegen::splitBatchCubin(Batch.substr(0, 200), R.Functions)),
       "<success>");
   EXPECT_NE(errorOf(codegen::canonicalCubin("not a cubin")), "<success>");
+  // .rel.debug_frame made to relocate another section: refused, not
+  // rebuilt as .debug_frame's (which would drop its relocations).
+  {
+    std::string Bad = Batch;
+    auto File = cantFail(object::ELF64LEFile::create(Bad));
+    for (const object::ELF64LE::Shdr &S : cantFail(File.sections()))
+      if (cantFail(File.getSectionName(S)) == ".rel.debug_frame")
+        const_cast<object::ELF64LE::Shdr &>(S).sh_info = 0;
+    EXPECT_EQ(errorOf(codegen::splitBatchCubin(Bad, R.Functions)),
+              ".rel.debug_frame does not relocate .debug_frame");
+  }
   // Every 7th byte changed in turn, and every 13th length: an answer
   // (most changes are in code, which the cut copies), never a crash; under
   // ASan (.ci/run), never a read out of bounds.
