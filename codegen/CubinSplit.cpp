@@ -232,6 +232,16 @@ Expected<Batch> parse(StringRef Bytes) {
   if (!StrTab)
     return StrTab.takeError();
   B.StrTab = *StrTab;
+  // The cut writes two string tables anew, the section names and the
+  // symbol names (.shstrtab and .strtab): another is not one it knows.
+  uint32_t ShStr = B.Header.e_shstrndx, Str = SymSec.sh_link;
+  if (ShStr == Str || ShStr >= B.Sections.size() ||
+      B.Sections[ShStr].sh_type != ELF::SHT_STRTAB)
+    return fail("no section name table of its own");
+  for (auto [I, S] : enumerate(B.Sections))
+    if (S.sh_type == ELF::SHT_STRTAB && I != ShStr && I != Str)
+      return fail("section " + B.SectionNames[I] +
+                  " is a string table, neither of section nor symbol names");
   for (const Sym &S : B.Symbols) {
     Expected<StringRef> Name = S.getName(*StrTab);
     if (!Name)
@@ -400,6 +410,9 @@ private:
   std::vector<Attr> InfoAttrs;
   std::vector<int> InfoOwner;
   std::vector<FrameEntry> Frames;
+  /// .debug_frame's section symbol, which CIE pointers relocate against
+  /// (0: none).
+  uint32_t FrameSym = 0;
   std::vector<Reloc> FrameRels, FrameRelas;
   std::vector<int> FrameRelOwner, FrameRelaOwner;
   std::vector<std::vector<Reloc>> SectionRelocs;
@@ -492,18 +505,19 @@ Error Cutter::prepare() {
         return R.takeError();
       SectionRelocs[S] = std::move(*R);
     }
-    if (Name == ".nv.info")
-      Info = S;
-    else if (Name == ".nv.callgraph")
-      CallGraph = S;
-    else if (Name == ".nv.prototype")
-      Prototype = S;
-    else if (Name == ".debug_frame")
-      Frame = S;
-    else if (Name == ".rel.debug_frame")
-      FrameRel = S;
-    else if (Name == ".rela.debug_frame")
-      FrameRela = S;
+    uint32_t *Known = Name == ".nv.info"            ? &Info
+                      : Name == ".nv.callgraph"     ? &CallGraph
+                      : Name == ".nv.prototype"     ? &Prototype
+                      : Name == ".debug_frame"      ? &Frame
+                      : Name == ".rel.debug_frame"  ? &FrameRel
+                      : Name == ".rela.debug_frame" ? &FrameRela
+                                                    : nullptr;
+    if (!Known)
+      continue;
+    // The cut rebuilds each of these once, from the one section.
+    if (*Known != NoSection)
+      return fail("two sections named " + Name);
+    *Known = S;
   }
   if (Info != NoSection) {
     Expected<std::vector<Attr>> A =
@@ -565,7 +579,6 @@ Error Cutter::prepareFrames() {
     Frames.push_back({Pos, Head + Len, Shared});
     Pos += Head + Len;
   }
-  uint32_t FrameSym = 0;
   for (uint32_t K = 0; K != B.Symbols.size(); ++K)
     if (B.Symbols[K].getType() == ELF::STT_SECTION &&
         B.Symbols[K].st_shndx == Frame)
@@ -584,12 +597,18 @@ Error Cutter::prepareFrames() {
       if (!E)
         return E.takeError();
       if (R.Symbol == FrameSym && FrameSym) {
-        uint64_t Target = R.HasAddend
-                              ? uint64_t(R.Addend)
-                              : (R.Offset <= D.size() - 8
-                                     ? endian::read64le(D.data() + R.Offset)
-                                     : ~0ull);
-        CiePointers.push_back({*E, Target});
+        // ptxas writes a CIE pointer's target in the relocation's addend,
+        // or where it is 0 in place under .rel: 0 in place either way.
+        // The cut moves pointers between the two, so it takes no other.
+        const FrameEntry &F = Frames[*E];
+        uint64_t InPlace = R.Offset + 8 <= F.Offset + F.Size
+                               ? endian::read64le(D.data() + R.Offset)
+                               : ~0ull;
+        if (InPlace != 0)
+          return fail(".debug_frame: the CIE pointer at offset " +
+                      Twine(R.Offset) + " holds " + Twine(InPlace) +
+                      " in place, not 0");
+        CiePointers.push_back({*E, R.HasAddend ? uint64_t(R.Addend) : 0});
         continue;
       }
       int O = B.SymbolOwner[R.Symbol];
@@ -701,10 +720,11 @@ Expected<std::string> Cutter::cut(int Input) {
       FirstGlobal = NewSym[K] + 1;
     SymtabBytes.append(reinterpret_cast<const char *>(&S), sizeof(S));
   }
-  // .debug_frame's relocations, first: a CIE pointer whose target
-  // becomes offset 0 moves from .rela.debug_frame to the end of
-  // .rel.debug_frame, where ptxas writes such a pointer (its implicit
-  // addend is the 0 in place).
+  // .debug_frame's relocations, first. A CIE pointer holds its target
+  // as ptxas writes it (prepareFrames): 0 in place under .rel.debug_frame,
+  // any other in .rela.debug_frame's addend with 0 in place. One whose
+  // target becomes 0 moves to the end of .rel.debug_frame, where ptxas
+  // writes such a pointer.
   std::vector<Reloc> FrameRelOut, FrameRelaOut, RelTail;
   for (uint32_t S : {FrameRel, FrameRela}) {
     if (S == NoSection)
@@ -716,23 +736,28 @@ Expected<std::string> Cutter::cut(int Input) {
       if (Frames[*E].Owner != Input)
         continue;
       R.Offset = FrameAt[Frames[*E].Offset] + (R.Offset - Frames[*E].Offset);
-      bool ToFrame = B.Symbols[R.Symbol].getType() == ELF::STT_SECTION &&
-                     B.Symbols[R.Symbol].st_shndx == Frame;
-      if (ToFrame && R.HasAddend) {
-        Expected<uint64_t> Target = MapFrameOffset(uint64_t(R.Addend));
-        if (!Target)
-          return Target.takeError();
-        R.Addend = int64_t(*Target);
-      }
       Expected<uint32_t> K = MapSym(R.Symbol);
       if (!K)
         return K.takeError();
+      bool ToFrame = FrameSym && R.Symbol == FrameSym;
       R.Symbol = *K;
-      if (ToFrame && R.HasAddend && R.Addend == 0) {
+      if (!ToFrame) {
+        (R.HasAddend ? FrameRelaOut : FrameRelOut).push_back(R);
+        continue;
+      }
+      if (!R.HasAddend) { // to offset 0, its owner's first entry
+        FrameRelOut.push_back(R);
+        continue;
+      }
+      Expected<uint64_t> Target = MapFrameOffset(uint64_t(R.Addend));
+      if (!Target)
+        return Target.takeError();
+      R.Addend = int64_t(*Target);
+      if (R.Addend == 0) {
         R.HasAddend = false;
         RelTail.push_back(R);
       } else {
-        (R.HasAddend ? FrameRelaOut : FrameRelOut).push_back(R);
+        FrameRelaOut.push_back(R);
       }
     }
   }

@@ -30,7 +30,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SECONDS_PER_TARGET="${1:-20}"
 B="$ROOT/build/fuzz"
 TARGETS="${FUZZ_TARGETS:-fatbin image scan manifest archive bitcode link options settings
-  fatbin_roundtrip hostobj_roundtrip embed_roundtrip fatbin_diff ptx_link}"
+  fatbin_roundtrip hostobj_roundtrip embed_roundtrip fatbin_diff ptx_link cubin_split}"
 JOBS="${FUZZ_JOBS:-$(nproc)}"
 export PATH="$HOME/.cargo/bin:$PATH"
 start=$(date +%s)

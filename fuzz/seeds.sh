@@ -19,7 +19,7 @@ W="$OUT/.work"
 rm -rf "$OUT"
 mkdir -p "$W" "$OUT"/{fatbin,image,scan,archive,bitcode,link,options,settings} \
   "$OUT"/{fatbin_roundtrip,hostobj_roundtrip,embed_roundtrip,fatbin_diff,ptx_link} \
-  "$OUT"/manifest
+  "$OUT"/{manifest,cubin_split}
 cd "$W"
 
 # rust NAME SRC [RUSTC ARGS...]
@@ -86,6 +86,30 @@ cp softplus.bc x86.bc ./*.rcgu.o softplus.o emb.o "$OUT/bitcode/"
 { cat dir/compute_80.ptx; printf '\0'; cat nv_math.ptx; printf '\0'; cat nv_extra.ptx; } \
   > "$OUT/ptx_link/three-modules"
 { cat nv_math.ptx; printf '\0'; cat nv_extra.ptx; } > "$OUT/ptx_link/nvcc-units"
+
+# cubin_split: the function lists of a shared `ptxas -c` run (a line per
+# input: the .entry and .func names its PTX defines, as sharedRunFunctions
+# lists them), NUL, then the run's cubin; clang's PTX of units with
+# callees, shared memory and an alias, for sm_75 and sm_86, and a run with a
+# module-scope variable, which the cut refuses.
+for u in unit_a unit_b alias dynamic_smem_a; do
+  "${CU[@]}" --cuda-device-only --offload-arch=sm_75 -I"$T/cuda" -S \
+    "$T/cuda/$u.cu" -o "$u.ptx"
+done
+functions() {
+  python3 -c 'import re, sys
+for p in sys.argv[1:]:
+    print(" ".join(re.findall(r"^(?:\.visible\s+|\.weak\s+)?\.(?:entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)",
+                              open(p).read(), re.M)))' "$@"
+}
+batch() { # batch NAME ARCH PTX...
+  "$CUDA/bin/ptxas" -arch="$2" -O3 -c "${@:3}" -o "$1.cubin"
+  { functions "${@:3}" | head -c -1; printf '\0'; cat "$1.cubin"; } > "$OUT/cubin_split/$1"
+}
+batch three-sm_75 sm_75 unit_a.ptx unit_b.ptx alias.ptx
+batch two-sm_86 sm_86 unit_b.ptx unit_a.ptx
+batch one-sm_75 sm_75 unit_a.ptx
+batch with-variable-sm_75 sm_75 unit_a.ptx dynamic_smem_a.ptx
 
 # The whole link: inputs that link on their own (a kernel and its callees).
 mkdir vm && (cd vm && ar x ../libvecmath.rlib)

@@ -212,6 +212,63 @@ TEST(CubinSplit, DamagedCubinsAreErrors) {
     EXPECT_EQ(errorOf(codegen::splitBatchCubin(Bad, R.Functions)),
               ".rel.debug_frame does not relocate .debug_frame");
   }
+  // Found by fuzz/cubin_split_fuzzer.cpp. Two sections of one name the
+  // cut rebuilds: refused, not merged into one with the other's strings.
+  {
+    std::string Bad = Batch;
+    auto File = cantFail(object::ELF64LEFile::create(Bad));
+    auto Sections = cantFail(File.sections());
+    uint32_t Prototype = 0;
+    for (const object::ELF64LE::Shdr &S : Sections)
+      if (cantFail(File.getSectionName(S)) == ".nv.prototype")
+        Prototype = S.sh_name;
+    ASSERT_NE(Prototype, 0u);
+    for (const object::ELF64LE::Shdr &S : Sections)
+      if (cantFail(File.getSectionName(S)) == ".nv.callgraph")
+        const_cast<object::ELF64LE::Shdr &>(S).sh_name = Prototype;
+    EXPECT_EQ(errorOf(codegen::splitBatchCubin(Bad, R.Functions)),
+              "two sections named .nv.prototype");
+  }
+  // .nv.callgraph typed as a string table: refused, not overwritten with
+  // the symbol names.
+  {
+    std::string Bad = Batch;
+    auto File = cantFail(object::ELF64LEFile::create(Bad));
+    for (const object::ELF64LE::Shdr &S : cantFail(File.sections()))
+      if (cantFail(File.getSectionName(S)) == ".nv.callgraph")
+        const_cast<object::ELF64LE::Shdr &>(S).sh_type = ELF::SHT_STRTAB;
+    EXPECT_EQ(errorOf(codegen::splitBatchCubin(Bad, R.Functions)),
+              "section .nv.callgraph is a string table, neither of section "
+              "nor symbol names");
+  }
+  // A CIE pointer under .rela.debug_frame with something in place, which
+  // a pointer moved to .rel.debug_frame would add to its target: refused.
+  {
+    std::string Bad = Batch;
+    auto File = cantFail(object::ELF64LEFile::create(Bad));
+    auto Sections = cantFail(File.sections());
+    const object::ELF64LE::Shdr *Frame = nullptr, *Rela = nullptr;
+    for (const object::ELF64LE::Shdr &S : Sections) {
+      StringRef Name = cantFail(File.getSectionName(S));
+      if (Name == ".debug_frame")
+        Frame = &S;
+      else if (Name == ".rela.debug_frame")
+        Rela = &S;
+    }
+    ASSERT_TRUE(Frame && Rela);
+    const object::ELF64LE::Shdr *Symtab = &Sections[Rela->sh_link];
+    uint64_t Pointer = ~0ull;
+    for (const object::ELF64LE::Rela &Rel : cantFail(File.relas(*Rela))) {
+      auto Sym = cantFail(File.getRelocationSymbol(Rel, Symtab));
+      if (Sym->getType() == ELF::STT_SECTION && Pointer == ~0ull)
+        Pointer = Rel.r_offset;
+    }
+    ASSERT_NE(Pointer, ~0ull) << "no CIE pointer under .rela.debug_frame";
+    Bad[Frame->sh_offset + Pointer] = 1;
+    EXPECT_EQ(errorOf(codegen::splitBatchCubin(Bad, R.Functions)),
+              ".debug_frame: the CIE pointer at offset " +
+                  std::to_string(Pointer) + " holds 1 in place, not 0");
+  }
   // Every 7th byte changed in turn, and every 13th length: an answer
   // (most changes are in code, which the cut copies), never a crash; under
   // ASan (.ci/run), never a read out of bounds.
