@@ -22,7 +22,6 @@ of the test suite; docs/benchmarks.md ("Shared ptxas runs") quotes a run.
 """
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -30,19 +29,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import workload as wl  # noqa: E402
-from run import measure, wait_for_quiet, floor_front, fatbin_size, Tools, CU  # noqa: E402
+from run import measure, wait_for_quiet, fatbin_size, Tools  # noqa: E402
+from scale import floor, trace_stages  # noqa: E402
 
 ROWS = ("fatlink", "fatlink-1p", "floor", "floor+fatbinary")
 STAGES = ("Optimize partition", "Optimize", "Codegen partition", "Codegen", "ptxas batch",
           "ptxas", "Split for optimization", "Encode fatbin entry", "Parse bitcode",
           "Host link", "Probe tools")
-
-
-def stages(trace):
-    with open(trace) as f:
-        events = json.load(f)["traceEvents"]
-    return {e["name"][len("Total "):]: e["dur"] / 1e6 for e in events
-            if e.get("ph") == "X" and e.get("name", "").startswith("Total ")}
 
 
 def run_fatlink(tools, w, arch, out_dir, extra):
@@ -52,33 +45,10 @@ def run_fatlink(tools, w, arch, out_dir, extra):
     cmd = tools.link_cmd("fatlink", w.host_obj(0), w.clang_objs(), [arch], out, cache=cache,
                          extra=[f"--fatlink-time-trace={trace}", *extra])
     m = measure(cmd)
-    m["stages"] = stages(trace)
+    m["stages"] = trace_stages(trace)
     m["fatbin"] = fatbin_size(out)
     shutil.rmtree(cache, ignore_errors=True)
     return m
-
-
-def run_floor(w, arch, out_dir, fatbinary):
-    front, files = floor_front(w, arch, out_dir)
-    ptx, cubin = os.path.join(out_dir, "floor.ptx"), os.path.join(out_dir, "floor.cubin")
-    fatbin = os.path.join(out_dir, "floor.fatbin")
-    steps = [cmd for _, cmd in front] + [
-        ["llc-22", "-O3", "-march=nvptx64", f"-mcpu={arch}", files[0], "-o", ptx],
-        [f"{CU}/bin/ptxas", "-O3", f"-arch={arch}", ptx, "-o", cubin]]
-    if fatbinary:
-        steps.append([f"{CU}/bin/fatbinary", "-64", f"--create={fatbin}",
-                      f"--image3=kind=elf,sm={arch[3:]},file={cubin}", "--compress-all",
-                      "--compress-mode=size"])
-    r = {"wall": 0.0, "cpu": 0.0, "stages": {}}
-    for cmd in steps:
-        m = measure(cmd)
-        r["wall"] += m["wall"]
-        r["cpu"] += m["cpu"]
-    r["fatbin"] = os.path.getsize(fatbin) if fatbinary else 0
-    for f in (*files, ptx, cubin, fatbin):
-        if os.path.exists(f):
-            os.unlink(f)
-    return r
 
 
 def summary(name, runs):
@@ -88,8 +58,9 @@ def summary(name, runs):
             f"  wall {statistics.median(wall):6.2f} s [{min(wall):.2f}-{max(wall):.2f}]")
     if runs[0]["fatbin"]:
         line += f"  fatbin {runs[0]['fatbin']:,} B"
+    # fatlink's stages, from its time trace (the floor's are its tools).
     seen = [s for s in STAGES if any(s in r["stages"] for r in runs)]
-    if seen:
+    if name.startswith("fatlink") and seen:
         line += "\n" + " " * 19 + "  ".join(
             f"{s}: {statistics.median(r['stages'].get(s, 0) for r in runs):.2f}" for s in seen)
     return line
@@ -122,7 +93,8 @@ def main():
                     extra = ["--fatlink-partitions=1"] if row == "fatlink-1p" else []
                     results[row].append(run_fatlink(tools, w, args.arch, out_dir, extra))
                 else:
-                    results[row].append(run_floor(w, args.arch, out_dir, row != "floor"))
+                    results[row].append(floor(w, args.arch, out_dir,
+                                              fatbinary=row != "floor"))
         print(f"== N = {n} ({args.arch}, {args.runs} rounds, medians)", flush=True)
         for row in ROWS:
             print(summary(row, results[row]), flush=True)

@@ -601,9 +601,10 @@ Error Cutter::prepareFrames() {
         // or where it is 0 in place under .rel: 0 in place either way.
         // The cut moves pointers between the two, so it takes no other.
         const FrameEntry &F = Frames[*E];
-        uint64_t InPlace = R.Offset + 8 <= F.Offset + F.Size
-                               ? endian::read64le(D.data() + R.Offset)
-                               : ~0ull;
+        if (R.Offset + 8 > F.Offset + F.Size)
+          return fail(".debug_frame: the CIE pointer at offset " +
+                      Twine(R.Offset) + " runs past its entry");
+        uint64_t InPlace = endian::read64le(D.data() + R.Offset);
         if (InPlace != 0)
           return fail(".debug_frame: the CIE pointer at offset " +
                       Twine(R.Offset) + " holds " + Twine(InPlace) +

@@ -264,10 +264,34 @@ TEST(CubinSplit, DamagedCubinsAreErrors) {
         Pointer = Rel.r_offset;
     }
     ASSERT_NE(Pointer, ~0ull) << "no CIE pointer under .rela.debug_frame";
-    Bad[Frame->sh_offset + Pointer] = 1;
-    EXPECT_EQ(errorOf(codegen::splitBatchCubin(Bad, R.Functions)),
+    std::string InPlace = Bad;
+    InPlace[Frame->sh_offset + Pointer] = 1;
+    EXPECT_EQ(errorOf(codegen::splitBatchCubin(InPlace, R.Functions)),
               ".debug_frame: the CIE pointer at offset " +
                   std::to_string(Pointer) + " holds 1 in place, not 0");
+    // The same pointer moved to its FDE's last 4 bytes (a 64-bit DWARF
+    // FDE: 0xffffffff, its 8-byte length, then the CIE pointer).
+    uint64_t Length =
+        support::endian::read64le(Bad.data() + Frame->sh_offset + Pointer - 8);
+    uint64_t Moved = Pointer + Length - 4;
+    for (const object::ELF64LE::Rela &Rel : cantFail(File.relas(*Rela)))
+      if (Rel.r_offset == Pointer)
+        const_cast<object::ELF64LE::Rela &>(Rel).r_offset = Moved;
+    EXPECT_EQ(errorOf(codegen::splitBatchCubin(Bad, R.Functions)),
+              ".debug_frame: the CIE pointer at offset " +
+                  std::to_string(Moved) + " runs past its entry");
+  }
+  // Section names and symbol names in one string table: the cut writes
+  // two, so it refuses.
+  {
+    std::string Bad = Batch;
+    auto File = cantFail(object::ELF64LEFile::create(Bad));
+    for (const object::ELF64LE::Shdr &S : cantFail(File.sections()))
+      if (S.sh_type == ELF::SHT_SYMTAB)
+        const_cast<object::ELF64LE::Shdr &>(S).sh_link =
+            File.getHeader().e_shstrndx;
+    EXPECT_EQ(errorOf(codegen::splitBatchCubin(Bad, R.Functions)),
+              "no section name table of its own");
   }
   // Every 7th byte changed in turn, and every 13th length: an answer
   // (most changes are in code, which the cut copies), never a crash; under
