@@ -8,9 +8,9 @@ the repository is refetched when that variable changes. With
 `llvm_static_components`, it also asks the tree's llvm-config which static
 libraries those components need and writes them to `static.bzl`.
 
-`zstd_repository` finds a libzstd of at least `min_version`: the tree in
-FATLINK_ZSTD_ROOT, the one scripts/setup.sh unpacks under
-~/.cache/fatlink/deps/zstd, or the system's, in that order.
+`zstd_repository` finds a libzstd of at least `min_version`, built with
+threads: the tree in FATLINK_ZSTD_ROOT, the one scripts/setup.sh builds
+under ~/.cache/fatlink/deps/zstd, or the system's, in that order.
 """
 
 # The LLVM components the fatlink executable links statically (llvm-config
@@ -122,6 +122,12 @@ def _zstd_repository_impl(ctx):
         if have < want:
             seen.append("%s (%d.%d.%d)" % (lib, have[0], have[1], have[2]))
             continue
+        # Built with threads: fatlink compresses a large cubin with zstd's
+        # workers, which a libzstd.a built without them (Debian's) refuses.
+        nm = ctx.execute(["nm", "-u", str(ctx.path(lib))])
+        if nm.return_code != 0 or "pthread_create" not in nm.stdout:
+            seen.append("%s (%d.%d.%d, no threads)" % (lib, have[0], have[1], have[2]))
+            continue
         ctx.symlink(header, "include/zstd.h")
         ctx.symlink(ctx.path(include + "/zstd_errors.h"), "include/zstd_errors.h")
         ctx.symlink(ctx.path(lib), "lib/libzstd.a")
@@ -135,15 +141,17 @@ cc_library(
     srcs = ["lib/libzstd.a"],
     hdrs = ["include/zstd.h", "include/zstd_errors.h"],
     includes = ["include"],
+    linkopts = ["-pthread"],
     alwayslink = True,
     linkstatic = True,
 )
 """ % (have[0], have[1], have[2], lib))
         return
-    fail(("fatlink needs libzstd >= %s (older compressors make fatbins larger than " +
-          "CUDA's fatbinary); found %s: run scripts/setup.sh, which unpacks one under " +
+    fail(("fatlink needs libzstd >= %s built with threads (older compressors make " +
+          "fatbins larger than CUDA's fatbinary, and large cubins are compressed by " +
+          "zstd's threads); found %s: run scripts/setup.sh, which builds one under " +
           "~/.cache/fatlink/deps, or set FATLINK_ZSTD_ROOT to a tree with " +
-          "include/zstd.h and lib/libzstd.a") % (
+          "include/zstd.h and lib/libzstd.a (make -C lib libzstd.a-mt)") % (
         ctx.attr.min_version,
         ", ".join(seen) if seen else "none",
     ))

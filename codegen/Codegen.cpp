@@ -152,6 +152,10 @@ Expected<std::shared_ptr<const MappedFile>> toolOutput(StringRef Path,
 /// linked PTX.
 static constexpr StringLiteral KeepEntry = "__fatlink_keep_functions";
 
+/// The most threads zstd compresses one fatbin entry with: each holds
+/// about 85 MB at level 19 (its tables).
+static constexpr unsigned MaxZstdWorkers = 4;
+
 /// nvcc LTO-IR for arch \p Sm of a unit whose one kernel takes the address
 /// of each of \p Names: with it among nvJitLink's inputs, its whole-program
 /// PTX keeps those device functions (internal; linkPTX exports them), which
@@ -510,12 +514,15 @@ public:
     {
       std::lock_guard<std::mutex> Lock(Mu);
       Jobs.emplace(Priority, std::move(Job));
+      ++Outstanding;
     }
     Pool.async([this] {
       JobSlot Slot = acquireSlot();
       scope_exit Release([&] {
         if (Jobserver)
           Jobserver->release(std::move(Slot));
+        std::lock_guard<std::mutex> Lock(Mu);
+        --Outstanding;
       });
       std::function<void()> Next;
       {
@@ -531,6 +538,26 @@ public:
         timeTraceProfilerFinishThread();
     });
   }
+
+  /// Threads a running job may use beside its own (zstd's workers) while
+  /// no other job runs or waits for them: up to Max of the pool's, each
+  /// with a jobserver slot where there is a jobserver. They stay counted
+  /// as busy until the Borrowed is destroyed. A job posted meanwhile still
+  /// runs at once on an idle pool thread: the borrowed threads then run
+  /// beside the pool's for the rest of that job's compression.
+  class Borrowed {
+  public:
+    Borrowed(JobQueue &Q, unsigned Max) : Q(Q) { N = Q.lend(Max, Slots); }
+    Borrowed(const Borrowed &) = delete;
+    Borrowed &operator=(const Borrowed &) = delete;
+    ~Borrowed() { Q.giveBack(N, Slots); }
+    unsigned count() const { return N; }
+
+  private:
+    JobQueue &Q;
+    unsigned N = 0;
+    std::vector<JobSlot> Slots;
+  };
 
   /// Priority of class Class (smaller first), then A, then B.
   static uint64_t priority(unsigned Class, size_t A, size_t B) {
@@ -555,12 +582,40 @@ private:
     return JobSlot(); // a day without a slot: run anyway
   }
 
+  /// Borrowed's: up to Max idle threads (with their slots in Slots).
+  unsigned lend(unsigned Max, std::vector<JobSlot> &Slots) {
+    std::lock_guard<std::mutex> Lock(Mu);
+    unsigned Threads = Pool.getMaxConcurrency();
+    unsigned Busy = Outstanding + Lent;
+    unsigned N = std::min(Max, Threads > Busy ? Threads - Busy : 0u);
+    if (Jobserver) {
+      while (Slots.size() < N) {
+        JobSlot Slot = Jobserver->tryAcquire();
+        if (!Slot.isValid())
+          break;
+        Slots.push_back(std::move(Slot));
+      }
+      N = Slots.size();
+    }
+    Lent += N;
+    return N;
+  }
+
+  void giveBack(unsigned N, std::vector<JobSlot> &Slots) {
+    for (JobSlot &Slot : Slots)
+      Jobserver->release(std::move(Slot));
+    std::lock_guard<std::mutex> Lock(Mu);
+    Lent -= N;
+  }
+
   ThreadPoolInterface &Pool;
   const CodegenOptions &Opts;
   JobserverClient *Jobserver;
   bool Tracing;
   std::mutex Mu;
   std::multimap<uint64_t, std::function<void()>> Jobs;
+  unsigned Outstanding = 0; ///< jobs posted and not finished
+  unsigned Lent = 0;        ///< threads lent to Borrowed
 };
 
 /// Targets compiled from the same partitions (one optimized module).
@@ -1282,12 +1337,35 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
     else
       consumeError(std::move(E));
   };
+  // With a jobserver: a thread per core, or per slot free at the start
+  // where the build allows more; each job runs holding a slot.
+  JobserverClient *Jobserver = Opts.UseJobserver && Opts.Jobs == 0
+                                   ? JobserverClient::getInstance()
+                                   : nullptr;
+  unsigned Threads = Opts.Jobs;
+  if (Jobserver)
+    Threads = std::max(hardware_concurrency().compute_thread_count(),
+                       Jobserver->getNumJobs());
+  DefaultThreadPool Pool(hardware_concurrency(Threads));
+  JobQueue Queue(Pool, Opts, Jobserver);
+
   bool Packaged = Opts.RunPtxas && Opts.Package.has_value();
   auto Encode = [&](size_t I) {
     if (!Packaged)
       return;
+    // A large cubin is compressed by zstd's threads: this job's, and those
+    // of the pool idle now (at the end of a large link, all of them), up to
+    // MaxZstdWorkers. The entry is the same for any number.
+    packager::FatbinOptions F = *Opts.Package;
+    std::optional<JobQueue::Borrowed> Idle;
+    if (!Targets[I].IsPTX && Outputs[I].cubin().size() > F.ZstdThreadsAbove) {
+      Idle.emplace(Queue, MaxZstdWorkers - 1);
+      F.ZstdWorkers = 1 + Idle->count();
+      Ctx.verbose("zstd: " + Targets[I].Name + "'s entry on " +
+                  Twine(F.ZstdWorkers) + " threads");
+    }
     if (Expected<packager::FatbinImage> Image =
-            encodeImage(Targets[I], Outputs[I], *Opts.Package))
+            encodeImage(Targets[I], Outputs[I], F))
       Outputs[I].Image = std::move(*Image);
     else
       Fail(I, Image.takeError());
@@ -1357,17 +1435,6 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
   };
 
   {
-    // With a jobserver: a thread per core, or per slot free at the start
-    // where the build allows more; each job runs holding a slot.
-    JobserverClient *Jobserver =
-        Opts.UseJobserver && Opts.Jobs == 0 ? JobserverClient::getInstance()
-                                             : nullptr;
-    unsigned Threads = Opts.Jobs;
-    if (Jobserver)
-      Threads = std::max(hardware_concurrency().compute_thread_count(),
-                         Jobserver->getNumJobs());
-    DefaultThreadPool Pool(hardware_concurrency(Threads));
-    JobQueue Queue(Pool, Opts, Jobserver);
     // Whole targets first: they are the longest tasks.
     std::vector<size_t> Whole;
     for (size_t I = 0; I < NT; ++I)

@@ -119,6 +119,7 @@ std::string deviceLinkKey(const DeviceLinkConfig &C,
   W.u64(unsigned(C.Fatbin.Compress));
   W.u64(C.Fatbin.ZstdLevel);
   W.u64(C.Fatbin.MinifyPtx);
+  W.u64(C.Fatbin.ZstdThreadsAbove);
   W.u64(unsigned(C.HostArch));
   W.u64(C.RunPtxas);
   // A PTX-only link's PTX is checked by ptxas where one is installed

@@ -294,6 +294,13 @@ static Config parseConfig(Context &Ctx, const opt::InputArgList &Args) {
       C.Fatbin = *F;
     else
       Fail(F.takeError());
+    if (const opt::Arg *A = Args.getLastArg(OPT_zstd_threads_above_EQ)) {
+      if (StringRef(A->getValue()).getAsInteger(10, C.Fatbin.ZstdThreadsAbove))
+        Fail(createStringError(inconvertibleErrorCode(),
+                               "invalid value for --zstd-threads-above: '%s' "
+                               "(expected a number of bytes)",
+                               A->getValue()));
+    }
     // Checked by chooseCompression; the PTX targets are checked against
     // it once planned (checkMinDriver).
     if (const opt::Arg *A = Args.getLastArg(OPT_min_driver_EQ))

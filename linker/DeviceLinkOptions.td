@@ -61,6 +61,11 @@ defm compress : JS<"compress", "<none|zstd|zstd-N>",
   "Compression of fatbin entries (default zstd at level 19: the smallest "
   "output; zstd entries need an R550 or newer driver; see --min-driver)">,
   Group<grp_output>;
+// For tests: where zstd's threads take over (docs/packager.md, "Cubins
+// over 32 MB"); hidden, since the default is what users want.
+def zstd_threads_above_EQ : J<"zstd-threads-above", "<bytes>",
+  "Compress fatbin entries over <bytes> on zstd's threads, the link's idle "
+  "ones (default 33554432)">, Group<grp_output>, Flags<[HelpHidden]>;
 defm min_driver : JS<"min-driver", "<version>",
   "The oldest NVIDIA driver the output must load on (535, 550.54.15): "
   "picks the best compression it reads (R550 and newer: zstd, the "

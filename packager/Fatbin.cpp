@@ -127,18 +127,21 @@ void appendU64(std::string &Out, uint64_t V) {
 }
 void padTo8(std::string &Out) { Out.resize(alignTo(Out.size(), 8), '\0'); }
 
-/// zstd at \p Level over \p In. Up to WholeInput bytes are compressed in
-/// one call, into the frame one-shot ZSTD_compress writes. A larger input
-/// (a large program's cubin, mapped) is fed 4 MB at a time from where it
-/// lies (a stable input buffer), and \p Read is given, in order, each
-/// piece no match can reach any more, so that little of it is resident at
-/// once. That frame is valid zstd but not the one-shot one: zstd 1.5.7
-/// splits blocks within each step, and one-shot over the whole input (the
-/// differences are a few hundred bytes in a MB, either way). Read is given
-/// every byte of In once.
-Expected<std::string> zstdCompress(StringRef In, int Level,
+/// zstd at \p Level over \p In. Up to \p ThreadsAbove bytes are compressed
+/// in one call, into the frame one-shot ZSTD_compress writes. A larger
+/// input (a large program's cubin, mapped) is compressed by zstd's threads,
+/// \p Workers of them (at least one), fed 4 MB at a time from where it lies,
+/// and \p Read is given, in order, each piece no match can reach any more,
+/// so that little of it is resident at once. That frame is valid zstd but
+/// not the one-shot one: zstd cuts the input into jobs (four windows each,
+/// 32 MB at level 19), compressed in parallel, each able to match the
+/// window before it. It does not depend on Workers: zstd's streaming
+/// output is the same for any number of threads from one, a property zstd
+/// keeps (facebook/zstd issues 2238 and 2327), so the caller gives whatever
+/// threads are idle. Read is given every byte of In once.
+Expected<std::string> zstdCompress(StringRef In, int Level, size_t ThreadsAbove,
+                                   unsigned Workers,
                                    function_ref<void(StringRef)> Read) {
-  constexpr size_t WholeInput = 32 << 20;
   constexpr size_t Step = 4 << 20; // a multiple of zstd's 128 KB blocks
   auto Fail = [](size_t R) {
     return createStringError(Twine("zstd compression failed: ") +
@@ -153,6 +156,14 @@ Expected<std::string> zstdCompress(StringRef In, int Level,
                    ZSTD_CCtx_setPledgedSrcSize(C, In.size())})
     if (ZSTD_isError(R))
       return Fail(R);
+  bool Threaded = In.size() > ThreadsAbove;
+  if (Threaded)
+    if (size_t R =
+            ZSTD_CCtx_setParameter(C, ZSTD_c_nbWorkers, std::max(Workers, 1u));
+        ZSTD_isError(R))
+      return createStringError(
+          Twine("zstd compression failed: this libzstd has no threads (") +
+          ZSTD_getErrorName(R) + "): build fatlink with one that has them");
   // The bound is more than the input, and zstd writes only the compressed
   // bytes: a buffer left uninitialized keeps the untouched pages (nearly
   // all of a 100 MB cubin's) from ever being resident.
@@ -160,30 +171,44 @@ Expected<std::string> zstdCompress(StringRef In, int Level,
   std::unique_ptr<char[]> Buf(new char[Bound]);
   ZSTD_outBuffer Out{Buf.get(), Bound, 0};
   ZSTD_inBuffer Src{In.data(), 0, 0};
-  // How far back a match reaches: the window, and the block being built.
-  size_t Reach =
-      (size_t(1) << ZSTD_getCParams(Level, In.size(), 0).windowLog) +
-      ZSTD_BLOCKSIZE_MAX;
-  size_t Given = 0; // bytes of In passed to Read
-  for (bool Last = false; !Last;) {
-    Src.size = In.size() <= WholeInput ? In.size()
-                                       : std::min(In.size(), Src.size + Step);
-    Last = Src.size == In.size();
-    ZSTD_EndDirective Mode = Last ? ZSTD_e_end : ZSTD_e_continue;
+  // Calls zstd until Src is consumed (Mode e_continue) or the frame is
+  // written (e_end).
+  auto Run = [&](ZSTD_EndDirective Mode) -> Error {
     for (;;) {
       size_t Before = Src.pos + Out.pos;
       size_t R = ZSTD_compressStream2(C, &Out, &Src, Mode);
       if (ZSTD_isError(R))
         return Fail(R);
-      if (Last ? R == 0 : Src.pos == Src.size)
-        break;
+      if (Mode == ZSTD_e_end ? R == 0 : Src.pos == Src.size)
+        return Error::success();
       if (Src.pos + Out.pos == Before) // cannot happen with Bound bytes out
         return createStringError("zstd compression made no progress");
     }
-    if (Read && Src.pos > Given + Reach + Step) {
-      Read(In.slice(Given, Src.pos - Reach));
-      Given = Src.pos - Reach;
+  };
+  size_t Given = 0; // bytes of In passed to Read
+  if (!Threaded) {
+    Src.size = In.size();
+    if (Error E = Run(ZSTD_e_end))
+      return std::move(E);
+  } else {
+    // How far back a match reaches: the window, and the block being built.
+    size_t Reach =
+        (size_t(1) << ZSTD_getCParams(Level, In.size(), 0).windowLog) +
+        ZSTD_BLOCKSIZE_MAX;
+    // Every byte goes in with e_continue and the frame ends in a call of
+    // its own: a first call with e_end would be compressed on this thread
+    // alone (zstd hands it to ZSTD_compress2), whatever the workers.
+    while (Src.size < In.size()) {
+      Src.size = std::min(In.size(), Src.size + Step);
+      if (Error E = Run(ZSTD_e_continue))
+        return std::move(E);
+      if (Read && Src.pos > Given + Reach + Step) {
+        Read(In.slice(Given, Src.pos - Reach));
+        Given = Src.pos - Reach;
+      }
     }
+    if (Error E = Run(ZSTD_e_end))
+      return std::move(E);
   }
   if (Read)
     Read(In.drop_front(Given));
@@ -233,9 +258,9 @@ Error encodeEntry(std::string &Out, const FatbinImage &Img, StringRef Payload,
   StringRef Stored = Raw;
   uint64_t CompressedSize = 0, UncompressedSize = 0;
   if (Opts.Compress == Compression::Zstd) {
-    Expected<std::string> Z =
-        zstdCompress(Raw, Opts.ZstdLevel,
-                     IsPtx ? function_ref<void(StringRef)>() : Read);
+    Expected<std::string> Z = zstdCompress(
+        Raw, Opts.ZstdLevel, Opts.ZstdThreadsAbove, Opts.ZstdWorkers,
+        IsPtx ? function_ref<void(StringRef)>() : Read);
     if (!Z)
       return Z.takeError();
     // Keep the compressed form only when it saves space once padded.

@@ -105,6 +105,13 @@ struct FatbinOptions {
   int ZstdLevel = 19;
   /// Store PTX as fatbinary does (see minifyPtx); false stores it verbatim.
   bool MinifyPtx = true;
+  /// An image larger than this many bytes is compressed by zstd's threads,
+  /// ZstdWorkers of them (at least one), fed 4 MB at a time; a smaller one
+  /// in one call on the caller's. The entry is the same for any number of
+  /// workers, so a caller gives what is idle; the threshold changes it
+  /// (tests lower it: device-link's hidden --zstd-threads-above).
+  size_t ZstdThreadsAbove = 32 << 20;
+  unsigned ZstdWorkers = 1;
 };
 
 /// The entry writeFatbin writes for \p Img: its header, then its payload,
@@ -117,11 +124,12 @@ llvm::Expected<std::string> encodeFatbinEntry(const FatbinImage &Img,
 /// The entry of \p Payload, an image identifyImage described as \p Img
 /// (whose Data is not read): a 100 MB cubin is compressed where it lies.
 /// Up to 32 MB the entry is the one one-shot ZSTD_compress gives; a larger
-/// cubin is compressed 4 MB at a time (a valid zstd frame, a little
-/// different), and \p Read is told of each piece of Payload once the entry
-/// no longer needs it, so that a caller whose Payload is a mapped file can
-/// hand its pages back as they are read. A piece may be told again (a
-/// payload that does not compress is copied whole).
+/// cubin (Opts.ZstdThreadsAbove) is compressed by zstd's threads
+/// (Opts.ZstdWorkers), fed 4 MB at a time (a valid zstd frame, a little
+/// different, the same for any number of threads), and \p Read is told of each
+/// piece of Payload once the entry no longer needs it, so that a caller whose
+/// Payload is a mapped file can hand its pages back as they are read. A piece
+/// may be told again (a payload that does not compress is copied whole).
 llvm::Expected<std::string>
 encodeFatbinEntry(const FatbinImage &Img, llvm::StringRef Payload,
                   const FatbinOptions &Opts = {},

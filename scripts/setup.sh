@@ -13,7 +13,7 @@ set -euo pipefail
 PACKAGES=(
   llvm-22 llvm-22-dev llvm-22-tools clang-22 clang-tools-22 lld-22
   libclang-22-dev libelf-dev libzstd-dev zstd libgtest-dev libgmock-dev
-  gcc g++ libclang-rt-22-dev
+  gcc g++ make xz-utils libclang-rt-22-dev
   bazel-bootstrap bazel-rules-java python3 python3-pip binutils curl time
   librust-cc-dev python3-venv
 )
@@ -48,42 +48,42 @@ if [ -z "$rust_llvm" ] || [ "$rust_llvm" -gt 22 ]; then
   exit 1
 fi
 
-# zstd >= 1.5.7 (Debian 13's libzstd-dev, unpacked, not installed): its
-# compressor matches the one inside CUDA's fatbinary byte for byte, while
-# Debian 12's 1.5.4 makes fatbins 1-2% larger (docs/packager.md). fatlink
-# links it statically; the system's libzstd stays as it is.
+# zstd >= 1.5.7, built with threads: its compressor matches the one inside
+# CUDA's fatbinary byte for byte, while Debian 12's 1.5.4 makes fatbins 1-2%
+# larger (docs/packager.md), and a cubin over 32 MB is compressed by zstd's
+# threads, which Debian's libzstd.a is built without. Built from Debian 13's
+# source (the upstream release; about 30 s on 2 cores) into $DEPS/zstd;
+# fatlink links it statically and the system's libzstd stays as it is.
 DEPS="${FATLINK_DEPS_DIR:-$HOME/.cache/fatlink/deps}"
-zstd_version() { # prints MAJOR.MINOR.RELEASE from a zstd.h
-  awk '/^#define ZSTD_VERSION_(MAJOR|MINOR|RELEASE)[ \t]/ { v = v (v ? "." : "") $3 } END { print v }' "$1"
+has_threads() { # a libzstd.a built with threads calls pthread_create
+  case "$(nm -u "$1" 2>/dev/null)" in *pthread_create*) return 0 ;; *) return 1 ;; esac
 }
-version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1)" = "$2" ]; }
 if [ -z "${FATLINK_ZSTD_ROOT:-}" ] &&
-   ! { [ -f /usr/include/zstd.h ] && version_ge "$(zstd_version /usr/include/zstd.h)" 1.5.7; } &&
-   ! { [ -f "$DEPS/zstd/include/zstd.h" ] && [ -f "$DEPS/zstd/lib/libzstd.a" ]; }; then
-  arch=$(dpkg --print-architecture)
-  case "$arch" in
-    amd64) sha=de5f8aabcf4cb5cd1b441495ea4c24838e88ecbb30ae22c032a1b3b68a9d6f1e ;;
-    arm64) sha=05cf42de5c9fdf17f49f663b47bfe736f10fbc7080fcc3a86ac43d5d670de149 ;;
-    *) echo "setup: error: no pinned libzstd 1.5.7 for $arch: set FATLINK_ZSTD_ROOT to a zstd >= 1.5.7 tree (include/zstd.h, lib/libzstd.a)" >&2; exit 1 ;;
-  esac
-  deb="libzstd-dev_1.5.7+dfsg-1_$arch.deb"
-  url="${FATLINK_DEBIAN_MIRROR:-http://deb.debian.org/debian}/pool/main/libz/libzstd/$deb"
-  echo "setup: fetching zstd 1.5.7 ($url) into $DEPS/zstd"
+   ! { [ -f "$DEPS/zstd/include/zstd.h" ] && has_threads "$DEPS/zstd/lib/libzstd.a"; }; then
+  src="libzstd_1.5.7+dfsg.orig.tar.xz"
+  sha=0c092ef267edce57ba7f3f2645c861f72eaf5e76273c6c3632869423464b90a5
+  url="${FATLINK_DEBIAN_MIRROR:-http://deb.debian.org/debian}/pool/main/libz/libzstd/$src"
+  echo "setup: building zstd 1.5.7 with threads ($url) into $DEPS/zstd"
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  if ! curl -fsSL --retry 3 -o "$tmp/$deb" "$url"; then
-    echo "setup: error: could not download $url: set FATLINK_DEBIAN_MIRROR, or FATLINK_ZSTD_ROOT to a zstd >= 1.5.7 tree" >&2
+  if ! curl -fsSL --retry 3 -o "$tmp/$src" "$url"; then
+    echo "setup: error: could not download $url: set FATLINK_DEBIAN_MIRROR, or FATLINK_ZSTD_ROOT to a zstd >= 1.5.7 tree built with threads" >&2
     exit 1
   fi
-  if ! echo "$sha  $tmp/$deb" | sha256sum -c --status; then
-    echo "setup: error: $deb does not have the expected SHA-256 $sha" >&2
+  if ! echo "$sha  $tmp/$src" | sha256sum -c --status; then
+    echo "setup: error: $src does not have the expected SHA-256 $sha" >&2
     exit 1
   fi
-  dpkg-deb -x "$tmp/$deb" "$tmp/x"
+  tar -xJf "$tmp/$src" -C "$tmp"
+  if ! make -C "$tmp/zstd-1.5.7/lib" -j"$(nproc)" libzstd.a-mt > "$tmp/build.log" 2>&1; then
+    tail -20 "$tmp/build.log" >&2
+    echo "setup: error: building zstd 1.5.7 failed (log above)" >&2
+    exit 1
+  fi
   mkdir -p "$tmp/zstd/include" "$tmp/zstd/lib" "$DEPS"
-  cp "$tmp"/x/usr/include/zstd.h "$tmp"/x/usr/include/zstd_errors.h "$tmp/zstd/include/"
-  cp "$tmp"/x/usr/lib/*/libzstd.a "$tmp/zstd/lib/"
-  cp "$tmp"/x/usr/share/doc/libzstd-dev/copyright "$tmp/zstd/"
+  cp "$tmp"/zstd-1.5.7/lib/zstd.h "$tmp"/zstd-1.5.7/lib/zstd_errors.h "$tmp/zstd/include/"
+  cp "$tmp"/zstd-1.5.7/lib/libzstd.a "$tmp/zstd/lib/"
+  cp "$tmp"/zstd-1.5.7/LICENSE "$tmp"/zstd-1.5.7/COPYING "$tmp/zstd/"
   rm -rf "$DEPS/zstd"
   mv "$tmp/zstd" "$DEPS/zstd"
 fi

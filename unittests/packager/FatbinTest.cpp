@@ -148,9 +148,10 @@ std::string storedOf(StringRef Entry, StringRef Payload) {
 
 // Payload's cubin entry at zstd Level, and the pieces it said it read.
 std::string encodeReading(StringRef Payload, int Level,
-                          std::vector<StringRef> &Read) {
+                          std::vector<StringRef> &Read, unsigned Workers = 1) {
   FatbinOptions Opts;
   Opts.ZstdLevel = Level;
+  Opts.ZstdWorkers = Workers;
   auto EntryOrErr = encodeFatbinEntry(cubin("sm_80", ""), Payload, Opts,
                                       [&](StringRef R) { Read.push_back(R); });
   EXPECT_TRUE(bool(EntryOrErr));
@@ -177,8 +178,9 @@ TEST(Fatbin, EntryUpTo32MBIsOneShotZstd) {
 }
 
 TEST(Fatbin, LargeEntryIsCompressedInSteps) {
-  // 40 MB: fed 4 MB at a time; each piece no match can reach any more is
-  // handed back as it goes, in order, every byte once.
+  // 40 MB: compressed by zstd's threads, fed 4 MB at a time; each piece no
+  // match can reach any more is handed back as it goes, in order, every
+  // byte once.
   std::string Payload = wordy(40 << 20);
   std::vector<StringRef> Read;
   std::string Entry = encodeReading(Payload, 1, Read);
@@ -194,9 +196,13 @@ TEST(Fatbin, LargeEntryIsCompressedInSteps) {
   // The first piece went back long before the end: the window (level 1:
   // 512 KB) and a step behind the 8 MB compressed by then.
   EXPECT_LE(Read[0].size(), size_t(8 << 20));
-  // The same input gives the same bytes.
+  // The same input gives the same bytes, with any number of zstd threads
+  // (level 1: jobs of 2 MB, twenty of them).
   std::vector<StringRef> Again;
   EXPECT_EQ(encodeReading(Payload, 1, Again), Entry);
+  std::vector<StringRef> Threaded;
+  EXPECT_EQ(encodeReading(Payload, 1, Threaded, 3), Entry);
+  EXPECT_EQ(Threaded.size(), Read.size());
 }
 
 TEST(Fatbin, IncompressibleEntryIsStoredPlain) {
