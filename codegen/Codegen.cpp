@@ -1353,12 +1353,14 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
   auto Encode = [&](size_t I) {
     if (!Packaged)
       return;
-    // A large cubin is compressed by zstd's threads: this job's, and those
+    // A large image is compressed by zstd's threads: this job's, and those
     // of the pool idle now (at the end of a large link, all of them), up to
     // MaxZstdWorkers. The entry is the same for any number.
     packager::FatbinOptions F = *Opts.Package;
     std::optional<JobQueue::Borrowed> Idle;
-    if (!Targets[I].IsPTX && Outputs[I].cubin().size() > F.ZstdThreadsAbove) {
+    size_t Size =
+        Targets[I].IsPTX ? Outputs[I].PTX.size() : Outputs[I].cubin().size();
+    if (Size > F.ZstdThreadsAbove) {
       Idle.emplace(Queue, MaxZstdWorkers - 1);
       F.ZstdWorkers = 1 + Idle->count();
       Ctx.verbose("zstd: " + Targets[I].Name + "'s entry on " +
