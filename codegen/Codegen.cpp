@@ -1271,11 +1271,16 @@ private:
 
 } // namespace
 
+/// What target T's fatbin entry holds: its PTX or its cubin.
+static StringRef imageBytes(const lto::Target &T, const TargetOutput &O) {
+  return T.IsPTX ? StringRef(O.PTX) : O.cubin();
+}
+
 Expected<packager::FatbinImage> encodeImage(const lto::Target &T,
                                             const TargetOutput &O,
                                             const packager::FatbinOptions &F) {
   TimeTraceScope Scope("Encode fatbin entry", T.Name);
-  StringRef Bytes = T.IsPTX ? StringRef(O.PTX) : O.cubin();
+  StringRef Bytes = imageBytes(T, O);
   Expected<packager::FatbinImage> Image = packager::identifyImage(Bytes);
   if (!Image)
     return createStringError(inconvertibleErrorCode(),
@@ -1358,13 +1363,12 @@ compileTargets(Context &Ctx, const CodegenOptions &Opts,
     // MaxZstdWorkers. The entry is the same for any number.
     packager::FatbinOptions F = *Opts.Package;
     std::optional<JobQueue::Borrowed> Idle;
-    size_t Size =
-        Targets[I].IsPTX ? Outputs[I].PTX.size() : Outputs[I].cubin().size();
-    if (Size > F.ZstdThreadsAbove) {
+    if (imageBytes(Targets[I], Outputs[I]).size() > F.ZstdThreadsAbove) {
       Idle.emplace(Queue, MaxZstdWorkers - 1);
       F.ZstdWorkers = 1 + Idle->count();
       Ctx.verbose("zstd: " + Targets[I].Name + "'s entry on " +
-                  Twine(F.ZstdWorkers) + " threads");
+                  Twine(F.ZstdWorkers) +
+                  (F.ZstdWorkers == 1 ? " thread" : " threads"));
     }
     if (Expected<packager::FatbinImage> Image =
             encodeImage(Targets[I], Outputs[I], F))
