@@ -89,6 +89,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -892,7 +893,10 @@ private:
   Expected<std::unique_ptr<Module>>
   linkInOrder(std::vector<std::unique_ptr<Module>> &Modules,
               const LinkGroup &G, LinkedProgram &Out);
-  Error linkLibdevice(Module &M, Linker &L, LinkedProgram &Out);
+  /// Links what M calls of libdevice into M (by L, errors from D) and
+  /// adds the functions it linked to Functions.
+  Error linkLibdevice(Module &M, Linker &L, DiagnosticCollector &D,
+                      std::vector<std::string> &Functions);
   void internalize(Module &M);
   StringSet<> exportedNames() const;
   Error saveTemp(const Module &M, StringRef Stage);
@@ -1553,12 +1557,13 @@ DeviceLinker::linkInOrder(std::vector<std::unique_ptr<Module>> &Modules,
         return std::move(E);
     }
   }
-  if (Error E = linkLibdevice(*Composite, Top, Out))
+  if (Error E = linkLibdevice(*Composite, Top, Diags, Out.LibdeviceFunctions))
     return std::move(E);
   return std::move(Composite);
 }
 
-Error DeviceLinker::linkLibdevice(Module &M, Linker &L, LinkedProgram &Out) {
+Error DeviceLinker::linkLibdevice(Module &M, Linker &L, DiagnosticCollector &D,
+                                  std::vector<std::string> &Functions) {
   std::vector<std::string> Wanted;
   for (const Function &F : M)
     if (F.isDeclaration() && F.getName().starts_with("__nv_"))
@@ -1597,12 +1602,12 @@ Error DeviceLinker::linkLibdevice(Module &M, Linker &L, LinkedProgram &Out) {
   (*LDOrErr)->setTargetTriple(M.getTargetTriple());
   (*LDOrErr)->setDataLayout(M.getDataLayout());
   if (L.linkInModule(std::move(*LDOrErr), Linker::LinkOnlyNeeded))
-    return Diags.takeError(Opts.LibdevicePath);
+    return D.takeError(Opts.LibdevicePath);
 
   for (const std::string &Name : Wanted) {
     const Function *F = M.getFunction(Name);
     if (F && !F->isDeclaration())
-      Out.LibdeviceFunctions.push_back(Name);
+      Functions.push_back(Name);
   }
   return Error::success();
 }
@@ -2172,16 +2177,62 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
 
   // Each partition: linked from the images that define its members, each
   // read lazily with everything else it defines declared, then
-  // internalized and checked as the whole program would be.
-  std::vector<CodegenPartition> Split;
-  std::map<size_t, std::vector<int>> Signatures;
+  // internalized and checked as the whole program would be. Partitions are
+  // linked in parallel, each in a context of its own. What they add to
+  // what the link shares (the device libraries taken, the checks'
+  // messages, libdevice's functions, the kernel table) each adds at its
+  // turn, one partition at a time in partition order, so that the result
+  // is the same for any -j.
+  std::vector<size_t> Todo; // the plans with members, in order
+  for (auto [PI, Plan] : enumerate(Plans))
+    if (!Plan.Members.empty())
+      Todo.push_back(PI);
+  struct LinkedPartition {
+    CodegenPartition CP;
+    std::vector<std::vector<int>> Signatures; ///< by G.Targets' order
+    std::string Message;                      ///< why it failed
+  };
+  std::vector<LinkedPartition> Linked(Todo.size());
   StringSet<> Seen;
   std::vector<std::string> Problems;
   StringSet<> LibdeviceSeen;
   std::vector<std::string> Libdevice;
-  for (auto [PI, Plan] : enumerate(Plans)) {
-    if (Plan.Members.empty())
-      continue;
+  // libdevice's functions, once each, in the order first linked (a
+  // group linked before this one comes first).
+  auto AddLibdevice = [&](std::vector<std::string> &Names) {
+    for (std::string &Name : Names)
+      if (LibdeviceSeen.insert(Name).second)
+        Libdevice.push_back(std::move(Name));
+    Names.clear();
+  };
+  AddLibdevice(Out.LibdeviceFunctions);
+
+  // The part of a partition's link that reads and adds to what the link
+  // shares (F.ProvidedByObjects, Libraries, Out), at its turn.
+  auto Share = [&](Module &Part,
+                   std::vector<std::string> &LibdeviceNames) -> Error {
+    if (Error E =
+            Libraries.resolve(Part, F.ProvidedByObjects, isProvidedByPTX, Out))
+      return E;
+    gatherMessages(checkUndefined(Part, F.Symtab, F.ProvidedByObjects,
+                                  Libraries, /*ErrorLimit=*/0),
+                   Seen, Problems);
+    resolveWeakReferences(Part, F.ProvidedByObjects);
+    gatherMessages(checkPTXNames(Part, F.Symtab, /*ErrorLimit=*/0), Seen,
+                   Problems);
+    if (First)
+      collectInterface(Part, Out, &F.Symtab);
+    AddLibdevice(LibdeviceNames);
+    return Error::success();
+  };
+  std::mutex TurnMu;
+  std::condition_variable TurnCV;
+  size_t Turn = 0; // the position in Todo whose turn it is
+
+  // Links the Pos'th partition with members into Linked[Pos].
+  auto LinkOne = [&](size_t Pos) -> Error {
+    size_t PI = Todo[Pos];
+    GraphPartition &Plan = Plans[PI];
     TimeTraceScope Scope("Link partition", Twine(PI).str());
     std::map<uint32_t, std::vector<bool>> Kept; // by image
     for (uint32_t N : Plan.Members) {
@@ -2191,10 +2242,12 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
       K[J] = true;
     }
     LLVMContext Ctx;
-    Diags.install(Ctx);
+    DiagnosticCollector PartDiags;
+    PartDiags.install(Ctx);
     auto Part = std::make_unique<Module>("partition", Ctx);
-    std::vector<std::pair<std::string, GlobalValue::LinkageTypes>> LinkOnce;
-    {
+    std::vector<std::string> LibdeviceNames;
+    auto LinkInputs = [&]() -> Error {
+      std::vector<std::pair<std::string, GlobalValue::LinkageTypes>> LinkOnce;
       Linker L(*Part);
       for (auto &[I, K] : Kept) {
         const DeviceImage &Image = Inputs.Images[G.Images[I]];
@@ -2218,7 +2271,7 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
           return createStringError("%s: %s", Image.Origin.c_str(),
                                    toString(std::move(E)).c_str());
         if (L.linkInModule(std::move(*MOrErr)))
-          return Diags.takeError("cannot link " + Image.Origin);
+          return PartDiags.takeError("cannot link " + Image.Origin);
         // Linked: what the partition takes from the image is in its module
         // now. The next partition reads most of the same images for other
         // code, and faults in what it reads.
@@ -2228,46 +2281,79 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
         if (GlobalValue *GV = Part->getNamedValue(Name);
             GV && !GV->isDeclaration())
           GV->setLinkage(Linkage);
-      if (Error E = linkLibdevice(*Part, L, Out))
-        return std::move(E);
+      return linkLibdevice(*Part, L, PartDiags, LibdeviceNames);
+    };
+    Error E = LinkInputs();
+    if (!E)
+      internalize(*Part);
+    {
+      // Every partition takes its turn, even one that failed: the next
+      // waits for it.
+      std::unique_lock<std::mutex> Lock(TurnMu);
+      TurnCV.wait(Lock, [&] { return Turn == Pos; });
+      if (!E)
+        E = Share(*Part, LibdeviceNames);
+      ++Turn;
     }
-    internalize(*Part);
-    if (Error E = Libraries.resolve(*Part, F.ProvidedByObjects,
-                                    isProvidedByPTX, Out))
-      return std::move(E);
-    gatherMessages(checkUndefined(*Part, F.Symtab, F.ProvidedByObjects,
-                                  Libraries, /*ErrorLimit=*/0),
-                   Seen, Problems);
-    resolveWeakReferences(*Part, F.ProvidedByObjects);
-    gatherMessages(checkPTXNames(*Part, F.Symtab, /*ErrorLimit=*/0), Seen,
-                   Problems);
-    if (First)
-      collectInterface(*Part, Out, &F.Symtab);
+    TurnCV.notify_all();
+    if (E)
+      return E;
     foldReflect(*Part,
                 [&](StringRef Key) { return commonReflectAnswer(Opts, Key); });
+    LinkedPartition &R = Linked[Pos];
     for (size_t TI : G.Targets)
-      append_range(Signatures[TI], archSignature(*Part, Targets[TI]));
-    CodegenPartition CP;
+      R.Signatures.push_back(archSignature(*Part, Targets[TI]));
     {
       TimeTraceScope Scope("Write partition");
-      raw_string_ostream OS(CP.Bitcode);
+      raw_string_ostream OS(R.CP.Bitcode);
       WriteBitcodeToFile(*Part, OS);
     }
     // To a file until its O3: the partitions linked so far would otherwise
     // wait in memory (tens of MB in a large program).
-    if (Error E = spill(CP, "part" + Twine(PI) + ".bc"))
-      return std::move(E);
-    CP.Kernels = std::move(Plan.Kernels);
-    CP.Instructions = Plan.Instructions;
-    Split.push_back(std::move(CP));
-    // libdevice's functions, once each, in the order first linked.
-    for (std::string &Name : Out.LibdeviceFunctions)
-      if (LibdeviceSeen.insert(Name).second)
-        Libdevice.push_back(std::move(Name));
-    Out.LibdeviceFunctions.clear();
-    Part.reset();
-    releaseFreedMemory();
+    if (Error SE = spill(R.CP, "part" + Twine(PI) + ".bc"))
+      return SE;
+    R.CP.Kernels = std::move(Plan.Kernels);
+    R.CP.Instructions = Plan.Instructions;
+    return Error::success();
+  };
+
+  {
+    // Each worker takes the next partition in order, so that every
+    // partition before the one it waits for has been taken by a worker
+    // that will finish it. A failure stops the workers taking more.
+    bool Tracing = timeTraceProfilerEnabled();
+    std::atomic<size_t> Next{0};
+    std::atomic<bool> Failed{false};
+    DefaultThreadPool Pool(threadStrategy(Opts.Jobs, Opts.UseJobserver));
+    size_t Workers = std::min<size_t>(Pool.getMaxConcurrency(), Todo.size());
+    for (size_t W = 0; W < Workers; ++W)
+      Pool.async([&] {
+        if (Tracing)
+          timeTraceProfilerInitialize(Opts.TimeTraceGranularity, "fatlink");
+        for (size_t Pos; !Failed && (Pos = Next++) < Todo.size();) {
+          if (Error E = LinkOne(Pos)) {
+            Linked[Pos].Message = toString(std::move(E));
+            Failed = true;
+          }
+          releaseFreedMemory(); // the partition's context
+        }
+        if (Tracing)
+          timeTraceProfilerFinishThread();
+      });
+    Pool.wait();
   }
+  // The first failure in partition order, as a serial link would report.
+  for (const LinkedPartition &R : Linked)
+    if (!R.Message.empty())
+      return createStringError("%s", R.Message.c_str());
+  std::vector<CodegenPartition> Split;
+  std::map<size_t, std::vector<int>> Signatures;
+  for (LinkedPartition &R : Linked) {
+    for (auto [K, TI] : enumerate(G.Targets))
+      append_range(Signatures[TI], R.Signatures[K]);
+    Split.push_back(std::move(R.CP));
+  }
+  Linked.clear();
   Out.LibdeviceFunctions = std::move(Libdevice);
   if (First && !hasLtoIr(Inputs))
     gatherMessages(checkObjectsUndefined(
