@@ -2190,7 +2190,7 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
   struct LinkedPartition {
     CodegenPartition CP;
     std::vector<std::vector<int>> Signatures; ///< by G.Targets' order
-    std::string Message;                      ///< why it failed
+    std::optional<Error> Failure;
   };
   std::vector<LinkedPartition> Linked(Todo.size());
   StringSet<> Seen;
@@ -2332,7 +2332,7 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
           timeTraceProfilerInitialize(Opts.TimeTraceGranularity, "fatlink");
         for (size_t Pos; !Failed && (Pos = Next++) < Todo.size();) {
           if (Error E = LinkOne(Pos)) {
-            Linked[Pos].Message = toString(std::move(E));
+            Linked[Pos].Failure = std::move(E);
             Failed = true;
           }
           releaseFreedMemory(); // the partition's context
@@ -2342,10 +2342,18 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
       });
     Pool.wait();
   }
-  // The first failure in partition order, as a serial link would report.
-  for (const LinkedPartition &R : Linked)
-    if (!R.Message.empty())
-      return createStringError("%s", R.Message.c_str());
+  // The first failure in partition order, as a serial link would report;
+  // the others were not reached serially.
+  Error FirstFailure = Error::success();
+  for (LinkedPartition &R : Linked)
+    if (R.Failure) {
+      if (FirstFailure)
+        consumeError(std::move(*R.Failure));
+      else
+        FirstFailure = std::move(*R.Failure);
+    }
+  if (FirstFailure)
+    return std::move(FirstFailure);
   std::vector<CodegenPartition> Split;
   std::map<size_t, std::vector<int>> Signatures;
   for (LinkedPartition &R : Linked) {
