@@ -860,6 +860,21 @@ struct LinkGroup {
   std::vector<size_t> Targets; // indices into the target list
 };
 
+/// What several partitions of a partition-first link take from one image
+/// (the helpers each clones), with what that references declared, as
+/// bitcode. A partition that takes nothing else from the image reads the
+/// slice instead: reading an image lazily costs its module-level records
+/// (every global it declares) whatever little is taken, so each image is
+/// read once for all such partitions rather than once per partition.
+struct ImageSlice {
+  std::string Bitcode;
+  /// For each of the image's globals, its index among the slice's; not
+  /// there: UINT32_MAX.
+  std::vector<uint32_t> Index;
+  /// The slice's globals: what keepOnly reads (Definition, Reserved).
+  ImageGraph Graph;
+};
+
 class DeviceLinker {
 public:
   DeviceLinker(const InputSet &Inputs, ArrayRef<Target> Targets,
@@ -930,9 +945,18 @@ private:
   /// are linked and checked, F is emptied, before they are optimized.
   Expected<bool> linkPartitionFirst(const LinkGroup &G, GroupFacts &F,
                                  LinkedProgram &Out, bool First);
-  Error keepOnly(Module &M, const std::vector<bool> &Keep, const ImageGraph &G,
-                 std::vector<std::pair<std::string, GlobalValue::LinkageTypes>>
-                     &LinkOnce);
+  /// Turns every definition of M (lazily read; its summary G) not in Keep
+  /// into a declaration; with LinkOnce, the linkonce definitions kept are
+  /// made weak for the link, and listed there to be made linkonce again.
+  Error keepOnly(
+      Module &M, const std::vector<bool> &Keep, const ImageGraph &G,
+      std::vector<std::pair<std::string, GlobalValue::LinkageTypes>> *LinkOnce);
+  /// The slices of G's images that Keep names (linkPartitionFirst), made in
+  /// parallel on Pool.
+  Expected<std::map<uint32_t, ImageSlice>>
+  sliceImages(const LinkGroup &G, const GroupFacts &F,
+              const std::map<uint32_t, std::vector<bool>> &Keep,
+              ThreadPoolInterface &Pool);
   const Target &representative(ArrayRef<size_t> TIs) const;
 
   /// The arches each translation unit (DeviceImage::Source) was compiled
@@ -2143,6 +2167,43 @@ const Target &DeviceLinker::representative(ArrayRef<size_t> TIs) const {
       TIs, [&](size_t A, size_t B) { return Targets[A].Sm < Targets[B].Sm; })];
 }
 
+/// Runs Work(0) to Work(Count - 1) on Pool's threads, each thread taking
+/// the next position in order, so that every position before one a thread
+/// waits for has been taken by a thread that will finish it. After a
+/// failure no more are taken. Returns the failure at the lowest position
+/// (what a serial run reports); the others are consumed.
+static Error forEachInOrder(ThreadPoolInterface &Pool, size_t Count,
+                            unsigned TimeTraceGranularity,
+                            function_ref<Error(size_t)> Work) {
+  std::vector<std::optional<Error>> Failures(Count);
+  std::atomic<size_t> Next{0};
+  std::atomic<bool> Failed{false};
+  bool Tracing = timeTraceProfilerEnabled();
+  size_t Workers = std::min<size_t>(Pool.getMaxConcurrency(), Count);
+  for (size_t W = 0; W < Workers; ++W)
+    Pool.async([&] {
+      if (Tracing)
+        timeTraceProfilerInitialize(TimeTraceGranularity, "fatlink");
+      for (size_t Pos; !Failed && (Pos = Next++) < Count;)
+        if (Error E = Work(Pos)) {
+          Failures[Pos] = std::move(E);
+          Failed = true;
+        }
+      if (Tracing)
+        timeTraceProfilerFinishThread();
+    });
+  Pool.wait();
+  Error First = Error::success();
+  for (std::optional<Error> &E : Failures)
+    if (E) {
+      if (First)
+        consumeError(std::move(*E));
+      else
+        First = std::move(*E);
+    }
+  return First;
+}
+
 /// Every message of E, each once, in order, into Seen and Out.
 static void gatherMessages(Error E, StringSet<> &Seen,
                            std::vector<std::string> &Out) {
@@ -2190,7 +2251,6 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
   struct LinkedPartition {
     CodegenPartition CP;
     std::vector<std::vector<int>> Signatures; ///< by G.Targets' order
-    std::optional<Error> Failure;
   };
   std::vector<LinkedPartition> Linked(Todo.size());
   StringSet<> Seen;
@@ -2229,17 +2289,84 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
   std::condition_variable TurnCV;
   size_t Turn = 0; // the position in Todo whose turn it is
 
+  // What several partitions take (the helpers each clones) is read once:
+  // where a partition takes only such code from an image, and another
+  // does too, the image is sliced once and they read the slice.
+  std::vector<bool> Shared(P.Where.size());
+  {
+    std::vector<uint8_t> Takers(P.Where.size());
+    for (size_t PI : Todo)
+      for (uint32_t N : Plans[PI].Members)
+        if (Takers[N] < 2 && ++Takers[N] == 2)
+          Shared[N] = true;
+  }
+  // By image: whether the plan takes only shared code from it.
+  auto SharedOnly = [&](const GraphPartition &Plan) {
+    std::map<uint32_t, bool> Only;
+    for (uint32_t N : Plan.Members) {
+      auto [It, New] = Only.try_emplace(P.Where[N].first, true);
+      It->second = It->second && Shared[N];
+    }
+    return Only;
+  };
+  std::map<uint32_t, std::vector<bool>> SliceKeep;
+  {
+    std::map<uint32_t, unsigned> Readers;
+    for (size_t PI : Todo)
+      for (auto [I, Only] : SharedOnly(Plans[PI]))
+        Readers[I] += Only;
+    for (size_t PI : Todo) {
+      std::map<uint32_t, bool> Only = SharedOnly(Plans[PI]);
+      for (uint32_t N : Plans[PI].Members) {
+        auto [I, J] = P.Where[N];
+        if (!Only[I] || Readers[I] < 2)
+          continue;
+        std::vector<bool> &K = SliceKeep[I];
+        K.resize(F.Graphs[I].Globals.size());
+        K[J] = true;
+      }
+    }
+  }
+  // Gone before the partitions are optimized: its threads hold job slots.
+  std::optional<DefaultThreadPool> Pool;
+  Pool.emplace(threadStrategy(Opts.Jobs, Opts.UseJobserver));
+  Expected<std::map<uint32_t, ImageSlice>> SlicesOrErr =
+      sliceImages(G, F, SliceKeep, *Pool);
+  if (!SlicesOrErr)
+    return SlicesOrErr.takeError();
+  std::map<uint32_t, ImageSlice> &Slices = *SlicesOrErr;
+  if (Opts.Verbose && !Slices.empty()) {
+    size_t Bytes = 0;
+    for (const auto &[I, S] : Slices)
+      Bytes += S.Bitcode.size();
+    Opts.Verbose("link: the code partitions share sliced from " +
+                 std::to_string(Slices.size()) + " of " +
+                 std::to_string(G.Images.size()) + " inputs (" +
+                 std::to_string((Bytes + 1023) / 1024) + " KiB)");
+  }
+
   // Links the Pos'th partition with members into Linked[Pos].
   auto LinkOne = [&](size_t Pos) -> Error {
     size_t PI = Todo[Pos];
     GraphPartition &Plan = Plans[PI];
     TimeTraceScope Scope("Link partition", Twine(PI).str());
-    std::map<uint32_t, std::vector<bool>> Kept; // by image
+    // By image: what the partition keeps of it, and its slice, if the
+    // partition reads that instead.
+    std::map<uint32_t, std::pair<std::vector<bool>, const ImageSlice *>> Kept;
+    std::map<uint32_t, bool> Only = SharedOnly(Plan);
     for (uint32_t N : Plan.Members) {
       auto [I, J] = P.Where[N];
-      std::vector<bool> &K = Kept[I];
-      K.resize(F.Graphs[I].Globals.size());
-      K[J] = true;
+      auto &[K, Slice] = Kept[I];
+      if (K.empty())
+        if (auto It = Slices.find(I); It != Slices.end() && Only[I])
+          Slice = &It->second;
+      if (Slice) {
+        K.resize(Slice->Graph.Globals.size());
+        K[Slice->Index[J]] = true;
+      } else {
+        K.resize(F.Graphs[I].Globals.size());
+        K[J] = true;
+      }
     }
     LLVMContext Ctx;
     DiagnosticCollector PartDiags;
@@ -2249,16 +2376,20 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
     auto LinkInputs = [&]() -> Error {
       std::vector<std::pair<std::string, GlobalValue::LinkageTypes>> LinkOnce;
       Linker L(*Part);
-      for (auto &[I, K] : Kept) {
+      for (auto &[I, KS] : Kept) {
+        auto &[K, Slice] = KS;
         const DeviceImage &Image = Inputs.Images[G.Images[I]];
-        Expected<std::unique_ptr<Module>> MOrErr =
-            getLazyBitcodeModule(Image.Bitcode, Ctx);
+        Expected<std::unique_ptr<Module>> MOrErr = getLazyBitcodeModule(
+            Slice ? MemoryBufferRef(Slice->Bitcode, Image.Origin)
+                  : Image.Bitcode,
+            Ctx);
         if (!MOrErr)
           return createStringError("%s: %s", Image.Origin.c_str(),
                                    toString(MOrErr.takeError()).c_str());
         Module &M = **MOrErr;
-        // Its debug info parse() dropped: read whole, and dropped again.
-        if (DroppedDebugInfo.count(G.Images[I])) {
+        // Its debug info parse() dropped: read whole, and dropped again
+        // (a slice has none).
+        if (!Slice && DroppedDebugInfo.count(G.Images[I])) {
           if (Error E = M.materializeAll())
             return createStringError("%s: %s", Image.Origin.c_str(),
                                      toString(std::move(E)).c_str());
@@ -2267,15 +2398,17 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
         if (Expected<std::vector<KernelRecord>> Rs = takeKernelRecords(M); !Rs)
           return Rs.takeError(); // read once already
         unifySharedDeclarations(M, F.SharedAlignments);
-        if (Error E = keepOnly(M, K, F.Graphs[I], LinkOnce))
+        if (Error E =
+                keepOnly(M, K, Slice ? Slice->Graph : F.Graphs[I], &LinkOnce))
           return createStringError("%s: %s", Image.Origin.c_str(),
                                    toString(std::move(E)).c_str());
         if (L.linkInModule(std::move(*MOrErr)))
           return PartDiags.takeError("cannot link " + Image.Origin);
         // Linked: what the partition takes from the image is in its module
-        // now. The next partition reads most of the same images for other
+        // now. The next partition reads some of the same images for other
         // code, and faults in what it reads.
-        Inputs.releaseMappedPages(Image.Bitcode.getBuffer());
+        if (!Slice)
+          Inputs.releaseMappedPages(Image.Bitcode.getBuffer());
       }
       for (const auto &[Name, Linkage] : LinkOnce)
         if (GlobalValue *GV = Part->getNamedValue(Name);
@@ -2317,43 +2450,18 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
     return Error::success();
   };
 
-  {
-    // Each worker takes the next partition in order, so that every
-    // partition before the one it waits for has been taken by a worker
-    // that will finish it. A failure stops the workers taking more.
-    bool Tracing = timeTraceProfilerEnabled();
-    std::atomic<size_t> Next{0};
-    std::atomic<bool> Failed{false};
-    DefaultThreadPool Pool(threadStrategy(Opts.Jobs, Opts.UseJobserver));
-    size_t Workers = std::min<size_t>(Pool.getMaxConcurrency(), Todo.size());
-    for (size_t W = 0; W < Workers; ++W)
-      Pool.async([&] {
-        if (Tracing)
-          timeTraceProfilerInitialize(Opts.TimeTraceGranularity, "fatlink");
-        for (size_t Pos; !Failed && (Pos = Next++) < Todo.size();) {
-          if (Error E = LinkOne(Pos)) {
-            Linked[Pos].Failure = std::move(E);
-            Failed = true;
-          }
-          releaseFreedMemory(); // the partition's context
-        }
-        if (Tracing)
-          timeTraceProfilerFinishThread();
-      });
-    Pool.wait();
-  }
-  // The first failure in partition order, as a serial link would report;
-  // the others were not reached serially.
-  Error FirstFailure = Error::success();
-  for (LinkedPartition &R : Linked)
-    if (R.Failure) {
-      if (FirstFailure)
-        consumeError(std::move(*R.Failure));
-      else
-        FirstFailure = std::move(*R.Failure);
-    }
-  if (FirstFailure)
-    return std::move(FirstFailure);
+  // Taken in order, a partition waits at its turn only for partitions
+  // that workers hold; the first failure in partition order is the one a
+  // serial link reports.
+  if (Error E = forEachInOrder(*Pool, Todo.size(), Opts.TimeTraceGranularity,
+                               [&](size_t Pos) {
+                                 Error E = LinkOne(Pos);
+                                 releaseFreedMemory(); // its context
+                                 return E;
+                               }))
+    return std::move(E);
+  Pool.reset();
+  Slices.clear();
   std::vector<CodegenPartition> Split;
   std::map<size_t, std::vector<int>> Signatures;
   for (LinkedPartition &R : Linked) {
@@ -2415,12 +2523,93 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
   return true;
 }
 
-/// Turns every definition of M (lazily read; its summary G) not in \p Keep
-/// into a declaration, its body never read, and drops the used lists' and
-/// `nvvm.annotations`' entries for them.
+Expected<std::map<uint32_t, ImageSlice>>
+DeviceLinker::sliceImages(const LinkGroup &G, const GroupFacts &F,
+                          const std::map<uint32_t, std::vector<bool>> &Keep,
+                          ThreadPoolInterface &Pool) {
+  std::vector<std::pair<uint32_t, const std::vector<bool> *>> Todo;
+  for (const auto &[I, K] : Keep)
+    Todo.push_back({I, &K});
+  std::vector<ImageSlice> Slices(Todo.size());
+
+  // Image I: read lazily, the definitions Keep does not name dropped, the
+  // rest read, and the declarations that nothing references any more
+  // removed.
+  auto SliceOne = [&](size_t Pos) -> Error {
+    auto [I, K] = Todo[Pos];
+    const DeviceImage &Image = Inputs.Images[G.Images[I]];
+    TimeTraceScope Scope("Slice input", Image.Origin);
+    auto Fail = [&](Error E) {
+      return createStringError("%s: %s", Image.Origin.c_str(),
+                               toString(std::move(E)).c_str());
+    };
+    LLVMContext Ctx;
+    DiagnosticCollector D;
+    D.install(Ctx);
+    Expected<std::unique_ptr<Module>> MOrErr =
+        getLazyBitcodeModule(Image.Bitcode, Ctx);
+    if (!MOrErr)
+      return Fail(MOrErr.takeError());
+    Module &M = **MOrErr;
+    if (DroppedDebugInfo.count(G.Images[I])) {
+      if (Error E = M.materializeAll())
+        return Fail(std::move(E));
+      StripDebugInfo(M);
+    }
+    if (Expected<std::vector<KernelRecord>> Rs = takeKernelRecords(M); !Rs)
+      return Rs.takeError(); // read once already
+    if (Error E = keepOnly(M, *K, F.Graphs[I], /*LinkOnce=*/nullptr))
+      return Fail(std::move(E));
+    // Reading the bodies may replace declarations (intrinsics upgraded):
+    // the image's globals are followed by handle.
+    std::vector<WeakVH> Before;
+    for (GlobalValue &GV : M.global_values())
+      Before.emplace_back(&GV);
+    if (Error E = M.materializeAll())
+      return Fail(std::move(E));
+    for (GlobalValue &GV : make_early_inc_range(M.global_values()))
+      if (GV.isDeclaration() && GV.use_empty() && !GV.isUsedByMetadata())
+        GV.eraseFromParent();
+    if (Error E = D.takeError("cannot read " + Image.Origin))
+      return E;
+
+    ImageSlice &S = Slices[Pos];
+    DenseMap<const Value *, uint32_t> IndexOf;
+    for (GlobalValue &GV : M.global_values()) {
+      IndexOf[&GV] = S.Graph.Globals.size();
+      ImageGraph::Global &SG = S.Graph.Globals.emplace_back();
+      SG.Name = GV.getName().str();
+      SG.Reserved = GV.getName().starts_with("llvm.");
+      SG.Definition = !GV.isDeclarationForLinker();
+    }
+    S.Index.assign(Before.size(), UINT32_MAX);
+    for (auto [J, H] : enumerate(Before))
+      if (H)
+        S.Index[J] = IndexOf.lookup_or(H, UINT32_MAX);
+    raw_string_ostream OS(S.Bitcode);
+    WriteBitcodeToFile(M, OS);
+    return Error::success();
+  };
+
+  if (Error E = forEachInOrder(
+          Pool, Todo.size(), Opts.TimeTraceGranularity, [&](size_t Pos) {
+            Error E = SliceOne(Pos);
+            Inputs.releaseMappedPages(
+                Inputs.Images[G.Images[Todo[Pos].first]].Bitcode.getBuffer());
+            return E;
+          }))
+    return std::move(E);
+  std::map<uint32_t, ImageSlice> Out;
+  for (auto [Pos, S] : enumerate(Slices))
+    Out.emplace(Todo[Pos].first, std::move(S));
+  return Out;
+}
+
+/// The bodies of the definitions dropped are never read; the used lists'
+/// and `nvvm.annotations`' entries for them go too.
 Error DeviceLinker::keepOnly(
     Module &M, const std::vector<bool> &Keep, const ImageGraph &G,
-    std::vector<std::pair<std::string, GlobalValue::LinkageTypes>> &LinkOnce) {
+    std::vector<std::pair<std::string, GlobalValue::LinkageTypes>> *LinkOnce) {
   std::vector<GlobalValue *> Globals;
   for (GlobalValue &GV : M.global_values())
     Globals.push_back(&GV);
@@ -2448,9 +2637,9 @@ Error DeviceLinker::keepOnly(
     // The linker links a linkonce definition only where something already
     // linked references it, and the references may come from an image
     // linked after this one: made weak for the link, linkonce again after.
-    if (!Drop.contains(GV) && G.Globals[J].Definition &&
+    if (LinkOnce && !Drop.contains(GV) && G.Globals[J].Definition &&
         GV->hasLinkOnceLinkage()) {
-      LinkOnce.push_back({GV->getName().str(), GV->getLinkage()});
+      LinkOnce->push_back({GV->getName().str(), GV->getLinkage()});
       GV->setLinkage(GV->hasLinkOnceODRLinkage() ? GlobalValue::WeakODRLinkage
                                                  : GlobalValue::WeakAnyLinkage);
     }
