@@ -956,7 +956,7 @@ private:
   Expected<std::map<uint32_t, ImageSlice>>
   sliceImages(const LinkGroup &G, const GroupFacts &F,
               const std::map<uint32_t, std::vector<bool>> &Keep,
-              ThreadPoolInterface &Pool);
+              const StringMap<uint32_t> &External, ThreadPoolInterface &Pool);
   const Target &representative(ArrayRef<size_t> TIs) const;
 
   /// The arches each translation unit (DeviceImage::Source) was compiled
@@ -2330,8 +2330,13 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
   // Gone before the partitions are optimized: its threads hold job slots.
   std::optional<DefaultThreadPool> Pool;
   Pool.emplace(threadStrategy(Opts.Jobs, Opts.UseJobserver));
+  StringMap<uint32_t> External; // what the program keeps external: by
+                                // name, the image that defines it
+  for (auto [N, Node] : enumerate(P.Graph.Nodes))
+    if (!Node.Local)
+      External[Node.Name] = P.Where[N].first;
   Expected<std::map<uint32_t, ImageSlice>> SlicesOrErr =
-      sliceImages(G, F, SliceKeep, *Pool);
+      sliceImages(G, F, SliceKeep, External, *Pool);
   if (!SlicesOrErr)
     return SlicesOrErr.takeError();
   std::map<uint32_t, ImageSlice> &Slices = *SlicesOrErr;
@@ -2361,6 +2366,11 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
         if (auto It = Slices.find(I); It != Slices.end() && Only[I])
           Slice = &It->second;
       if (Slice) {
+        if (J >= Slice->Index.size() || Slice->Index[J] == UINT32_MAX)
+          return createStringError(
+              "%s: internal error: global %u (%s) is not in its slice",
+              Inputs.Images[G.Images[I]].Origin.c_str(), J,
+              F.Graphs[I].Globals[J].Name.c_str());
         K.resize(Slice->Graph.Globals.size());
         K[Slice->Index[J]] = true;
       } else {
@@ -2383,8 +2393,11 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
             Slice ? MemoryBufferRef(Slice->Bitcode, Image.Origin)
                   : Image.Bitcode,
             Ctx);
+        // A slice is fatlink's own bitcode: an error in it is fatlink's.
+        std::string Where =
+            Slice ? Image.Origin + " (fatlink's slice of it)" : Image.Origin;
         if (!MOrErr)
-          return createStringError("%s: %s", Image.Origin.c_str(),
+          return createStringError("%s: %s", Where.c_str(),
                                    toString(MOrErr.takeError()).c_str());
         Module &M = **MOrErr;
         // Its debug info parse() dropped: read whole, and dropped again
@@ -2400,7 +2413,7 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
         unifySharedDeclarations(M, F.SharedAlignments);
         if (Error E =
                 keepOnly(M, K, Slice ? Slice->Graph : F.Graphs[I], &LinkOnce))
-          return createStringError("%s: %s", Image.Origin.c_str(),
+          return createStringError("%s: %s", Where.c_str(),
                                    toString(std::move(E)).c_str());
         if (L.linkInModule(std::move(*MOrErr)))
           return PartDiags.takeError("cannot link " + Image.Origin);
@@ -2526,6 +2539,7 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
 Expected<std::map<uint32_t, ImageSlice>>
 DeviceLinker::sliceImages(const LinkGroup &G, const GroupFacts &F,
                           const std::map<uint32_t, std::vector<bool>> &Keep,
+                          const StringMap<uint32_t> &External,
                           ThreadPoolInterface &Pool) {
   std::vector<std::pair<uint32_t, const std::vector<bool> *>> Todo;
   for (const auto &[I, K] : Keep)
@@ -2558,18 +2572,28 @@ DeviceLinker::sliceImages(const LinkGroup &G, const GroupFacts &F,
     }
     if (Expected<std::vector<KernelRecord>> Rs = takeKernelRecords(M); !Rs)
       return Rs.takeError(); // read once already
-    if (Error E = keepOnly(M, *K, F.Graphs[I], /*LinkOnce=*/nullptr))
-      return Fail(std::move(E));
-    // Reading the bodies may replace declarations (intrinsics upgraded):
-    // the image's globals are followed by handle.
+    // The image's globals, numbered as its summary numbers them, followed
+    // by handle: dropping definitions can remove a used list that empties,
+    // and reading the bodies can replace declarations (intrinsics
+    // upgraded).
     std::vector<WeakVH> Before;
     for (GlobalValue &GV : M.global_values())
       Before.emplace_back(&GV);
+    if (Error E = keepOnly(M, *K, F.Graphs[I], /*LinkOnce=*/nullptr))
+      return Fail(std::move(E));
     if (Error E = M.materializeAll())
       return Fail(std::move(E));
-    for (GlobalValue &GV : make_early_inc_range(M.global_values()))
-      if (GV.isDeclaration() && GV.use_empty() && !GV.isUsedByMetadata())
+    // A declaration of a name the program keeps external and another
+    // image defines stays: the partition may hold that definition, and
+    // linked beside it the declaration lowers its visibility and
+    // unnamed_addr, as the image's does where a partition reads the image.
+    for (GlobalValue &GV : make_early_inc_range(M.global_values())) {
+      if (!GV.isDeclaration() || !GV.use_empty() || GV.isUsedByMetadata())
+        continue;
+      auto It = External.find(GV.getName());
+      if (It == External.end() || It->second == I)
         GV.eraseFromParent();
+    }
     if (Error E = D.takeError("cannot read " + Image.Origin))
       return E;
 
