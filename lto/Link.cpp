@@ -2501,9 +2501,18 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
     return Errors.take();
   }
 
-  if (Opts.Verbose)
+  if (Opts.Verbose) {
+    // What the partitions hold beyond the program: the local helpers and
+    // constants each copies (planGraph).
+    size_t Held = 0;
+    for (size_t PI : Todo)
+      Held += Plans[PI].Instructions;
     Opts.Verbose("link: " + std::to_string(Split.size()) +
-                 " partitions, each linked from its inputs alone");
+                 " partitions, each linked from its inputs alone (" +
+                 std::to_string(Held) + " instructions, " +
+                 std::to_string(Held - std::min(Held, Instructions)) +
+                 " of them copies of helpers)");
+  }
   // Linked and checked: the inputs' facts and summaries and the plan (3 KB
   // per kernel of a large program) are not read again, and go before the
   // partitions are optimized.
