@@ -2300,32 +2300,34 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
         if (Takers[N] < 2 && ++Takers[N] == 2)
           Shared[N] = true;
   }
-  // By image: whether the plan takes only shared code from it.
-  auto SharedOnly = [&](const GraphPartition &Plan) {
-    std::map<uint32_t, bool> Only;
-    for (uint32_t N : Plan.Members) {
-      auto [It, New] = Only.try_emplace(P.Where[N].first, true);
-      It->second = It->second && Shared[N];
-    }
-    return Only;
-  };
+  // By position in Todo: the images the partition reads as slices, those
+  // it takes only shared code from where another partition does too.
+  std::vector<std::set<uint32_t>> ViaSlice(Todo.size());
   std::map<uint32_t, std::vector<bool>> SliceKeep;
   {
+    std::vector<std::map<uint32_t, bool>> Only(Todo.size()); // by image
     std::map<uint32_t, unsigned> Readers;
-    for (size_t PI : Todo)
-      for (auto [I, Only] : SharedOnly(Plans[PI]))
-        Readers[I] += Only;
-    for (size_t PI : Todo) {
-      std::map<uint32_t, bool> Only = SharedOnly(Plans[PI]);
+    for (auto [Pos, PI] : enumerate(Todo)) {
+      for (uint32_t N : Plans[PI].Members) {
+        auto [It, New] = Only[Pos].try_emplace(P.Where[N].first, true);
+        It->second = It->second && Shared[N];
+      }
+      for (auto [I, SharedOnly] : Only[Pos])
+        Readers[I] += SharedOnly;
+    }
+    for (auto [Pos, PI] : enumerate(Todo))
+      for (auto [I, SharedOnly] : Only[Pos])
+        if (SharedOnly && Readers[I] >= 2)
+          ViaSlice[Pos].insert(I);
+    for (auto [Pos, PI] : enumerate(Todo))
       for (uint32_t N : Plans[PI].Members) {
         auto [I, J] = P.Where[N];
-        if (!Only[I] || Readers[I] < 2)
+        if (!ViaSlice[Pos].count(I))
           continue;
         std::vector<bool> &K = SliceKeep[I];
         K.resize(F.Graphs[I].Globals.size());
         K[J] = true;
       }
-    }
   }
   // Gone before the partitions are optimized: its threads hold job slots.
   std::optional<DefaultThreadPool> Pool;
@@ -2358,13 +2360,11 @@ Expected<bool> DeviceLinker::linkPartitionFirst(const LinkGroup &G,
     // By image: what the partition keeps of it, and its slice, if the
     // partition reads that instead.
     std::map<uint32_t, std::pair<std::vector<bool>, const ImageSlice *>> Kept;
-    std::map<uint32_t, bool> Only = SharedOnly(Plan);
     for (uint32_t N : Plan.Members) {
       auto [I, J] = P.Where[N];
       auto &[K, Slice] = Kept[I];
-      if (K.empty())
-        if (auto It = Slices.find(I); It != Slices.end() && Only[I])
-          Slice = &It->second;
+      if (ViaSlice[Pos].count(I))
+        Slice = &Slices.at(I);
       if (Slice) {
         if (J >= Slice->Index.size() || Slice->Index[J] == UINT32_MAX)
           return createStringError(
@@ -2785,24 +2785,18 @@ Expected<bool> DeviceLinker::optimizePartitions(
 Error DeviceLinker::optimizeSplit(std::vector<CodegenPartition> Split,
                                   const Target &Rep, bool ForTarget,
                                   OptimizedModule &OM) {
-  std::vector<std::string> Errors(Split.size());
-  bool Tracing = timeTraceProfilerEnabled();
   // The optimized partition waits for code generation in a file, where
   // the driver gives one (LinkOptions::Spill).
   auto Optimized = [&](CodegenPartition &P, size_t I) {
-    std::string Name = ("part" + Twine(I) + "." + Rep.Name + ".opt.bc").str();
-    if (Error E = spill(P, Name))
-      Errors[I] = toString(std::move(E));
+    return spill(P, "part" + Twine(I) + "." + Rep.Name + ".opt.bc");
   };
-  // Returns the bytes of the partition's input bitcode.
-  auto OptimizeOne = [&](size_t I) -> size_t {
+  // Bytes: the size of the partition's input bitcode.
+  auto OptimizeOne = [&](size_t I, size_t &Bytes) -> Error {
     CodegenPartition &P = Split[I];
     Expected<std::unique_ptr<MemoryBuffer>> In = loadBitcode(P);
-    if (!In) {
-      Errors[I] = toString(In.takeError());
-      return 0;
-    }
-    size_t Bytes = (*In)->getBufferSize();
+    if (!In)
+      return In.takeError();
+    Bytes = (*In)->getBufferSize();
     std::string Key;
     if (Opts.MemoLookup) {
       Key = memoKey(Twine(ForTarget ? "o3-for-target-1-" : "o3-1-")
@@ -2811,8 +2805,7 @@ Error DeviceLinker::optimizeSplit(std::vector<CodegenPartition> Split,
                     (*In)->getBuffer());
       if (std::optional<std::string> V = Opts.MemoLookup(Key)) {
         P.Bitcode = std::move(*V);
-        Optimized(P, I);
-        return Bytes;
+        return Optimized(P, I);
       }
     }
     TimeTraceScope Scope("Optimize partition", Rep.Name + ".part" + Twine(I).str());
@@ -2838,36 +2831,29 @@ Error DeviceLinker::optimizeSplit(std::vector<CodegenPartition> Split,
            : PM.takeError();
     if (!E)
       E = PartDiags.takeError("optimization for " + Rep.Name);
-    if (E) {
-      Errors[I] = toString(std::move(E));
-      return Bytes;
-    }
+    if (E)
+      return E;
     P.Bitcode.clear();
     raw_string_ostream OS(P.Bitcode);
     WriteBitcodeToFile(**PM, OS);
     OS.flush();
     if (Opts.MemoStore)
       Opts.MemoStore(Key, P.Bitcode);
-    Optimized(P, I);
-    return Bytes;
+    return Optimized(P, I);
   };
   {
     DefaultThreadPool Pool(threadStrategy(Opts.Jobs, Opts.UseJobserver));
-    for (size_t I = 0; I < Split.size(); ++I)
-      Pool.async([&, I] {
-        if (Tracing)
-          timeTraceProfilerInitialize(Opts.TimeTraceGranularity, "fatlink");
-        size_t Bytes = OptimizeOne(I); // its LLVMContext freed
-        if (Bytes >= ReleaseAfterBytes)
-          releaseFreedMemory();
-        if (Tracing)
-          timeTraceProfilerFinishThread();
-      });
-    Pool.wait();
+    if (Error E = forEachInOrder(Pool, Split.size(), Opts.TimeTraceGranularity,
+                                 [&](size_t I) {
+                                   size_t Bytes = 0;
+                                   Error E = OptimizeOne(I, Bytes);
+                                   // Its LLVMContext freed.
+                                   if (Bytes >= ReleaseAfterBytes)
+                                     releaseFreedMemory();
+                                   return E;
+                                 }))
+      return E;
   }
-  for (const std::string &E : Errors)
-    if (!E.empty())
-      return createStringError("%s", E.c_str());
 
   if (Opts.NeedWholeModule) {
     TimeTraceScope Scope("Join partitions");
